@@ -1,0 +1,5 @@
+"""Allow ``python -m lab``."""
+
+from lab.cli import main
+
+raise SystemExit(main())

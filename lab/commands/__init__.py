@@ -1,0 +1,1 @@
+"""One module per ``lab`` sub-command; see :data:`lab.cli.COMMAND_MODULES`."""

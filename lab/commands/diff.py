@@ -1,0 +1,43 @@
+"""``lab diff A B``: show that twins differ only by the variant and their identity."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from lab.context import Context
+from lab.twinplan import add_twin_arguments, plan_twins, request_from
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "diff", help="show how the twins' domains differ",
+        description="Build the pair A,B as `lab up` would and print every difference between"
+        " the two domains, grouped as the variants' declared delta, the guests' identity"
+        " (name, files, MAC, pinned CPUs) and anything unexplained. Exit status 1 when"
+        " something unexplained differs.",
+    )
+    parser.add_argument("a", help="first variant")
+    parser.add_argument("b", help="second variant")
+    add_twin_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    from rich.table import Table
+
+    from lab.fairness import pair_changes
+
+    twins = plan_twins(ctx, request_from(args, ctx, [args.a, args.b]))
+    changes = pair_changes(twins.guests[0], twins.guests[1])
+    a, b = twins.guests[0].name, twins.guests[1].name
+    table = Table("kind", "path", a, b, title=f"{a} vs {b}")
+    for change in sorted(changes, key=lambda c: (c.kind != "variant", c.kind, c.path)):
+        style = "bold red" if change.kind == "unexplained" else None
+        table.add_row(change.kind, change.path, change.a or "-", change.b or "-", style=style)
+    ctx.out.print(table)
+    unexplained = [c for c in changes if c.kind == "unexplained"]
+    if unexplained:
+        ctx.warn(f"{len(unexplained)} difference(s) are neither the variant nor the identity")
+        return 1
+    return 0

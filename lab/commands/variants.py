@@ -1,0 +1,28 @@
+"""``lab variants``: the known variants, what each changes and what it needs from the host."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from lab.context import Context
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "variants", help="list the variants a twin can be",
+        description="List the variant plug-ins (domains/*.py): name, delta, host requirements.",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    from rich.table import Table
+
+    from lab.variants import load_variants
+
+    table = Table("variant", "what it changes", "needs from the host")
+    for name, variant in sorted(load_variants().items()):
+        table.add_row(name, variant.description, variant.requirement_text())
+    ctx.out.print(table)
+    return 0

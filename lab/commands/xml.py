@@ -1,0 +1,27 @@
+"""``lab xml``: print the libvirt domain a variant's guest would get."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from lab.context import Context
+from lab.twinplan import add_twin_arguments, plan_twins, request_from
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "xml", help="print the domain XML of a variant's guest",
+        description="Print the libvirt domain XML a guest of VARIANT gets on this host"
+        " (accelerator, CPU pinning and paths as `lab up` would choose them).",
+    )
+    parser.add_argument("--variant", required=True, help="variant name (see `lab variants`)")
+    add_twin_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    twins = plan_twins(ctx, request_from(args, ctx, [args.variant]))
+    ctx.note(f"accelerator: {twins.accel.accelerator} ({twins.accel.reason})")
+    ctx.out.out(twins.guests[0].spec.to_string(), end="", highlight=False)
+    return 0

@@ -1,0 +1,59 @@
+"""The side effects a command works with, made once by the CLI and handed in.
+
+Nothing in the library opens its own libvirt connection or runs its own commands: it
+receives a :class:`Context` (or just the part it needs) so tests can hand in fakes or
+libvirt's test driver, and integration tests the real thing.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+
+from lab.clock import Clock
+from lab.config import Config
+from lab.errors import LabError
+from lab.hostexec import Host
+
+if TYPE_CHECKING:
+    import libvirt
+
+
+def open_libvirt(uri: str) -> libvirt.virConnect:
+    import libvirt
+
+    # libvirt prints every error to stderr by default; the lab reports them itself.
+    libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
+    try:
+        return libvirt.open(uri)
+    except libvirt.libvirtError as err:
+        raise LabError(
+            f"cannot connect to libvirt at {uri}: {err.get_error_message()}",
+            hint="Start it with `lab host prepare` (or `libvirtd -d` as root), then retry",
+        ) from None
+
+
+@dataclass
+class Context:
+    config: Config
+    host: Host = field(default_factory=Host)
+    clock: Clock = field(default_factory=Clock)
+    out: Console = field(default_factory=Console)
+    err: Console = field(default_factory=lambda: Console(stderr=True))
+    connect: Any = open_libvirt  # uri -> virConnect
+
+    @functools.cached_property
+    def libvirt(self) -> libvirt.virConnect:
+        return self.connect(self.config.libvirt_uri)
+
+    def note(self, message: str) -> None:
+        """A remark for the user on stderr, so stdout stays clean for data."""
+        self.err.print(f"[dim]lab:[/dim] {message}", highlight=False, soft_wrap=True)
+
+    def warn(self, message: str) -> None:
+        self.err.print(
+            f"[bold yellow]lab: warning:[/bold yellow] {message}", highlight=False, soft_wrap=True
+        )

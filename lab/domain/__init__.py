@@ -1,0 +1,1 @@
+"""libvirt domain XML, one small class per element the lab controls."""

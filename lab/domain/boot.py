@@ -1,0 +1,44 @@
+"""``<os>``: direct kernel boot (the lab's own image) or boot from the disk (imported images)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lxml import etree
+
+
+@dataclass(frozen=True)
+class KernelBoot:
+    """Boot a kernel and initrd from host files; no bootloader inside the image."""
+
+    kernel: str
+    initrd: str
+    cmdline: str
+
+    def to_xml(self) -> etree._Element:
+        root = _os_element()
+        etree.SubElement(root, "kernel").text = self.kernel
+        etree.SubElement(root, "initrd").text = self.initrd
+        etree.SubElement(root, "cmdline").text = self.cmdline
+        return root
+
+
+@dataclass(frozen=True)
+class DiskBoot:
+    """Boot the first disk's own bootloader (a user's imported cloud image)."""
+
+    def to_xml(self) -> etree._Element:
+        root = _os_element()
+        etree.SubElement(root, "boot").set("dev", "hd")
+        return root
+
+
+Boot = KernelBoot | DiskBoot
+
+
+def _os_element() -> etree._Element:
+    root = etree.Element("os")
+    ostype = etree.SubElement(root, "type")
+    ostype.set("arch", "x86_64")
+    ostype.text = "hvm"
+    return root

@@ -1,0 +1,140 @@
+"""From user request to twin guests: variants, host topology, accelerator, CPU plan.
+
+Gathers the host facts through the context (libvirt capabilities, /proc, /sys) and
+hands them to the pure builders in :mod:`lab.twins` and :mod:`lab.cpuplan`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from lab.accel import AccelChoice, AccelFacts, choose_accelerator
+from lab.context import Context
+from lab.cpuplan import CPUPlan, plan_cpus
+from lab.domain.boot import Boot, KernelBoot
+from lab.errors import LabError, UsageError
+from lab.topology import Cell, HostCPU, Topology, parse_capabilities
+from lab.twins import Guest, GuestSettings, build_twins
+from lab.units import parse_size_kib
+from lab.variants import get_variant, load_variants
+
+# Serial console for logs and `lab console`; no need to probe absent hardware.
+DEFAULT_CMDLINE = "root=/dev/vda rw console=ttyS0 quiet"
+
+
+@dataclass(frozen=True)
+class TwinRequest:
+    variants: list[str]
+    vcpus: int
+    memory: str
+    reserve_host_cpus: int
+
+
+@dataclass(frozen=True)
+class Twins:
+    guests: list[Guest]
+    plan: CPUPlan
+    accel: AccelChoice
+    topology: Topology
+
+
+def parse_pair(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if len(names) != 2:
+        raise UsageError(f"--pair takes two variant names separated by a comma, not {text!r}",
+                         hint="For example: --pair thp,shp1g (see `lab variants`)")
+    return names
+
+
+def read_accel_facts(root: Path = Path("/")) -> AccelFacts:
+    def read(path: str) -> str:
+        try:
+            return (root / path).read_text()
+        except OSError:
+            return ""
+
+    dev = root / "dev/kvm"
+    usable = False
+    if dev.exists():
+        mode = dev.stat().st_mode
+        usable = bool(mode & 0o006 == 0o006) or (bool(mode & 0o060 == 0o060) and _group(dev) == "kvm")
+    modules = frozenset(
+        m for m in ("kvm", "kvm_intel", "kvm_amd", "kvm_pvm") if (root / "sys/module" / m).exists()
+    )
+    return AccelFacts(cpuinfo=read("proc/cpuinfo"), modules=modules,
+                      dev_kvm_exists=dev.exists(), dev_kvm_usable=usable)
+
+
+def _group(path: Path) -> str:
+    import grp
+
+    try:
+        return grp.getgrgid(path.stat().st_gid).gr_name
+    except KeyError:
+        return ""
+
+
+def host_topology(ctx: Context) -> Topology:
+    """The host's topology from libvirt; without libvirtd, a flat one from os.cpu_count()."""
+    try:
+        return parse_capabilities(ctx.libvirt.getCapabilities())
+    except LabError as err:
+        ctx.note(f"{err.message}; planning on a single NUMA node of {os.cpu_count()} CPUs")
+        cpus = tuple(HostCPU(id=i, node=0, socket=0, core=i, siblings=(i,))
+                     for i in range(os.cpu_count() or 1))
+        return Topology(arch="x86_64", cpu_features=frozenset(), cells=(Cell(0, 0, cpus),))
+
+
+def default_boot(ctx: Context) -> Boot:
+    """Kernel boot from the configured image; its manifest knows the exact files."""
+    image_dir = Path(ctx.config.image_dir) / ctx.config.image
+    return KernelBoot(kernel=str(image_dir / "vmlinuz"), initrd=str(image_dir / "initrd.img"),
+                      cmdline=DEFAULT_CMDLINE)
+
+
+def plan_twins(ctx: Context, request: TwinRequest, boot: Boot | None = None,
+               topology: Topology | None = None) -> Twins:
+    variants = load_variants()
+    chosen = [get_variant(name, variants) for name in request.variants]
+    if request.vcpus < 1:
+        raise UsageError(f"--vcpus must be 1 or more, not {request.vcpus}")
+    topology = topology or host_topology(ctx)
+    accel = choose_accelerator(read_accel_facts(), ctx.config.accelerator)
+    plan = plan_cpus(topology, len(chosen), request.vcpus, request.reserve_host_cpus)
+    settings = GuestSettings(
+        vcpus=request.vcpus,
+        memory_kib=parse_size_kib(request.memory),
+        accelerator=accel.accelerator,
+        # Under TCG the default qemu64 model; on KVM the host's own CPU.
+        cpu_mode=None if accel.is_tcg else "host-passthrough",
+        boot=boot or default_boot(ctx),
+        network=ctx.config.network,
+        state_dir=Path(ctx.config.state_dir),
+    )
+    return Twins(build_twins(chosen, settings, plan), plan, accel, topology)
+
+
+def add_twin_arguments(parser: object, with_pair: bool = True) -> None:
+    """The sizing options shared by `lab xml`, `lab diff` and `lab up`."""
+    import argparse
+
+    assert isinstance(parser, argparse.ArgumentParser)
+    parser.add_argument("--vcpus", type=int, default=None, help="vCPUs per guest (config: vcpus)")
+    parser.add_argument("--memory", default=None, help="memory per guest, e.g. 1G (config: memory)")
+    parser.add_argument("--reserve-host-cpus", type=int, default=None, metavar="N",
+                        help="host CPUs kept free of vCPUs (config: reserve_host_cpus; 0 gives"
+                             " every CPU to the guests)")
+
+
+def request_from(args: object, ctx: Context, variants: list[str]) -> TwinRequest:
+    vcpus = getattr(args, "vcpus", None)
+    memory = getattr(args, "memory", None)
+    reserve = getattr(args, "reserve_host_cpus", None)
+    return TwinRequest(
+        variants=variants,
+        vcpus=vcpus if vcpus is not None else ctx.config.vcpus,
+        memory=memory if memory is not None else ctx.config.memory,
+        reserve_host_cpus=reserve if reserve is not None else ctx.config.reserve_host_cpus,
+    )

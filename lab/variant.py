@@ -1,0 +1,81 @@
+"""What a variant is: a declared delta on the common domain base, plus host requirements.
+
+A variant plug-in is one small file in ``domains/`` that defines ``VARIANT``. It never
+builds a domain of its own: it receives the common base and returns it changed, so the
+twins provably differ only where the variant says.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from lab.domain.domain import DomainSpec
+from lab.domain.memorybacking import HugePages, MemoryBacking
+from lab.units import format_kib
+
+
+@dataclass(frozen=True)
+class HugePageNeed:
+    """``count`` free huge pages of ``page_kib`` on host NUMA node ``node``."""
+
+    page_kib: int
+    count: int
+    node: int
+
+    def describe(self) -> str:
+        return f"{self.count} free {format_kib(self.page_kib)}B huge page(s) on node {self.node}"
+
+
+class Variant:
+    """Base class of variant plug-ins. Subclasses override :meth:`apply` (and maybe needs)."""
+
+    name: str = ""
+    description: str = ""
+
+    def apply(self, base: DomainSpec) -> DomainSpec:
+        """Return ``base`` with this variant's delta applied."""
+        return base
+
+    def needs(self, spec: DomainSpec, host_node: int) -> list[HugePageNeed]:
+        """Host resources this variant's guest ``spec`` needs before it can start."""
+        return []
+
+    def requirement_text(self) -> str:
+        """A human summary of what this variant needs from the host, for ``lab variants``."""
+        return "nothing beyond the base"
+
+
+class TransparentHugePages(Variant):
+    """Leave guest RAM to the host's transparent huge pages: no ``<memoryBacking>``."""
+
+    def __init__(self, name: str, description: str) -> None:
+        self.name = name
+        self.description = description
+
+    def apply(self, base: DomainSpec) -> DomainSpec:
+        return replace(base, memory_backing=None)
+
+    def requirement_text(self) -> str:
+        return "none (THP mode of the host applies: see `lab host check`)"
+
+
+class StaticHugePages(Variant):
+    """Back guest RAM with static huge pages of one size, reserved on the guest's node."""
+
+    def __init__(self, name: str, description: str, page_kib: int) -> None:
+        self.name = name
+        self.description = description
+        self.page_kib = page_kib
+
+    def apply(self, base: DomainSpec) -> DomainSpec:
+        pages = HugePages(page_kib=self.page_kib, nodeset="0")
+        return replace(base, memory_backing=MemoryBacking(hugepages=pages))
+
+    def needs(self, spec: DomainSpec, host_node: int) -> list[HugePageNeed]:
+        count = math.ceil(spec.memory_kib / self.page_kib)
+        return [HugePageNeed(page_kib=self.page_kib, count=count, node=host_node)]
+
+    def requirement_text(self) -> str:
+        size = format_kib(self.page_kib)
+        return f"ceil(memory / {size}) free {size}B huge pages on the guest's NUMA node"
