@@ -50,13 +50,19 @@ def choose_accelerator(facts: AccelFacts, requested: str = "auto") -> AccelChoic
     if not facts.dev_kvm_exists:
         problems.append(("/dev/kvm does not exist", "modprobe kvm_intel || modprobe kvm_amd"))
     if "kvm_pvm" in facts.modules:
-        problems.append(("/dev/kvm is kvm-pvm (nested shadow paging) which cannot boot a"
-                         " normal guest kernel", ""))
+        problems.append(
+            (
+                "/dev/kvm is kvm-pvm (nested shadow paging) which cannot boot a"
+                " normal guest kernel",
+                "",
+            )
+        )
     if not flags & {"vmx", "svm"}:
         problems.append(("the CPU has no vmx/svm flag (no hardware virtualization)", ""))
     if facts.dev_kvm_exists and not facts.dev_kvm_usable:
-        problems.append(("QEMU cannot open /dev/kvm (permission)",
-                         "chgrp kvm /dev/kvm && chmod 660 /dev/kvm"))
+        problems.append(
+            ("QEMU cannot open /dev/kvm (permission)", "chgrp kvm /dev/kvm && chmod 660 /dev/kvm")
+        )
     if not problems:
         return AccelChoice("kvm", "KVM is usable: vmx/svm present and /dev/kvm accessible")
     reason = "; ".join(p for p, _ in problems)
@@ -64,6 +70,8 @@ def choose_accelerator(facts: AccelFacts, requested: str = "auto") -> AccelChoic
     if requested == "kvm":
         from lab.errors import RequirementError
 
-        raise RequirementError(f"KVM was requested but cannot run guests: {reason}",
-                               hint=f"Run: {fix}" if fix else "Set accelerator = 'auto'")
+        raise RequirementError(
+            f"KVM was requested but cannot run guests: {reason}",
+            hint=f"Run: {fix}" if fix else "Set accelerator = 'auto'",
+        )
     return AccelChoice("qemu", reason, fix)

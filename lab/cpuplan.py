@@ -27,9 +27,7 @@ class CPUPlan:
     host_cpus: tuple[int, ...]  # kept free of vCPUs
 
 
-def plan_cpus(
-    topology: Topology, guests: int, vcpus: int, reserve_host_cpus: int = 1
-) -> CPUPlan:
+def plan_cpus(topology: Topology, guests: int, vcpus: int, reserve_host_cpus: int = 1) -> CPUPlan:
     """Give each of ``guests`` guests ``vcpus`` dedicated host CPUs.
 
     ``reserve_host_cpus`` CPUs (whole cores, from the first) stay for the host and the

@@ -46,7 +46,7 @@ def flatten(root: etree._Element) -> dict[str, str]:
     def walk(node: etree._Element, path: str) -> None:
         out[path] = ""  # the element itself exists
         for key, value in sorted(node.attrib.items()):
-            out[f"{path}/@{key}"] = str(value)
+            out[f"{path}/@{key!s}"] = str(value)
         text = (node.text or "").strip()
         if text:
             out[f"{path}/text()"] = text

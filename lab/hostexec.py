@@ -43,12 +43,21 @@ class Host:
         argv = [str(a) for a in argv]
         try:
             proc = subprocess.run(
-                argv, input=input, capture_output=True, text=True, timeout=timeout,
-                env=dict(env) if env is not None else None, check=False,
+                argv,
+                input=input,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                env=dict(env) if env is not None else None,
+                check=False,
             )
         except FileNotFoundError:
-            raise HostCommandError(argv, 127, f"{argv[0]}: command not found",
-                                   hint=hint or f"Install {argv[0]} (see `lab host check`)") from None
+            raise HostCommandError(
+                argv,
+                127,
+                f"{argv[0]}: command not found",
+                hint=hint or f"Install {argv[0]} (see `lab host check`)",
+            ) from None
         except subprocess.TimeoutExpired:
             raise HostCommandError(argv, 124, f"timed out after {timeout} s", hint=hint) from None
         result = Result(tuple(argv), proc.returncode, proc.stdout, proc.stderr)
@@ -82,9 +91,16 @@ class RecordingHost(Host):
     commands: list[tuple[str, ...]] = field(default_factory=list)
     written: dict[str, str] = field(default_factory=dict)
 
-    def run(self, argv: Sequence[str], *, check: bool = True, input: str | None = None,
-            timeout: float | None = None, env: Mapping[str, str] | None = None,
-            hint: str | None = None) -> Result:
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        check: bool = True,
+        input: str | None = None,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        hint: str | None = None,
+    ) -> Result:
         key = tuple(str(a) for a in argv)
         self.commands.append(key)
         result = self.answers.get(key, Result(key, 0, "", ""))

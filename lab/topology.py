@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
+from lab.units import parse_cpuset
+
 
 @dataclass(frozen=True)
 class HostCPU:
@@ -56,7 +58,7 @@ def parse_capabilities(xml: str) -> Topology:
                 node=cell_id,
                 socket=int(cpu.get("socket_id", "0")),
                 core=int(cpu.get("core_id", "0")),
-                siblings=_cpu_list(cpu.get("siblings") or cpu.get("id", "0")),
+                siblings=_cpu_list(cpu.get("siblings") or cpu.get("id") or "0"),
             )
             for cpu in cell.findall("cpus/cpu")
         )
@@ -67,6 +69,4 @@ def parse_capabilities(xml: str) -> Topology:
 
 
 def _cpu_list(text: str) -> tuple[int, ...]:
-    from lab.units import parse_cpuset
-
     return tuple(parse_cpuset(text))

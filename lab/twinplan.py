@@ -43,8 +43,10 @@ class Twins:
 def parse_pair(text: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     if len(names) != 2:
-        raise UsageError(f"--pair takes two variant names separated by a comma, not {text!r}",
-                         hint="For example: --pair thp,shp1g (see `lab variants`)")
+        raise UsageError(
+            f"--pair takes two variant names separated by a comma, not {text!r}",
+            hint="For example: --pair thp,shp1g (see `lab variants`)",
+        )
     return names
 
 
@@ -59,12 +61,18 @@ def read_accel_facts(root: Path = Path("/")) -> AccelFacts:
     usable = False
     if dev.exists():
         mode = dev.stat().st_mode
-        usable = bool(mode & 0o006 == 0o006) or (bool(mode & 0o060 == 0o060) and _group(dev) == "kvm")
+        usable = bool(mode & 0o006 == 0o006) or (
+            bool(mode & 0o060 == 0o060) and _group(dev) == "kvm"
+        )
     modules = frozenset(
         m for m in ("kvm", "kvm_intel", "kvm_amd", "kvm_pvm") if (root / "sys/module" / m).exists()
     )
-    return AccelFacts(cpuinfo=read("proc/cpuinfo"), modules=modules,
-                      dev_kvm_exists=dev.exists(), dev_kvm_usable=usable)
+    return AccelFacts(
+        cpuinfo=read("proc/cpuinfo"),
+        modules=modules,
+        dev_kvm_exists=dev.exists(),
+        dev_kvm_usable=usable,
+    )
 
 
 def _group(path: Path) -> str:
@@ -82,20 +90,26 @@ def host_topology(ctx: Context) -> Topology:
         return parse_capabilities(ctx.libvirt.getCapabilities())
     except LabError as err:
         ctx.note(f"{err.message}; planning on a single NUMA node of {os.cpu_count()} CPUs")
-        cpus = tuple(HostCPU(id=i, node=0, socket=0, core=i, siblings=(i,))
-                     for i in range(os.cpu_count() or 1))
+        cpus = tuple(
+            HostCPU(id=i, node=0, socket=0, core=i, siblings=(i,))
+            for i in range(os.cpu_count() or 1)
+        )
         return Topology(arch="x86_64", cpu_features=frozenset(), cells=(Cell(0, 0, cpus),))
 
 
 def default_boot(ctx: Context) -> Boot:
     """Kernel boot from the configured image; its manifest knows the exact files."""
     image_dir = Path(ctx.config.image_dir) / ctx.config.image
-    return KernelBoot(kernel=str(image_dir / "vmlinuz"), initrd=str(image_dir / "initrd.img"),
-                      cmdline=DEFAULT_CMDLINE)
+    return KernelBoot(
+        kernel=str(image_dir / "vmlinuz"),
+        initrd=str(image_dir / "initrd.img"),
+        cmdline=DEFAULT_CMDLINE,
+    )
 
 
-def plan_twins(ctx: Context, request: TwinRequest, boot: Boot | None = None,
-               topology: Topology | None = None) -> Twins:
+def plan_twins(
+    ctx: Context, request: TwinRequest, boot: Boot | None = None, topology: Topology | None = None
+) -> Twins:
     variants = load_variants()
     chosen = [get_variant(name, variants) for name in request.variants]
     if request.vcpus < 1:
@@ -123,9 +137,14 @@ def add_twin_arguments(parser: object, with_pair: bool = True) -> None:
     assert isinstance(parser, argparse.ArgumentParser)
     parser.add_argument("--vcpus", type=int, default=None, help="vCPUs per guest (config: vcpus)")
     parser.add_argument("--memory", default=None, help="memory per guest, e.g. 1G (config: memory)")
-    parser.add_argument("--reserve-host-cpus", type=int, default=None, metavar="N",
-                        help="host CPUs kept free of vCPUs (config: reserve_host_cpus; 0 gives"
-                             " every CPU to the guests)")
+    parser.add_argument(
+        "--reserve-host-cpus",
+        type=int,
+        default=None,
+        metavar="N",
+        help="host CPUs kept free of vCPUs (config: reserve_host_cpus; 0 gives"
+        " every CPU to the guests)",
+    )
 
 
 def request_from(args: object, ctx: Context, variants: list[str]) -> TwinRequest:

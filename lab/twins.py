@@ -63,7 +63,9 @@ def mac_for(name: str) -> str:
     return "52:54:00:" + ":".join(f"{b:02x}" for b in digest[:3])
 
 
-def base_spec(name: str, settings: GuestSettings, placement: Placement, plan: CPUPlan) -> DomainSpec:
+def base_spec(
+    name: str, settings: GuestSettings, placement: Placement, plan: CPUPlan
+) -> DomainSpec:
     """The common base of every lab guest; per guest only name, paths, MAC and CPUs vary."""
     directory = settings.state_dir / "guests" / name
     return DomainSpec(
@@ -95,5 +97,7 @@ def build_twins(variants: list[Variant], settings: GuestSettings, plan: CPUPlan)
     ):
         spec = variant.apply(base_spec(name, settings, placement, plan))
         needs = tuple(variant.needs(spec, placement.node))
-        guests.append(Guest(name=name, variant=variant, spec=spec, placement=placement, needs=needs))
+        guests.append(
+            Guest(name=name, variant=variant, spec=spec, placement=placement, needs=needs)
+        )
     return guests

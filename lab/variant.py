@@ -69,7 +69,10 @@ class StaticHugePages(Variant):
         self.page_kib = page_kib
 
     def apply(self, base: DomainSpec) -> DomainSpec:
-        pages = HugePages(page_kib=self.page_kib, nodeset="0")
+        # No page nodeset: it names *guest* NUMA nodes, and for a guest without a NUMA
+        # topology libvirt drops nodeset='0' on define anyway. Which *host* node the
+        # pages come from is <numatune>'s job, set in the common base.
+        pages = HugePages(page_kib=self.page_kib)
         return replace(base, memory_backing=MemoryBacking(hugepages=pages))
 
     def needs(self, spec: DomainSpec, host_node: int) -> list[HugePageNeed]:

@@ -49,6 +49,8 @@ def _load_file(path: Path) -> Variant:
             hint="Define VARIANT = <a lab.variant.Variant with a name> in that file",
         )
     if variant.name != path.stem:
-        raise ConfigError(f"variant plug-in {path} names itself {variant.name!r}",
-                          hint=f"Name the file {variant.name}.py or the variant {path.stem!r}")
+        raise ConfigError(
+            f"variant plug-in {path} names itself {variant.name!r}",
+            hint=f"Name the file {variant.name}.py or the variant {path.stem!r}",
+        )
     return variant

@@ -10,7 +10,8 @@ from lab.context import Context
 
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "config", help="show the configuration keys, values and meanings",
+        "config",
+        help="show the configuration keys, values and meanings",
         description="Show every lab.toml key with its current value and documentation.",
     )
     parser.set_defaults(run=run)

@@ -11,7 +11,8 @@ from lab.twinplan import add_twin_arguments, plan_twins, request_from
 
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "diff", help="show how the twins' domains differ",
+        "diff",
+        help="show how the twins' domains differ",
         description="Build the pair A,B as `lab up` would and print every difference between"
         " the two domains, grouped as the variants' declared delta, the guests' identity"
         " (name, files, MAC, pinned CPUs) and anything unexplained. Exit status 1 when"

@@ -10,7 +10,8 @@ from lab.context import Context
 
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "variants", help="list the variants a twin can be",
+        "variants",
+        help="list the variants a twin can be",
         description="List the variant plug-ins (domains/*.py): name, delta, host requirements.",
     )
     parser.set_defaults(run=run)

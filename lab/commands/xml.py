@@ -11,7 +11,8 @@ from lab.twinplan import add_twin_arguments, plan_twins, request_from
 
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "xml", help="print the domain XML of a variant's guest",
+        "xml",
+        help="print the domain XML of a variant's guest",
         description="Print the libvirt domain XML a guest of VARIANT gets on this host"
         " (accelerator, CPU pinning and paths as `lab up` would choose them).",
     )

@@ -37,5 +37,7 @@ class CPUTune:
         }
         ordered = tuple(pins[i] for i in sorted(pins))
         emulator = node.find("emulatorpin")
-        emulator_cpus = tuple(parse_cpuset(emulator.get("cpuset", ""))) if emulator is not None else ()
+        emulator_cpus = (
+            tuple(parse_cpuset(emulator.get("cpuset", ""))) if emulator is not None else ()
+        )
         return cls(vcpupins=ordered, emulatorpin=emulator_cpus)

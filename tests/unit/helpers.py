@@ -1,0 +1,42 @@
+"""Topologies and settings for unit tests of the domain model and planner."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lab.domain.boot import KernelBoot
+from lab.topology import Cell, HostCPU, Topology
+from lab.twins import GuestSettings
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+def topology(nodes: int, cores_per_node: int, threads: int = 1) -> Topology:
+    """A host with ``nodes`` NUMA nodes; sibling CPU ids numbered like Linux does (i, i+N)."""
+    total_cores = nodes * cores_per_node
+    cells = []
+    for node in range(nodes):
+        cpus = []
+        for core in range(cores_per_node):
+            first = node * cores_per_node + core
+            siblings = tuple(first + t * total_cores for t in range(threads))
+            cpus.extend(
+                HostCPU(id=cpu, node=node, socket=node, core=core, siblings=siblings)
+                for cpu in siblings
+            )
+        cells.append(
+            Cell(id=node, memory_kib=16 * 1024**2, cpus=tuple(sorted(cpus, key=lambda c: c.id)))
+        )
+    return Topology(arch="x86_64", cpu_features=frozenset(), cells=tuple(cells))
+
+
+def settings(vcpus: int = 1, memory_kib: int = 1024**2, accelerator: str = "qemu") -> GuestSettings:
+    return GuestSettings(
+        vcpus=vcpus,
+        memory_kib=memory_kib,
+        accelerator=accelerator,
+        boot=KernelBoot("/images/vmlinuz", "/images/initrd.img", "root=/dev/vda console=ttyS0"),
+        network="lab",
+        state_dir=Path("/var/lib/lab"),
+        cpu_mode=None if accelerator == "qemu" else "host-passthrough",
+    )

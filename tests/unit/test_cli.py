@@ -1,0 +1,75 @@
+"""The command line: help, xml, diff, and the one error handler."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lab.cli import main
+
+
+@pytest.fixture(autouse=True)
+def test_driver_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point the CLI at libvirt's test driver so no daemon is needed."""
+    config = tmp_path / "lab.toml"
+    config.write_text('libvirt_uri = "test:///default"\nreserve_host_cpus = 0\n')
+    monkeypatch.setenv("LAB_CONFIG", str(config))
+    return config
+
+
+def test_help_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    for command in ("variants", "xml", "diff", "config"):
+        assert command in out
+
+
+def test_xml_passes_virt_xml_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if not (shutil.which("virt-xml-validate") and shutil.which("xmllint")):
+        pytest.skip(
+            "virt-xml-validate and xmllint are needed"
+            " (apt-get install libvirt-clients libxml2-utils)"
+        )
+    assert main(["xml", "--variant", "shp1g", "--vcpus", "1", "--memory", "1G"]) == 0
+    xml = capsys.readouterr().out
+    assert '<page size="1048576" unit="KiB"/>' in xml
+    path = tmp_path / "d.xml"
+    path.write_text(xml)
+    done = subprocess.run(["virt-xml-validate", str(path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert "validates" in done.stderr + done.stdout
+
+
+def test_unknown_variant_is_one_line_with_the_known_names(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["xml", "--variant", "shp3g"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["lab: error: unknown variant 'shp3g'. Known variants: shp1g, shp2m, thp"]
+
+
+def test_debug_shows_the_traceback() -> None:
+    from lab.errors import UnknownNameError
+
+    with pytest.raises(UnknownNameError):
+        main(["--debug", "xml", "--variant", "nope"])
+
+
+def test_diff_shows_variant_and_identity_only(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diff", "thp", "shp1g"]) == 0
+    out = capsys.readouterr().out
+    assert "variant" in out and "identity" in out and "unexplained" not in out
+    assert "lab-thp" in out and "lab-shp1g" in out
+
+
+def test_bad_config_key_is_reported(
+    test_driver_config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    test_driver_config.write_text("cpus = 3\n")
+    assert main(["config"]) == 2
+    assert "unknown key 'cpus'" in capsys.readouterr().err

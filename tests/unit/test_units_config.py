@@ -1,0 +1,66 @@
+"""Size and CPU-list parsing; lab.toml validation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lab.config import Config, config_from_mapping, load_config
+from lab.errors import ConfigError, UsageError
+from lab.units import format_cpuset, format_kib, parse_cpuset, parse_size_kib
+
+
+@pytest.mark.parametrize(
+    ("text", "kib"),
+    [
+        ("1G", 1048576),
+        ("1GiB", 1048576),
+        ("512M", 524288),
+        ("2048", 2048),
+        ("1.5G", 1572864),
+        ("4096G", 4096 * 1048576),
+        ("64M", 65536),
+    ],
+)
+def test_sizes(text: str, kib: int) -> None:
+    assert parse_size_kib(text) == kib
+
+
+@pytest.mark.parametrize("text", ["", "G", "-1G", "1X", "0", "1.3K"])
+def test_bad_sizes_are_refused(text: str) -> None:
+    with pytest.raises(UsageError):
+        parse_size_kib(text)
+
+
+def test_format_kib() -> None:
+    assert [format_kib(k) for k in (1048576, 2048, 3)] == ["1G", "2M", "3K"]
+
+
+def test_cpusets_round_trip() -> None:
+    assert parse_cpuset("0-3,8,10-11") == [0, 1, 2, 3, 8, 10, 11]
+    assert format_cpuset([11, 0, 1, 2, 3, 8, 10]) == "0-3,8,10-11"
+    for bad in ("3-1", "a", "1-", "^2"):
+        with pytest.raises(UsageError):
+            parse_cpuset(bad)
+
+
+def test_config_unknown_key_and_wrong_type_name_the_file_and_key(tmp_path: Path) -> None:
+    path = tmp_path / "lab.toml"
+    path.write_text('vcpus = 2\nmemroy = "1G"\n')
+    with pytest.raises(ConfigError, match=r"lab.toml: unknown key 'memroy'"):
+        load_config(path)
+    path.write_text('vcpus = "two"\n')
+    with pytest.raises(ConfigError, match=r"key 'vcpus' must be a int, not str"):
+        load_config(path)
+    path.write_text('vcpus = 2\nmemory = "2G"\n')
+    config = load_config(path)
+    assert (config.vcpus, config.memory, config.network) == (2, "2G", "lab")
+
+
+def test_every_key_is_documented() -> None:
+    rows = Config().describe()
+    assert len(rows) >= 10
+    assert all(doc.strip() for _, _, doc in rows)
+    with pytest.raises(ConfigError):
+        config_from_mapping({"reserve_host_cpus": True})
