@@ -21,6 +21,11 @@ COMMAND_MODULES = (
     "lab.commands.xml",
     "lab.commands.diff",
     "lab.commands.config",
+    "lab.commands.up",
+    "lab.commands.status",
+    "lab.commands.ssh",
+    "lab.commands.console",
+    "lab.commands.down",
 )
 
 

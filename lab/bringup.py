@@ -1,0 +1,360 @@
+"""`lab up` and `lab down`: twins from one base image, booted, ready and verified.
+
+Order matters for safety: every requirement is checked before anything is created;
+the lab's state file is written before the first domain is defined, so `lab down`
+can always clean up a bring-up that died half way.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from lab.accel import TCG_WARNING
+from lab.context import Context
+from lab.errors import GuestError, RequirementError, UsageError
+from lab.guestssh import GuestAddress, GuestShell
+from lab.keys import KeyPair, lab_client_key
+from lab.labstate import GuestRecord, LabState, clear_state, load_state, save_state
+from lab.seed import GUEST_USER, SeedData, write_seed_iso
+from lab.twinplan import TwinRequest, Twins, plan_twins
+from lab.twins import Guest
+from lab.waiting import wait_for
+
+SYSFS = Path("/sys")
+Phase = Callable[[str, str], None]  # (guest name, what it is doing now)
+
+# One fixed script (no user input in it) reporting what the guest runs as.
+FACTS_SCRIPT = (
+    "uname -r; cat /sys/kernel/mm/transparent_hugepage/enabled; nproc;"
+    " awk '/^MemTotal:/ {print $2}' /proc/meminfo; cat /proc/sys/kernel/random/boot_id"
+)
+
+
+@dataclass(frozen=True)
+class UpResult:
+    state: LabState
+    seconds: dict[str, dict[str, float]]  # guest -> phase -> seconds since start
+
+
+def console_tail(directory: str | Path, lines: int = 15) -> str:
+    path = Path(directory) / "console.log"
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return f"(no console log at {path})"
+    tail = [line for line in text.splitlines() if line.strip()][-lines:]
+    return "last console lines:\n  " + "\n  ".join(tail)
+
+
+def shell_for(ctx: Context, record: GuestRecord) -> GuestShell:
+    key, _ = lab_client_key(Path(ctx.config.state_dir) / "ssh")
+    if not record.ip:
+        raise GuestError(
+            f"{record.name} has no known address", hint="Run lab status, or lab up again"
+        )
+    return GuestShell(GuestAddress(record.name, record.ip, record.host_public_key, GUEST_USER, key))
+
+
+def _check_requirements(ctx: Context, twins: Twins) -> None:
+    """Refuse before anything is created: huge pages, network, leftovers."""
+    from lab.host.facts import read_hugepage_pools
+    from lab.host.hugepages import check_needs
+
+    needs = [need for guest in twins.guests for need in guest.needs]
+    problems = check_needs(needs, read_hugepage_pools(SYSFS))
+    if problems:
+        raise RequirementError("; ".join(problems))
+    import libvirt
+
+    conn = ctx.libvirt
+    try:
+        net = conn.networkLookupByName(ctx.config.network)
+        if not net.isActive():
+            raise RequirementError(
+                f"the lab network {ctx.config.network!r} is not running",
+                hint="Run: lab host prepare",
+            )
+    except libvirt.libvirtError:
+        raise RequirementError(
+            f"the lab network {ctx.config.network!r} does not exist", hint="Run: lab host prepare"
+        ) from None
+    defined = set(conn.listDefinedDomains()) | {
+        conn.lookupByID(i).name() for i in conn.listDomainsID()
+    }
+    clash = sorted(g.name for g in twins.guests if g.name in defined)
+    if clash:
+        raise UsageError(
+            f"domain(s) {', '.join(clash)} already exist",
+            hint="Run `lab down` first (or remove them with virsh)",
+        )
+
+
+def free_pages(page_kib: int) -> int:
+    from lab.host.facts import read_hugepage_pools
+
+    return sum(
+        p.free for p in read_hugepage_pools(SYSFS) if p.node is None and p.page_kib == page_kib
+    )
+
+
+def bring_up(ctx: Context, request: TwinRequest, phase: Phase = lambda g, p: None) -> UpResult:
+    from lab.image import find_image
+
+    state_dir = Path(ctx.config.state_dir)
+    if load_state(state_dir) is not None:
+        raise UsageError("a lab is already up", hint="See `lab status`; run `lab down` first")
+    image = find_image(Path(ctx.config.image_dir), ctx.config.image)
+    twins = plan_twins(ctx, request, boot=image.boot)
+    if twins.accel.is_tcg:
+        ctx.warn(f"accelerator TCG: {twins.accel.reason}. {TCG_WARNING}")
+    else:
+        ctx.note(f"accelerator KVM: {twins.accel.reason}")
+    _check_requirements(ctx, twins)
+    from lab.host.network import network_info
+
+    net = network_info(ctx.libvirt, ctx.config.network)
+    _, client_public = lab_client_key(state_dir / "ssh")
+    page_sizes = sorted({n.page_kib for g in twins.guests for n in g.needs})
+    before = {size: free_pages(size) for size in page_sizes}
+
+    host_keys = {g.name: KeyPair.generate(f"root@{g.name}") for g in twins.guests}
+    state = LabState(
+        guests=[
+            GuestRecord(
+                name=g.name,
+                variant=g.variant.name,
+                mac=g.spec.network.mac,
+                directory=str(g.directory),
+                vcpu_cpus=list(g.placement.vcpu_cpus),
+                node=g.placement.node,
+                host_public_key=host_keys[g.name].public_openssh,
+            )
+            for g in twins.guests
+        ],
+        accelerator=twins.accel.accelerator,
+        accel_reason=twins.accel.reason,
+        image=image.name,
+        image_hash=str(image.manifest.get("hash", "")),
+        network=ctx.config.network,
+        host_ip=net.host_ip,
+        emulator_cpus=list(twins.plan.emulator_cpus),
+        created=ctx.clock.now(),
+    )
+    save_state(state_dir, state)  # from here on, `lab down` can clean up whatever exists
+
+    for guest in twins.guests:
+        phase(guest.name, "clone")
+        _make_guest_files(ctx, guest, image.disk, client_public, host_keys[guest.name])
+    start = ctx.clock.monotonic()
+    seconds: dict[str, dict[str, float]] = {g.name: {} for g in twins.guests}
+    for guest in twins.guests:
+        phase(guest.name, "define")
+        import libvirt
+
+        dom = ctx.libvirt.defineXMLFlags(guest.spec.to_string(), libvirt.VIR_DOMAIN_DEFINE_VALIDATE)
+        phase(guest.name, "start")
+        try:
+            dom.create()
+        except libvirt.libvirtError as err:
+            raise GuestError(
+                f"{guest.name} did not start: {err.get_error_message()}",
+                hint="Check `lab host check`; then `lab down` and retry",
+            ) from None
+
+    def ready(guest: Guest, record: GuestRecord) -> GuestRecord:
+        def mark(what: str) -> None:
+            seconds[guest.name][what] = ctx.clock.monotonic() - start
+            phase(guest.name, what)
+
+        return _wait_ready(ctx, guest, record, mark)
+
+    with ThreadPoolExecutor(max_workers=len(twins.guests)) as pool:
+        records = list(pool.map(ready, twins.guests, state.guests))
+    state = replace(state, guests=records)
+    save_state(state_dir, state)
+
+    problems = verify_running(ctx, twins.guests, state, before)
+    if problems:
+        raise GuestError(
+            "the guests do not run as declared: " + "; ".join(problems),
+            hint="Nothing was measured. Run `lab down`, fix the host, and retry",
+        )
+    for guest in twins.guests:
+        seconds[guest.name]["verified"] = ctx.clock.monotonic() - start
+    state = replace(state, ready=True)
+    save_state(state_dir, state)
+    return UpResult(state, seconds)
+
+
+def _make_guest_files(
+    ctx: Context, guest: Guest, base_disk: Path, client_public: str, host_key: KeyPair
+) -> None:
+    directory = guest.directory
+    directory.mkdir(parents=True, exist_ok=True)
+    directory.chmod(0o755)
+    # A linked clone: the base image stays shared and read-only.
+    ctx.host.run(
+        [
+            "qemu-img",
+            "create",
+            "-q",
+            "-f",
+            "qcow2",
+            "-F",
+            "qcow2",
+            "-b",
+            str(base_disk),
+            guest.spec.disk.path,
+        ]
+    )
+    assert guest.spec.seed is not None
+    write_seed_iso(
+        SeedData(
+            instance_id=f"{guest.name}-{uuid.uuid4().hex[:12]}",
+            hostname=guest.name,
+            authorized_key=client_public,
+            host_private_key=host_key.private_openssh,
+            host_public_key=host_key.public_openssh,
+        ),
+        Path(guest.spec.seed.path),
+    )
+
+
+def _wait_ready(
+    ctx: Context, guest: Guest, record: GuestRecord, mark: Callable[[str], None]
+) -> GuestRecord:
+    """Lease, then SSH, then cloud-init done; each layer with the time left and a clear error."""
+    import libvirt
+
+    from lab.host.facts import parse_cloud_init_status
+    from lab.host.network import lease_for
+
+    timeout = float(ctx.config.boot_timeout)
+    deadline = ctx.clock.monotonic() + timeout
+    dom = ctx.libvirt.lookupByName(guest.name)
+
+    def tail() -> str:
+        return console_tail(record.directory)
+
+    def alive() -> None:
+        try:
+            running = dom.isActive()
+        except libvirt.libvirtError:
+            running = False
+        if not running:
+            raise GuestError(f"{guest.name} stopped while booting", hint=tail())
+
+    def left() -> float:
+        return max(1.0, deadline - ctx.clock.monotonic())
+
+    def lease() -> str | None:
+        alive()
+        return lease_for(ctx.libvirt, ctx.config.network, guest.spec.network.mac)
+
+    ip = wait_for(
+        f"{guest.name} to get a DHCP lease", lease, timeout=left(), clock=ctx.clock, on_timeout=tail
+    )
+    mark("lease")
+    record = replace(record, ip=ip)
+    shell = shell_for(ctx, record)
+
+    def ssh_up() -> bool:
+        alive()
+        if not shell.reachable():
+            return False
+        try:
+            shell.run(["true"], timeout=30)
+            return True
+        except GuestError:
+            return False
+
+    wait_for(
+        f"SSH on {guest.name} ({ip})", ssh_up, timeout=left(), clock=ctx.clock, on_timeout=tail
+    )
+    mark("ssh")
+    done = shell.run(["cloud-init", "status", "--wait", "--long"], check=False, timeout=left())
+    status, errors = parse_cloud_init_status(done.stdout)
+    if status != "done" or errors:
+        raise GuestError(
+            f"{guest.name}: cloud-init ended '{status}': {'; '.join(errors)[:400]}",
+            hint=f"Full report: lab ssh {guest.name} cloud-init status --long",
+        )
+    mark("cloud-init")
+    facts = shell.run(["sh", "-c", FACTS_SCRIPT], timeout=60).stdout.split("\n")
+    shell.close()
+    return replace(
+        record,
+        facts={
+            "kernel": facts[0].strip(),
+            "thp_enabled": _bracketed(facts[1]),
+            "cpus": int(facts[2]),
+            "mem_total_kib": int(facts[3]),
+            "boot_id": facts[4].strip(),
+        },
+    )
+
+
+def _bracketed(text: str) -> str:
+    start, end = text.find("["), text.find("]")
+    return text[start + 1 : end] if start >= 0 and end > start else text.strip()
+
+
+def verify_running(
+    ctx: Context, guests: list[Guest], state: LabState, free_before: dict[int, int]
+) -> list[str]:
+    """Compare what runs with what was declared: pinning, RAM backing, huge page pool drop."""
+    from lab.verify import check_backing, check_pinning, check_pool_drop, hugetlb_mappings
+
+    problems: list[str] = []
+    for guest in guests:
+        dom = ctx.libvirt.lookupByName(guest.name)
+        tune = guest.spec.cputune
+        assert tune is not None
+        problems += check_pinning(
+            guest.name,
+            guest.placement.vcpu_cpus,
+            tune.emulatorpin,
+            dom.vcpuPinInfo(0),
+            dom.emulatorPinInfo(0),
+        )
+        pid = Path(f"/run/libvirt/qemu/{guest.name}.pid").read_text().strip()
+        mappings = hugetlb_mappings(Path(f"/proc/{pid}/numa_maps").read_text())
+        backing = guest.spec.memory_backing
+        page_kib = backing.hugepages.page_kib if backing and backing.hugepages else None
+        problems += check_backing(guest.name, page_kib, guest.spec.memory_kib, mappings)
+    for size, before in free_before.items():
+        expected = sum(n.count for g in guests for n in g.needs if n.page_kib == size)
+        problems += check_pool_drop(size, expected, before, free_pages(size))
+    return problems
+
+
+def bring_down(ctx: Context, phase: Phase = lambda g, p: None) -> list[str]:
+    """Destroy and undefine the lab's guests and remove their clones and seeds."""
+    import libvirt
+
+    state_dir = Path(ctx.config.state_dir)
+    state = load_state(state_dir)
+    if state is None:
+        return []
+    removed = []
+    for record in state.guests:
+        phase(record.name, "destroy")
+        try:
+            dom = ctx.libvirt.lookupByName(record.name)
+        except libvirt.libvirtError:
+            dom = None
+        if dom is not None:
+            if dom.isActive():
+                dom.destroy()
+            dom.undefine()
+        directory = Path(record.directory)
+        if directory.is_dir() and directory.parent == state_dir / "guests":
+            shutil.rmtree(directory)
+        removed.append(record.name)
+    clear_state(state_dir)
+    return removed

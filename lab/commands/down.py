@@ -1,0 +1,26 @@
+"""``lab down``: destroy the guests and remove their clones and seeds."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from lab.context import Context
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "down",
+        help="destroy the pair and remove its clones and seeds",
+        description="Destroy and undefine the lab's guests and delete their disks, seeds and"
+        " console logs. The base image and the result store are kept.",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    from lab.bringup import bring_down
+
+    removed = bring_down(ctx)
+    ctx.out.print(f"removed: {', '.join(removed)}" if removed else "no lab was up")
+    return 0

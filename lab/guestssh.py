@@ -1,0 +1,165 @@
+"""Guest SSH, behind one object that is handed in: run argument lists, copy files.
+
+The guest's host key is known before first contact (it was put in the seed), so the
+connection uses a reject policy: a guest presenting any other key is refused.
+Commands are argument lists quoted with :func:`shlex.join`, never strings glued from
+user input.
+"""
+
+from __future__ import annotations
+
+import base64
+import shlex
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lab.errors import GuestError
+from lab.hostexec import Result
+
+
+@dataclass(frozen=True)
+class GuestAddress:
+    name: str
+    ip: str
+    host_public_key: str  # "ssh-ed25519 AAAA... comment"
+    user: str
+    key_file: Path
+
+
+class GuestShell:
+    """A connection to one guest through Fabric with a pinned host key."""
+
+    def __init__(self, address: GuestAddress, connect_timeout: float = 10) -> None:
+        self.address = address
+        self.connect_timeout = connect_timeout
+        self._conn: Any = None
+
+    def _connection(self) -> Any:
+        if self._conn is None:
+            import fabric
+            import paramiko
+
+            config = fabric.Config(overrides={"load_ssh_configs": False})
+            conn = fabric.Connection(
+                self.address.ip,
+                user=self.address.user,
+                config=config,
+                connect_timeout=int(self.connect_timeout),
+                connect_kwargs={
+                    "key_filename": str(self.address.key_file),
+                    "look_for_keys": False,
+                    "allow_agent": False,
+                    "banner_timeout": self.connect_timeout,
+                    "auth_timeout": self.connect_timeout,
+                },
+            )
+            keytype, blob = self.address.host_public_key.split()[:2]
+            key = paramiko.PKey.from_type_string(keytype, base64.b64decode(blob))
+            conn.client.get_host_keys().add(self.address.ip, keytype, key)
+            conn.client.set_missing_host_key_policy(paramiko.RejectPolicy())
+            self._conn = conn
+        return self._conn
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        check: bool = True,
+        timeout: float | None = None,
+        sudo: bool = False,
+    ) -> Result:
+        command = shlex.join(["sudo", "-n", *argv] if sudo else list(argv))
+        try:
+            res = self._connection().run(
+                command, hide=True, warn=True, timeout=timeout, in_stream=False
+            )
+        except Exception as err:  # paramiko, socket and invoke errors alike
+            self.close()
+            raise GuestError(
+                f"{self.address.name}: SSH to {self.address.ip} failed: {_describe(err)}",
+                hint=f"See the guest's console: lab console {self.address.name}",
+            ) from err
+        result = Result(tuple(argv), res.exited, res.stdout, res.stderr)
+        if check and not result.ok:
+            raise GuestError(
+                f"{self.address.name}: `{command}` exited {res.exited}:"
+                f" {(res.stderr or res.stdout).strip()[-300:]}"
+            )
+        return result
+
+    def put(self, local: Path, remote: str) -> None:
+        try:
+            self._connection().put(str(local), remote)
+        except Exception as err:
+            self.close()
+            raise GuestError(
+                f"{self.address.name}: copying {local} failed: {_describe(err)}"
+            ) from err
+
+    def get_text(self, remote: str) -> str:
+        import io
+
+        buf = io.BytesIO()
+        try:
+            self._connection().get(remote, buf)
+        except Exception as err:
+            self.close()
+            raise GuestError(
+                f"{self.address.name}: reading {remote} failed: {_describe(err)}"
+            ) from err
+        return buf.getvalue().decode(errors="replace")
+
+    def reachable(self) -> bool:
+        """True when the guest's SSH port accepts a TCP connection."""
+        try:
+            with socket.create_connection((self.address.ip, 22), timeout=2):
+                return True
+        except OSError:
+            return False
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            finally:
+                self._conn = None
+
+
+def _describe(err: BaseException) -> str:
+    text = str(err) or type(err).__name__
+    return text.splitlines()[0][:300]
+
+
+class ScriptedShell(GuestShell):
+    """A guest for unit tests: answers commands from a table and records them."""
+
+    def __init__(self, name: str = "lab-thp", answers: dict[tuple[str, ...], Result] | None = None):
+        self.address = GuestAddress(
+            name, "198.18.0.2", "ssh-ed25519 AAAA", "lab", Path("/dev/null")
+        )
+        self.answers: dict[tuple[str, ...], Result] = answers or {}
+        self.commands: list[tuple[str, ...]] = []
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        check: bool = True,
+        timeout: float | None = None,
+        sudo: bool = False,
+    ) -> Result:
+        key = tuple(argv)
+        self.commands.append(key)
+        result = self.answers.get(key, Result(key, 0, "", ""))
+        if check and not result.ok:
+            raise GuestError(f"{self.address.name}: {shlex.join(key)} exited {result.returncode}")
+        return result
+
+    def reachable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        pass

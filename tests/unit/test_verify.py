@@ -1,0 +1,51 @@
+"""Verification checks on real captured QEMU mappings and libvirt pinning answers."""
+
+from __future__ import annotations
+
+from lab.verify import check_backing, check_pinning, check_pool_drop, hugetlb_mappings
+from tests.unit.helpers import FIXTURES
+
+NUMA_MAPS = (FIXTURES / "captures_lead/qemu-shp1g-numa_maps-hugetlb.txt").read_text()
+# A THP guest's numa_maps: anonymous memory only (shape of a real line, no "huge").
+THP_LINE = "7f1c40000000 default anon=262144 dirty=262144 active=0 N0=262144 kernelpagesize_kB=4\n"
+
+
+def test_real_shp1g_mapping_is_one_1g_page() -> None:
+    (mapping,) = hugetlb_mappings(NUMA_MAPS)
+    assert mapping.page_kib == 1048576
+    assert mapping.pages == 1
+    assert mapping.path.startswith("/dev/hugepages1G/libvirt/qemu/9-lab-shp1g/")
+
+
+def test_backing_as_declared_passes_and_mismatches_are_named() -> None:
+    shp = hugetlb_mappings(NUMA_MAPS)
+    assert check_backing("lab-shp1g", 1048576, 1048576, shp) == []
+    assert check_backing("lab-thp", None, 1048576, hugetlb_mappings(THP_LINE)) == []
+    (problem,) = check_backing("lab-thp", None, 1048576, shp)
+    assert "declared without huge pages" in problem
+    (problem,) = check_backing("lab-shp2m", 2048, 1048576, shp)
+    assert "declared 2048 KiB huge pages" in problem
+    (problem,) = check_backing("lab-shp1g", 1048576, 2 * 1048576, shp)
+    assert "only 1048576 KiB of 2097152 KiB" in problem
+
+
+def test_pinning_read_back_from_libvirt() -> None:
+    # vcpuPinInfo / emulatorPinInfo answers on a 2-CPU host, as in the captured
+    # `virsh vcpupin` (vCPU 0 -> CPU 1) and `virsh emulatorpin` (0-1).
+    assert check_pinning("lab-shp1g", (1,), (0, 1), [(False, True)], (True, True)) == []
+    problems = check_pinning("lab-shp1g", (1,), (0,), [(True, True)], (True, True))
+    assert problems == [
+        "lab-shp1g: vCPU 0 may run on host CPUs 0-1, planned 1",
+        "lab-shp1g: emulator threads on 0-1, planned 0",
+    ]
+    assert (
+        "2 vCPUs running, 1 planned"
+        in check_pinning("g", (1,), (0,), [(False, True), (True, False)], (True, False))[0]
+    )
+
+
+def test_pool_drop() -> None:
+    assert check_pool_drop(1048576, 1, 2, 1) == []
+    assert check_pool_drop(1048576, 1, 2, 2) == [
+        "host free 1048576 KiB pages went 2 -> 2; the guests should have taken 1"
+    ]
