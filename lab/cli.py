@@ -21,11 +21,20 @@ COMMAND_MODULES = (
     "lab.commands.xml",
     "lab.commands.diff",
     "lab.commands.config",
+    "lab.commands.host",
+    "lab.commands.image",
     "lab.commands.up",
     "lab.commands.status",
     "lab.commands.ssh",
     "lab.commands.console",
     "lab.commands.down",
+    "lab.commands.run",
+    "lab.commands.import_",
+    "lab.commands.compare",
+    "lab.commands.plan",
+    "lab.commands.report",
+    "lab.commands.export",
+    "lab.commands.demo",
 )
 
 

@@ -36,13 +36,21 @@ def open_libvirt(uri: str) -> libvirt.virConnect:
         ) from None
 
 
+def _console(stderr: bool) -> Console:
+    """A rich console; into a file or pipe it is wide, so tables are not cut at 80 columns."""
+    import sys
+
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, width=None if stream.isatty() else 160)
+
+
 @dataclass
 class Context:
     config: Config
     host: Host = field(default_factory=Host)
     clock: Clock = field(default_factory=Clock)
-    out: Console = field(default_factory=Console)
-    err: Console = field(default_factory=lambda: Console(stderr=True))
+    out: Console = field(default_factory=lambda: _console(stderr=False))
+    err: Console = field(default_factory=lambda: _console(stderr=True))
     connect: Any = open_libvirt  # uri -> virConnect
 
     @functools.cached_property

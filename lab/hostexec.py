@@ -65,6 +65,12 @@ class Host:
             raise HostCommandError(argv, proc.returncode, proc.stderr or proc.stdout, hint=hint)
         return result
 
+    def spawn(self, argv: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
+        """Start a long-running host process (a server for a run); the caller stops it."""
+        with open(log, "ab") as out:
+            return subprocess.Popen([str(a) for a in argv], stdin=subprocess.DEVNULL,
+                                    stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
     def which(self, program: str) -> str | None:
         return shutil.which(program)
 

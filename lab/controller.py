@@ -1,0 +1,299 @@
+"""`lab run`'s controller: start the in-guest runners, stream their journals into the store.
+
+The runners do the iterations themselves (detached in the guests), so the controller
+can die, lose a connection or be restarted at any time: re-running the same command
+finds the same run (its key is a hash of what was asked), ingests the journals again
+(idempotently) and restarts a runner only where iterations are still missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lab.context import Context
+from lab.errors import GuestError, LabError, UsageError
+from lab.guestssh import GuestShell
+from lab.journal import JournalEntry, JournalEvent, complete_length, parse_journal_line
+from lab.labstate import GuestRecord, LabState
+from lab.seed import GUEST_USER
+from lab.store import IterationRecord, MetricInfo, Store
+from lab.workload import RUNNER_FILES
+
+RUNNER_DIR = f"/home/{GUEST_USER}/lab-runner"
+SCHEDULES = ("concurrent", "alternate")
+STATUS_EVERY = 30.0  # seconds between asking every runner whether it still runs
+
+
+class RunFailed(LabError):
+    """A run stopped because iterations kept failing."""
+
+    exit_code = 6
+
+
+@dataclass
+class GuestProgress:
+    """What the controller knows about one guest's part of the run."""
+
+    record: GuestRecord
+    guest_id: int
+    shell: GuestShell
+    offset: int = 0  # bytes of the journal already ingested
+    completed: set[int] = field(default_factory=set)
+    failed_attempts: int = 0
+    last_error: str = ""
+    check_runner: bool = True  # ask whether the runner runs (and start it if not)
+    walls: list[float] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)  # first metric, for the running mean
+    unreachable: bool = False
+
+
+def run_key(study: str, workload: str, params: dict[str, Any], guests: list[str], n: int,
+            schedule: str) -> str:
+    """The same command on the same lab gives the same key: that is how it resumes."""
+    text = json.dumps([study, workload, params, sorted(guests), n, schedule], sort_keys=True)
+    return f"{workload}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+
+
+def entry_to_record(entry: JournalEntry, source: str) -> IterationRecord:
+    return IterationRecord(
+        iteration=entry.iteration, attempt=entry.attempt, ok=entry.ok, started=entry.started,
+        ended=entry.ended, wall=entry.wall, user=entry.user, sys=entry.sys,
+        exit_status=entry.exit_status, boot_id=entry.boot_id,
+        output_tail=(entry.error + "\n" if entry.error else "") + entry.output_tail,
+        source=source, metrics=dict(entry.metrics) if entry.ok else {},
+    )
+
+
+def split_journal(data: str) -> tuple[list[JournalEntry | JournalEvent], int]:
+    """Complete lines of a journal chunk parsed, and how many characters they used."""
+    used = complete_length(data)
+    parsed = [parse_journal_line(line) for line in data[:used].splitlines(keepends=True)]
+    return [p for p in parsed if p is not None], used
+
+
+@dataclass
+class RunPlan:
+    study: str
+    workload: Any  # lab.workload.Workload
+    params: dict[str, Any]
+    n: int
+    schedule: str
+    max_failures: int
+    poll_interval: float = 1.0
+    runner_dir: str = RUNNER_DIR  # where the runner and its journals live in the guest
+
+
+class Controller:
+    """Drives one run on the lab's guests; every side effect comes through ``ctx``."""
+
+    def __init__(self, ctx: Context, store: Store, state: LabState, guests: list[GuestRecord],
+                 plan: RunPlan, shell_factory: Callable[[GuestRecord], GuestShell],
+                 on_update: Callable[[Controller], None] = lambda c: None) -> None:
+        if plan.n < 1:
+            raise UsageError(f"--n must be 1 or more, not {plan.n}")
+        if plan.schedule not in SCHEDULES:
+            raise UsageError(f"unknown schedule {plan.schedule!r}",
+                             hint=f"Use one of: {', '.join(SCHEDULES)}")
+        self.ctx, self.store, self.state, self.plan = ctx, store, state, plan
+        self.shell_factory = shell_factory
+        self.on_update = on_update
+        self.key = run_key(plan.study, plan.workload.name, plan.params,
+                           [g.name for g in guests], plan.n, plan.schedule)
+        study_id = store.ensure_study(plan.study, description="lab run")
+        self.metrics = [MetricInfo(m.name, m.unit, m.direction) for m in plan.workload.metrics]
+        self.run_id = store.ensure_run(study_id, self.key, plan.workload.name, plan.params,
+                                       plan.schedule, plan.n, self.metrics)
+        self.guests: list[GuestProgress] = []
+        for record in guests:
+            guest_id = store.ensure_guest(
+                study_id, record.name, record.variant, domain_xml=self._domain_xml(record),
+                host_facts={"accelerator": state.accelerator, "reason": state.accel_reason,
+                            "emulator_cpus": state.emulator_cpus, "image": state.image,
+                            "image_hash": state.image_hash},
+                guest_facts={**record.facts, "vcpu_cpus": record.vcpu_cpus, "node": record.node},
+            )
+            progress = GuestProgress(record, guest_id, shell_factory(record))
+            progress.completed = store.completed_iterations(self.run_id, guest_id)
+            self.guests.append(progress)
+
+    def _domain_xml(self, record: GuestRecord) -> str | None:
+        try:
+            return str(self.ctx.libvirt.lookupByName(record.name).XMLDesc(0))
+        except Exception:  # the guest may be down; the XML is context, not a requirement
+            return None
+
+    # --- guest side -------------------------------------------------------------------
+
+    def journal_path(self) -> str:
+        return f"{self.plan.runner_dir}/{self.key}.journal"
+
+    def runner(self, command: str, *extra: str) -> list[str]:
+        """The argument list of a runner sub-command for this run."""
+        d = self.plan.runner_dir
+        return ["python3", f"{d}/runner.py", command, "--dir", d, "--run-key", self.key, *extra]
+
+    def install_runner(self, guest: GuestProgress) -> None:
+        guest.shell.run(["mkdir", "-p", self.plan.runner_dir])
+        for name, local in RUNNER_FILES.items():
+            guest.shell.put(local, f"{self.plan.runner_dir}/{name}")
+
+    def runner_status(self, guest: GuestProgress) -> dict[str, Any]:
+        out = guest.shell.run(self.runner("status"), timeout=60).stdout
+        return dict(json.loads(out or "{}"))
+
+    def start_runner(self, guest: GuestProgress, first: int, last: int) -> None:
+        info = self.guest_info(guest)
+        spec = dict(self.plan.workload.spec(self.plan.params, info))
+        spec.update(start_iteration=first, end_iteration=last, attempt_base=1)
+        spec_path = f"{self.plan.runner_dir}/{self.key}.spec.json"
+        # The spec travels as a file written by the guest's own python from an argument,
+        # so nothing in it is ever interpreted by a shell.
+        guest.shell.run(["python3", "-c", "import sys; open(sys.argv[1], 'w').write(sys.argv[2])",
+                         spec_path, json.dumps(spec)])
+        guest.shell.run(self.runner("start", "--spec", spec_path), timeout=120)
+
+    def guest_info(self, guest: GuestProgress) -> Any:
+        from lab.workloadhost import guest_infos
+
+        return guest_infos(self.state, [guest.record], self.plan.runner_dir)[0]
+
+    def ingest(self, guest: GuestProgress) -> int:
+        """Read what the guest's journal gained since last time into the store."""
+        # tail -c +K prints from byte K (1-based): only the new part crosses the wire.
+        result = guest.shell.run(["tail", "-c", f"+{guest.offset + 1}", self.journal_path()],
+                                 check=False, timeout=60)
+        if not result.ok:
+            return 0
+        records, used = split_journal(result.stdout)
+        guest.offset += len(result.stdout[:used].encode())
+        new = []
+        for item in records:
+            if isinstance(item, JournalEvent):
+                if item.event in ("done", "gave_up", "stopped"):
+                    guest.check_runner = True
+                continue
+            new.append(entry_to_record(item, f"journal:{guest.record.name}:{self.key}"))
+            if item.ok:
+                guest.completed.add(item.iteration)
+                if item.wall is not None:
+                    guest.walls.append(item.wall)
+                if self.metrics and self.metrics[0].name in item.metrics:
+                    guest.values.append(item.metrics[self.metrics[0].name])
+            else:
+                guest.failed_attempts += 1
+                guest.last_error = item.error or f"exit status {item.exit_status}"
+        added = self.store.record(self.run_id, guest.guest_id, new) if new else 0
+        return added
+
+    # --- the loop ---------------------------------------------------------------------
+
+    def missing(self, guest: GuestProgress) -> list[int]:
+        return [i for i in range(1, self.plan.n + 1) if i not in guest.completed]
+
+    def eta_seconds(self, guest: GuestProgress) -> float | None:
+        if not guest.walls:
+            return None
+        recent = guest.walls[-50:]
+        return statistics.median(recent) * len(self.missing(guest))
+
+    def run(self) -> None:
+        for guest in self.guests:
+            self._with_guest(guest, self.install_runner)
+            self._with_guest(guest, self.ingest)
+        if self.plan.schedule == "alternate":
+            self._run_alternate()
+        else:
+            self._run_concurrent()
+
+    def _run_concurrent(self) -> None:
+        last_check = self.ctx.clock.monotonic()
+        while True:
+            pending = [g for g in self.guests if self.missing(g)]
+            if not pending:
+                return
+            # A runner is asked how it is only when its journal says it stopped, when its
+            # guest came back, or every STATUS_EVERY s (a runner killed without a word).
+            periodic = self.ctx.clock.monotonic() - last_check >= STATUS_EVERY
+            if periodic:
+                last_check = self.ctx.clock.monotonic()
+            for guest in pending:
+                if guest.check_runner or periodic:
+                    self._with_guest(guest, self._ensure_running)
+            self.ctx.clock.sleep(self.plan.poll_interval)
+            for guest in self.guests:
+                self._with_guest(guest, self.ingest)
+            self.on_update(self)
+
+    def _run_alternate(self) -> None:
+        """One guest at a time, iteration by iteration, as the reference study ran iperf3."""
+        for iteration in range(1, self.plan.n + 1):
+            for guest in self.guests:
+                while iteration not in guest.completed:
+                    self._check_failures(guest)
+                    started = self._with_guest(
+                        guest, lambda g, i=iteration: self._ensure_running(g, i, i)
+                    )
+                    while started and self._with_guest(guest, self._running):
+                        self.ctx.clock.sleep(self.plan.poll_interval / 4)
+                    self._with_guest(guest, self.ingest)
+                    if not started:
+                        self.ctx.clock.sleep(self.plan.poll_interval)
+                self.on_update(self)
+
+    def _running(self, guest: GuestProgress) -> bool:
+        return bool(self.runner_status(guest).get("running"))
+
+    def _ensure_running(self, guest: GuestProgress, first: int = 0, last: int = 0) -> bool:
+        """Start the guest's runner for its missing iterations unless it runs already."""
+        guest.check_runner = False
+        if self._running(guest):
+            return True
+        self.ingest(guest)  # what it wrote before it stopped
+        missing = self.missing(guest)
+        if not missing:
+            return False
+        self._check_failures(guest)
+        self.start_runner(guest, first or missing[0], last or self.plan.n)
+        return True
+
+    def _check_failures(self, guest: GuestProgress) -> None:
+        if guest.failed_attempts > self.plan.max_failures:
+            raise RunFailed(
+                f"{guest.record.name}: {guest.failed_attempts} failed attempts (more than"
+                f" --max-failures {self.plan.max_failures}); last: {guest.last_error[:300]}",
+                hint="Every attempt is in the store (lab export). Fix the cause and re-run the"
+                " same command to resume",
+            )
+
+    def _with_guest(self, guest: GuestProgress, action: Callable[[GuestProgress], Any]) -> Any:
+        """Run ``action``; a guest that cannot be reached is marked and retried later."""
+        try:
+            value = action(guest)
+        except GuestError as err:
+            if not guest.unreachable:
+                self.ctx.warn(f"{guest.record.name} unreachable, will retry: {err.message}")
+            guest.unreachable = True
+            guest.shell.close()
+            return None
+        if guest.unreachable:
+            self.ctx.note(f"{guest.record.name} reachable again")
+            guest.unreachable = False
+            guest.check_runner = True  # whatever ran before may be gone
+        return value
+
+    def stop_runners(self) -> None:
+        for guest in self.guests:
+            self._with_guest(
+                guest, lambda g: g.shell.run(self.runner("stop"), check=False, timeout=60)
+            )
+            self._with_guest(guest, self.ingest)
+
+
+def default_db(ctx: Context, explicit: str | None) -> Path:
+    return Path(explicit or ctx.config.store)

@@ -1,0 +1,85 @@
+"""Progress of a run: a bar per guest with rate and ETA, and each variant's running mean."""
+
+from __future__ import annotations
+
+import statistics
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+
+from lab.context import Context
+
+if TYPE_CHECKING:
+    from lab.controller import Controller, GuestProgress
+
+CONFIDENCE = 99.99  # the reference study's level, for the running margin
+PLAIN_EVERY = 30.0  # seconds between progress lines when stderr is not a terminal
+
+
+class RunProgress:
+    def __init__(self, ctx: Context, n: int) -> None:
+        self.ctx = ctx
+        self.n = n
+        self.progress = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[stats]}"), console=ctx.err,
+            disable=not ctx.err.is_terminal,
+        )
+        self.tasks: dict[str, TaskID] = {}
+        self.last_plain = 0.0
+
+    def start(self, controller: Controller) -> None:
+        for guest in controller.guests:
+            self.tasks[guest.record.name] = self.progress.add_task(
+                f"{guest.record.name} ({guest.record.variant})", total=self.n,
+                completed=len(guest.completed), stats="",
+            )
+
+    def describe(self, controller: Controller, guest: GuestProgress) -> str:
+        from lab.stats.descriptive import margin_of_error
+
+        parts = []
+        if len(guest.values) >= 2 and controller.metrics:
+            metric = controller.metrics[0]
+            mean = statistics.fmean(guest.values)
+            moe = margin_of_error(statistics.stdev(guest.values), len(guest.values), CONFIDENCE)
+            parts.append(f"{metric.name} {mean:.4g} ± {moe:.2g} {metric.unit}")
+        eta = controller.eta_seconds(guest)
+        if eta is not None and guest.walls:
+            rate = 1 / max(statistics.median(guest.walls[-50:]), 1e-9)
+            parts.append(f"{rate:.3g} it/s, ETA {_duration(eta)}")
+        if guest.failed_attempts:
+            parts.append(f"{guest.failed_attempts} failed")
+        if guest.unreachable:
+            parts.append("unreachable, retrying")
+        return " · ".join(parts)
+
+    def update(self, controller: Controller) -> None:
+        lines = []
+        for guest in controller.guests:
+            stats = self.describe(controller, guest)
+            task = self.tasks.get(guest.record.name)
+            if task is not None:
+                self.progress.update(task, completed=len(guest.completed), stats=stats)
+            lines.append(f"{guest.record.name}: {len(guest.completed)}/{self.n} {stats}")
+        now = self.ctx.clock.monotonic()
+        if not self.ctx.err.is_terminal and now - self.last_plain >= PLAIN_EVERY:
+            self.last_plain = now
+            for line in lines:
+                self.ctx.note(line)
+
+    def __enter__(self) -> RunProgress:
+        self.progress.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.progress.stop()
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"

@@ -1,0 +1,60 @@
+"""The host's side of a run: servers the guests talk to and files they build, for its length.
+
+:func:`host_side` is a context manager: what it starts (iperf3 servers, the NFS export's
+contents) is there for the run and the servers are stopped afterwards, also on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from lab.context import Context
+from lab.labstate import GuestRecord, LabState
+from lab.workload import GuestInfo, Workload
+
+NFS_SUBDIR = "nfs"
+
+
+def guest_infos(state: LabState, records: Sequence[GuestRecord], work_dir: str) -> list[GuestInfo]:
+    """What workloads know of each guest; the iperf3 port follows the lab's guest order."""
+    order = [g.name for g in state.guests]
+    return [
+        GuestInfo(
+            name=record.name,
+            vcpus=int(str(record.facts.get("cpus", 1) or 1)),
+            memory_kib=int(str(record.facts.get("mem_total_kib", 0) or 0)),
+            host_ip=state.host_ip,
+            iperf_port=5201 + order.index(record.name),
+            nfs_export=f"{state.host_ip}:/lab",
+            work_dir=work_dir,
+        )
+        for record in records
+    ]
+
+
+@contextlib.contextmanager
+def host_side(ctx: Context, workload: Workload, params: Mapping[str, Any], state: LabState,
+              records: Sequence[GuestRecord], work_dir: str) -> Iterator[None]:
+    state_dir = Path(ctx.config.state_dir)
+    if workload.uses_nfs:
+        export_dir = state_dir / NFS_SUBDIR
+        workload.host_prepare(params, ctx.host, export_dir)
+    servers: list[subprocess.Popen[bytes]] = []
+    try:
+        for i, argv in enumerate(
+            workload.host_servers(guest_infos(state, records, work_dir), state_dir)
+        ):
+            servers.append(ctx.host.spawn(argv, state_dir / f"{workload.name}-server-{i}.log"))
+        yield
+    finally:
+        for proc in servers:
+            proc.terminate()
+        for proc in servers:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()

@@ -1,0 +1,153 @@
+"""The run controller with the real runner, run as a local process instead of in a guest.
+
+This checks the controller's bookkeeping (resume, repeats, failures, idempotent
+ingestion) quickly; the proof on real guests is in tests/integration.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lab.clock import Clock
+from lab.config import Config
+from lab.context import Context
+from lab.controller import Controller, RunFailed, RunPlan, run_key, split_journal
+from lab.guestssh import GuestAddress, GuestShell
+from lab.hostexec import Result
+from lab.labstate import GuestRecord, LabState
+from lab.store import Store
+
+
+class LocalShell(GuestShell):
+    """Runs the guest side on this machine: same argument lists, no SSH."""
+
+    def __init__(self, name: str) -> None:
+        self.address = GuestAddress(name, "127.0.0.1", "", "lab", Path("/dev/null"))
+
+    def run(self, argv: Sequence[str], *, check: bool = True, timeout: float | None = None,
+            sudo: bool = False) -> Result:
+        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
+        result = Result(tuple(argv), done.returncode, done.stdout, done.stderr)
+        if check and not result.ok:
+            from lab.errors import GuestError
+
+            raise GuestError(f"{argv} exited {done.returncode}: {done.stderr}")
+        return result
+
+    def put(self, local: Path, remote: str) -> None:
+        shutil.copy(local, remote)
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    unit: str
+    direction: str
+
+
+@dataclass
+class ShellWorkload:
+    """A workload whose timed command is given by the test."""
+
+    argv: list[str]
+    name: str = "probe"
+    metrics: list[Metric] = field(default_factory=lambda: [Metric("wall_s", "s", "lower")])
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def spec(self, params: dict[str, Any], guest: Any) -> dict[str, Any]:
+        return {"workload": self.name, "argv": self.argv, "metrics_from": {"wall_s": "wall_s"}}
+
+
+class FastClock(Clock):
+    def sleep(self, seconds: float) -> None:
+        import time
+
+        time.sleep(min(seconds, 0.05))
+
+
+def make(tmp_path: Path, argv: list[str], n: int, max_failures: int = 10,
+         guests: tuple[str, ...] = ("lab-thp", "lab-shp1g")) -> tuple[Controller, Store]:
+    ctx = Context(config=Config(state_dir=str(tmp_path / "state")), clock=FastClock())
+    ctx.__dict__["libvirt"] = None  # no hypervisor: domain XML is optional context
+    records = [GuestRecord(g, g.removeprefix("lab-"), "52:54:00:00:00:0" + str(i), str(tmp_path),
+                           [i], 0, "", ip="127.0.0.1", facts={"cpus": 1})
+               for i, g in enumerate(guests)]
+    state = LabState(records, "qemu", "test", "img", "h", "lab", "127.0.0.1", [0], 0.0)
+    store = Store.open(tmp_path / "lab.db")
+    plan = RunPlan("s", ShellWorkload(argv), {}, n, "concurrent", max_failures,
+                   poll_interval=0.05, runner_dir=str(tmp_path / "runner"))
+    controller = Controller(ctx, store, state, records, plan, lambda r: LocalShell(r.name))
+    return controller, store
+
+
+def iterations(store: Store, controller: Controller) -> dict[str, list[int]]:
+    return {g.record.name: sorted(store.completed_iterations(controller.run_id, g.guest_id))
+            for g in controller.guests}
+
+
+def test_run_stores_exactly_n_samples_per_guest(tmp_path: Path) -> None:
+    controller, store = make(tmp_path, ["true"], n=12)
+    controller.run()
+    assert iterations(store, controller) == {"lab-thp": list(range(1, 13)),
+                                             "lab-shp1g": list(range(1, 13))}
+    series = store.values(metric="wall_s")
+    assert sorted(s.variant for s in series) == ["shp1g", "thp"]
+    assert all(len(s.values) == 12 and (s.values > 0).all() for s in series)
+
+
+def test_same_command_resumes_and_ingesting_again_adds_nothing(tmp_path: Path) -> None:
+    controller, store = make(tmp_path, ["true"], n=5)
+    controller.run()
+    again, _ = make(tmp_path, ["true"], n=5)
+    assert again.key == controller.key and again.run_id == controller.run_id
+    assert all(len(g.completed) == 5 for g in again.guests)
+    for guest in again.guests:
+        assert again.ingest(guest) == 0  # every journal line is already stored
+
+
+def test_failures_are_recorded_and_the_run_gives_up_past_max_failures(tmp_path: Path) -> None:
+    controller, store = make(tmp_path, ["sh", "-c", "exit 3"], n=3, max_failures=4,
+                             guests=("lab-thp",))
+    with pytest.raises(RunFailed, match="more than --max-failures 4"):
+        controller.run()
+    (guest,) = controller.guests
+    assert guest.failed_attempts > 4
+    assert store.values(metric="wall_s") == []  # no sample from a failed attempt
+    assert store.completed_iterations(controller.run_id, guest.guest_id) == set()
+    assert "3" in guest.last_error
+
+
+def test_failed_iteration_is_repeated_until_it_succeeds(tmp_path: Path) -> None:
+    flag = tmp_path / "fail-once"
+    flag.write_text("")
+    # fails the first time it runs (and removes the flag), succeeds afterwards
+    argv = ["sh", "-c", f"if [ -e {flag} ]; then rm {flag}; exit 1; fi"]
+    controller, store = make(tmp_path, argv, n=4, guests=("lab-thp",))
+    controller.run()
+    (guest,) = controller.guests
+    assert sorted(guest.completed) == [1, 2, 3, 4]
+    assert guest.failed_attempts == 1
+    assert store.next_attempt(controller.run_id, guest.guest_id, 1) == 3  # attempts 1 and 2
+
+
+def test_run_key_depends_on_what_was_asked() -> None:
+    base = run_key("s", "null", {"a": 1}, ["b", "a"], 10, "concurrent")
+    assert base == run_key("s", "null", {"a": 1}, ["a", "b"], 10, "concurrent")
+    assert base != run_key("s", "null", {"a": 2}, ["a", "b"], 10, "concurrent")
+    assert base != run_key("s", "null", {"a": 1}, ["a", "b"], 11, "concurrent")
+
+
+def test_partial_journal_line_waits_for_its_newline() -> None:
+    done = '{"v":1,"event":"done","time":1.0}\n'
+    records, used = split_journal(done + '{"v":1,"iter')
+    assert len(records) == 1 and used == len(done)
