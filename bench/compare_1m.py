@@ -1,0 +1,84 @@
+"""Benchmark: ``lab compare`` on a store of 2 variants × 1,000,000 samples of one metric.
+
+Builds the store once (``--db``, default a temporary folder), then runs ``lab compare`` in a
+child process and prints its wall time, samples per second and peak resident memory (the
+child's ru_maxrss). Targets: under 5 s and under 1 GiB.
+
+    python bench/compare_1m.py [--samples 1000000] [--db PATH] [--format json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from lab.store import IterationRecord, MetricInfo, Store
+
+TARGET_SECONDS = 5.0
+TARGET_BYTES = 1 << 30
+BATCH = 50_000
+
+
+def build(path: Path, samples: int) -> None:
+    """The study's GDB build times at a million samples per variant (normal body, a few tails)."""
+    rng = np.random.default_rng(20200921)
+    with Store.open(path) as store:
+        study = store.ensure_study("bench", "2 × 1M samples")
+        run = store.ensure_run(study, "bench/gdb", "gdb-build", {"make": "-j12"}, None, samples,
+                               [MetricInfo("real_s", "s", "lower")])  # fmt: skip
+        for variant, mean, sd in (("thp", 147.08, 14.53), ("shp1g", 145.43, 14.42)):
+            guest = store.ensure_guest(study, f"lab-{variant}", variant)
+            values = rng.normal(mean, sd, samples)
+            values[rng.integers(0, samples, samples // 4000)] += rng.uniform(100, 450)
+            for start in range(0, samples, BATCH):
+                chunk = values[start : start + BATCH]
+                store.record(run, guest, [
+                    IterationRecord(start + i + 1, 1, True, metrics={"real_s": float(v)})
+                    for i, v in enumerate(chunk)
+                ])  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=1_000_000, help="samples per variant")
+    parser.add_argument("--db", help="store to use (built if it does not exist)")
+    parser.add_argument("--format", default="json", help="lab compare --format (default: json)")
+    args = parser.parse_args()
+
+    folder = tempfile.TemporaryDirectory(prefix="lab-bench-")
+    path = Path(args.db) if args.db else Path(folder.name) / "bench.db"
+    if not path.exists():
+        started = time.perf_counter()
+        build(path, args.samples)
+        print(
+            f"built {path}: 2 × {args.samples:,} samples in {time.perf_counter() - started:.1f} s"
+        )
+
+    command = [sys.executable, "-m", "lab", "compare", "--db", str(path), "--format", args.format]
+    started = time.perf_counter()
+    result = subprocess.run(command, capture_output=True, text=True, env=os.environ.copy())
+    seconds = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # KiB on Linux
+    if result.returncode != 0:
+        print(result.stderr, file=sys.stderr)
+        return result.returncode
+    if "m-out-of-n" in result.stdout or '"m":' in result.stdout:
+        print("note: the median's bootstrap is subsampled (m-out-of-n, m = 5,000 per variant)")
+    total = 2 * args.samples
+    print(f"lab compare: {seconds:.2f} s for {total:,} samples = {total / seconds:,.0f} samples/s")
+    print(f"peak RSS of lab compare: {peak / 2**20:,.0f} MiB")
+    ok = seconds < TARGET_SECONDS and peak < TARGET_BYTES
+    print(f"targets (< {TARGET_SECONDS:g} s, < 1 GiB): {'met' if ok else 'NOT met'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,84 @@
+"""``lab compare``: the study's table per variant, the difference, a verdict, diagnostics."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from lab.context import Context
+from lab.store.cli import add_db_argument, add_study_argument
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "compare", help="compare the variants of every workload and metric in the store",
+        description="For each workload and metric: the reference study's table per variant"
+        " (mean, samples, sd, min, max, margin of error z·s/√n); the difference B − A with a"
+        " Welch interval, the ratio of means, the median difference, Brunner–Munzel p and"
+        " effect sizes; a verdict (faster, slower, equivalent or inconclusive against"
+        " --threshold); and diagnostics of the samples (tails, outliers, autocorrelation,"
+        " drift, warm-up). With more than two variants, every pair, Benjamini–Hochberg"
+        " corrected. A is the variant whose guest was stored first unless --baseline says.",
+    )  # fmt: skip
+    add_db_argument(parser)
+    add_study_argument(parser)
+    parser.add_argument("--workload", metavar="W", help="only this workload")
+    parser.add_argument("--metric", metavar="M", help="only this metric")
+    parser.add_argument(
+        "--confidence", type=float, default=99.99, metavar="PERCENT",
+        help="confidence level of every interval (default: 99.99, as the study)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--threshold", default="1%", metavar="PERCENT",
+        help="smallest change that matters, for the verdict (default: 1%%)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--baseline", metavar="V[,V...]",
+        help="variant order: the first is A, the others are compared with it and each other",
+    )  # fmt: skip
+    parser.add_argument(
+        "--trim", action="store_true",
+        help="also show every result without the samples beyond Tukey's outer fences, side by side",
+    )  # fmt: skip
+    parser.add_argument(
+        "--format", choices=("table", "markdown", "json", "csv"), default="table",
+        help="output format (default: table)",
+    )  # fmt: skip
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    from lab.errors import UsageError
+    from lab.report import formats
+    from lab.stats.analysis import analyse
+    from lab.stats.verdict import parse_percent
+    from lab.store.cli import open_store, variant_order
+
+    threshold = parse_percent(args.threshold)
+    with open_store(args, ctx) as store:
+        series = store.values(workload=args.workload, metric=args.metric, study=args.study)
+        order = args.baseline.split(",") if args.baseline else variant_order(store, args.study)
+    if not series:
+        wanted = ", ".join(
+            f"{k} {v!r}"
+            for k, v in (
+                ("study", args.study),
+                ("workload", args.workload),
+                ("metric", args.metric),
+            )
+            if v
+        )
+        raise UsageError(
+            f"no samples in the store{' for ' + wanted if wanted else ''}",
+            hint="Collect some with `lab run` or bring them in with `lab import FILE`",
+        )
+    comparisons = analyse(series, args.confidence, threshold, order=order, trim=args.trim)
+    if args.format == "table":
+        formats.print_tables(ctx.out, comparisons)
+    elif args.format == "markdown":
+        ctx.out.file.write(formats.markdown(comparisons))
+    elif args.format == "json":
+        ctx.out.file.write(formats.as_json(comparisons) + "\n")
+    else:
+        ctx.out.file.write(formats.as_csv(comparisons))
+    return 0

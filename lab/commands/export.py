@@ -1,0 +1,73 @@
+"""``lab export``: every sample with its context, as CSV or JSON lines, for other tools."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable
+from typing import IO, TYPE_CHECKING, Any
+
+from lab.context import Context
+from lab.store.cli import add_db_argument, add_study_argument
+
+if TYPE_CHECKING:
+    from lab.store import ExportRow
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "export", help="write every sample with its context as CSV or JSON lines",
+        description="Write every stored sample, one per row, with its study, run, workload,"
+        " parameters, variant, guest, host, iteration, attempt, metric, unit, direction,"
+        " value, start and end time and source. `lab import` reads the CSV back.",
+    )  # fmt: skip
+    parser.add_argument("--format", choices=("csv", "jsonl"), default="csv",
+                        help="output format (default: csv)")  # fmt: skip
+    parser.add_argument("--out", metavar="FILE", help="write here instead of standard output")
+    parser.add_argument("--workload", metavar="W", help="only this workload")
+    add_study_argument(parser)
+    add_db_argument(parser)
+    parser.set_defaults(run=run)
+
+
+def _write(out: IO[str], rows: Iterable[ExportRow], fmt: str) -> int:
+    import csv
+    import json
+    import math
+
+    from lab.store import EXPORT_COLUMNS
+
+    count = 0
+    if fmt == "csv":
+        writer = csv.DictWriter(out, EXPORT_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow(row.as_dict())
+            count += 1
+        return count
+    for row in rows:
+        data = {k: None if isinstance(v, float) and not math.isfinite(v) else v
+                for k, v in row.as_dict().items()}  # fmt: skip
+        out.write(json.dumps(data, ensure_ascii=False) + "\n")
+        count += 1
+    return count
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    import contextlib
+    import sys
+    from pathlib import Path
+
+    from lab.errors import UsageError
+    from lab.store.cli import open_store
+
+    with open_store(args, ctx) as store:
+        rows = store.export_rows(workload=args.workload, study=args.study)
+        try:
+            target = Path(args.out).open("w", newline="") if args.out else None  # noqa: SIM115
+        except OSError as err:
+            raise UsageError(f"cannot write {args.out}: {err}", hint="Pass another --out") from None
+        with target or contextlib.nullcontext(sys.stdout) as out:
+            count = _write(out, rows, args.format)
+    if args.out:
+        ctx.note(f"wrote {count:,} sample(s) to {args.out}")
+    return 0

@@ -1,0 +1,79 @@
+"""``lab import FILE``: bring results people already have into the store, with file:line."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from lab.context import Context
+from lab.store.cli import add_db_argument
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "import", help="bring existing results (CSV, JSONL, time/sysbench/iperf3 output) in",
+        description="Import samples into the store. CSV and JSONL need the columns variant,"
+        " workload, metric and value (optional: iteration, timestamp, unit, direction, guest,"
+        " host, study); raw files are appended bash `time` output, sysbench memory reports,"
+        " or iperf3 client text or -J output, and need --variant. Every sample keeps its"
+        " file:line. A malformed line fails the import and nothing is stored, unless"
+        " --skip-bad. Importing a file again adds only what was appended to it since.",
+    )  # fmt: skip
+    parser.add_argument("files", nargs="+", metavar="FILE", help="results file(s) to import")
+    parser.add_argument(
+        "--format", default="auto",
+        choices=("auto", "csv", "jsonl", "time", "sysbench", "iperf3", "iperf3-json"),
+        help="the file's format (default: from its name and first line)",
+    )  # fmt: skip
+    parser.add_argument("--variant", metavar="V", help="variant of the samples (raw files)")
+    parser.add_argument(
+        "--workload", metavar="W",
+        help="workload name (default for raw files: time, sysbench-memory or iperf3)",
+    )  # fmt: skip
+    parser.add_argument("--study", metavar="NAME", help="study to add to (default: imported)")
+    parser.add_argument("--guest", metavar="NAME", help="guest name (default: the variant)")
+    parser.add_argument("--host", metavar="NAME", help="host name (default: local)")
+    parser.add_argument("--unit", metavar="UNIT", help="unit of metrics the file leaves open")
+    parser.add_argument(
+        "--direction", choices=("lower", "higher"),
+        help="which way is better, for metrics whose name and unit do not say",
+    )  # fmt: skip
+    parser.add_argument(
+        "--skip-bad", action="store_true",
+        help="import the readable samples and list the malformed lines instead of failing",
+    )  # fmt: skip
+    add_db_argument(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    from pathlib import Path
+
+    from lab.importers.ingest import ImportOptions, import_file
+    from lab.store.cli import open_store
+
+    options = ImportOptions(
+        format=args.format, study=args.study, variant=args.variant, workload=args.workload,
+        guest=args.guest, host=args.host, unit=args.unit, direction=args.direction,
+        skip_bad=args.skip_bad,
+    )  # fmt: skip
+    with open_store(args, ctx) as store:
+        for name in args.files:
+            summary = import_file(store, Path(name), options)
+            for bad in summary.bad:
+                ctx.warn(f"{name}:{bad.line}: {bad.message} (skipped)")
+            parts = [f"read {summary.read} sample(s) as {summary.format}"]
+            parts.append(f"stored {summary.stored} new iteration(s)")
+            parts.extend(
+                f"{study}/{workload} {variant}" + (f" ({guest})" if guest != variant else "")
+                + f": {n}"
+                for (study, workload, variant, guest), n in sorted(summary.groups.items())
+            )  # fmt: skip
+            if summary.already:
+                parts.append(f"{summary.already} sample(s) imported before, skipped")
+            if summary.duplicates:
+                parts.append(f"{summary.duplicates} iteration number(s) already stored, kept")
+            if summary.bad:
+                parts.append(f"skipped {len(summary.bad)} malformed line(s)")
+            ctx.out.print(f"{name}: " + "; ".join(parts), highlight=False, soft_wrap=True)
+    return 0

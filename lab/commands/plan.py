@@ -1,0 +1,169 @@
+"""``lab plan``: how many samples per variant a question needs, and how long they take."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from lab.context import Context
+from lab.store.cli import add_db_argument, add_study_argument
+
+if TYPE_CHECKING:
+    from lab.stats.planning import Plan
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "plan", help="samples per variant needed to detect an effect",
+        description="Print the samples per variant needed to detect --effect with --power at"
+        " --confidence, given the standard deviation (--sd, or from a pilot run in the store"
+        " with --from-store), inflated for lag-1 autocorrelation, and how long collecting them"
+        " takes at --iteration-time. The formula is printed with the result.",
+    )  # fmt: skip
+    parser.add_argument("--sd", type=float, metavar="S", help="standard deviation of one sample")
+    parser.add_argument(
+        "--effect", default="1%", metavar="E",
+        help="smallest difference to detect: a percentage of --mean (1%%) or an absolute value"
+        " in the metric's unit (default: 1%%)",
+    )  # fmt: skip
+    parser.add_argument("--mean", type=float, metavar="M", help="mean, for a percentage effect")
+    parser.add_argument("--confidence", type=float, default=99.99, metavar="PERCENT",
+                        help="confidence level (default: 99.99)")  # fmt: skip
+    parser.add_argument("--power", type=float, default=0.9, metavar="P",
+                        help="probability of detecting the effect (default: 0.9)")  # fmt: skip
+    parser.add_argument("--autocorrelation", type=float, default=0.0, metavar="R",
+                        help="lag-1 autocorrelation of samples (default: 0)")  # fmt: skip
+    parser.add_argument("--iteration-time", type=float, metavar="SECONDS",
+                        help="seconds one iteration takes, for the duration")  # fmt: skip
+    parser.add_argument(
+        "--from-store", action="store_true",
+        help="take sd, mean, autocorrelation and iteration time from the samples in the store",
+    )  # fmt: skip
+    add_db_argument(parser)
+    add_study_argument(parser)
+    parser.add_argument("--workload", metavar="W", help="with --from-store: only this workload")
+    parser.add_argument("--metric", metavar="M", help="with --from-store: only this metric")
+    parser.set_defaults(run=run)
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    minutes, sec = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    parts = [f"{days} d"] * bool(days) + [f"{hours} h"] * bool(hours)
+    parts += [f"{minutes} min"] * bool(minutes and days < 10)
+    parts += [f"{sec} s"] * bool(not days and not hours)
+    return " ".join(parts) or "0 s"
+
+
+def _delta(effect: str, mean: float | None, where: str) -> float:
+    from lab.errors import UsageError
+    from lab.stats.verdict import parse_percent
+
+    if effect.strip().endswith("%"):
+        if mean is None:
+            raise UsageError(
+                f"a percentage effect ({effect}) needs the mean{where}",
+                hint="Pass --mean M, or give --effect in the metric's unit",
+            )
+        return parse_percent(effect, "effect") * abs(mean)
+    try:
+        return float(effect)
+    except ValueError:
+        raise UsageError(f"cannot read effect {effect!r}", hint="e.g. --effect 1% or 0.5") from None
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    from rich.table import Table
+
+    from lab.errors import UsageError
+    from lab.stats.planning import FORMULA, plan_samples
+
+    rows: list[tuple[str, int | None, Plan]] = []  # name, samples already stored, plan
+    if args.from_store:
+        rows = _from_store(args, ctx)
+    else:
+        if args.sd is None:
+            raise UsageError("lab plan needs --sd", hint="Or use --from-store after a pilot run")
+        plan = plan_samples(args.sd, _delta(args.effect, args.mean, ""), args.confidence,
+                            args.power, args.autocorrelation, args.iteration_time)  # fmt: skip
+        rows.append(("", None, plan))
+    table = Table(title=f"formula: {FORMULA}", title_justify="left")
+    table.add_column("", no_wrap=True)
+    for name, _, _ in rows:
+        table.add_column(name or "plan", justify="right")
+    lines: list[tuple[str, Callable[[int | None, Plan], str]]] = [
+        ("standard deviation σ", lambda have, p: f"{p.sd:.4g}"),
+        ("effect Δ", lambda have, p: f"{p.delta:.4g}"),
+        ("effect size d = Δ/σ", lambda have, p: f"{p.delta / p.sd:.3g}"),
+        ("lag-1 autocorrelation r", lambda have, p: f"{p.autocorrelation:.2f}"),
+        ("n (normal approximation)", lambda have, p: f"{p.n_normal:,.1f}"),
+        ("n independent (exact t power)", lambda have, p: f"{p.n_independent:,}"),
+        ("× (1+r)/(1−r)", lambda have, p: f"{p.inflation:.2f}"),
+        ("samples per variant", lambda have, p: f"{p.n:,}"),
+        ("already stored (fewest)", lambda have, p: "–" if have is None else f"{have:,}"),
+        ("margin of error at n", lambda have, p: f"{p.margin:.3g}"),
+        ("seconds per iteration", lambda have, p: "–" if p.iteration_time is None
+         else f"{p.iteration_time:.4g}"),
+        ("time, variants at once", lambda have, p: format_duration(p.duration_concurrent)),
+        ("time, one after the other", lambda have, p: format_duration(p.duration_sequential)),
+    ]  # fmt: skip
+    for label, cell in lines:
+        table.add_row(label, *(cell(have, plan) for _, have, plan in rows))
+    ctx.out.print(table)
+    first = rows[0][2]
+    remark = f"at {first.confidence * 100:g}% confidence and power {first.power:g}"
+    if any(plan.iteration_time is None for _, _, plan in rows):
+        remark += "; durations need --iteration-time (or iteration times in the store)"
+    ctx.out.print(remark, highlight=False)
+    return 0
+
+
+PlanRow = tuple[str, int | None, Any]  # name, samples already stored, Plan
+
+
+def _from_store(args: argparse.Namespace, ctx: Context) -> list[PlanRow]:
+    import numpy as np
+
+    from lab.errors import UsageError
+    from lab.stats.diagnostics import lag1_autocorrelation
+    from lab.stats.planning import plan_samples
+    from lab.store.cli import open_store, variant_order
+
+    with open_store(args, ctx) as store:
+        series = store.values(workload=args.workload, metric=args.metric, study=args.study)
+        order = variant_order(store, args.study)
+        times = {s.workload: store.iteration_seconds(s.workload, args.study) for s in series}
+    if not series:
+        raise UsageError(
+            "no samples in the store to plan from",
+            hint="Run a short pilot (lab run) or import one (lab import), or pass --sd",
+        )
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for s in series:
+        groups.setdefault((s.workload, s.metric), []).append(s)
+    rows: list[PlanRow] = []
+    for (workload, metric), arms in sorted(groups.items()):
+        arms.sort(key=lambda s: order.index(s.variant) if s.variant in order else len(order))
+        usable = [a for a in arms if a.values.size >= 3]
+        if not usable:
+            ctx.warn(f"{workload} · {metric}: fewer than 3 samples per variant, skipped")
+            continue
+        n = np.array([a.values.size for a in usable])
+        var = np.array([a.values.var(ddof=1) for a in usable])
+        pooled_sd = float(np.sqrt(np.sum((n - 1) * var) / np.sum(n - 1)))
+        r = max(0.0, max(lag1_autocorrelation(a.values) for a in usable))
+        mean = args.mean if args.mean is not None else float(usable[0].values.mean())
+        seconds = times.get(workload)
+        per_iteration = args.iteration_time
+        if per_iteration is None and seconds is not None and seconds.size:
+            per_iteration = float(np.median(seconds))
+        plan = plan_samples(pooled_sd, _delta(args.effect, mean, f" of {workload} · {metric}"),
+                            args.confidence, args.power, min(r, 0.99), per_iteration)  # fmt: skip
+        rows.append((f"{workload} · {metric}", int(n.min()), plan))
+    if not rows:
+        raise UsageError("no metric has 3 samples per variant yet", hint="Run a longer pilot")
+    return rows

@@ -1,0 +1,73 @@
+"""``lab report``: the study report as one offline HTML page with its figures."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from lab.context import Context
+from lab.store.cli import add_db_argument, add_study_argument
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "report", help="write the study report (HTML with figures, readable offline)",
+        description="Write DIR/index.html: the tables of `lab compare`, per workload and metric"
+        " histograms overlaid per variant, box/violin plots, run-order plots with a running"
+        " median, normal Q–Q plots, the means with their margins and the difference with its"
+        " confidence interval; then the studies, runs, attempts, guests, their facts and"
+        " domain XML and the XML diff between the twins. No network is needed to read it.",
+    )  # fmt: skip
+    parser.add_argument(
+        "--out", metavar="DIR",
+        help="folder to write (default: a `report` folder beside the store)",
+    )  # fmt: skip
+    parser.add_argument("--embed", action="store_true",
+                        help="embed the figures in the page, not as PNG files")  # fmt: skip
+    parser.add_argument("--workload", metavar="W", help="only this workload")
+    parser.add_argument("--metric", metavar="M", help="only this metric")
+    parser.add_argument("--confidence", type=float, default=99.99, metavar="PERCENT",
+                        help="confidence level (default: 99.99)")  # fmt: skip
+    parser.add_argument("--threshold", default="1%", metavar="PERCENT",
+                        help="smallest change that matters (default: 1%%)")  # fmt: skip
+    parser.add_argument("--baseline", metavar="V[,V...]", help="variant order; the first is A")
+    parser.add_argument("--trim", action="store_true",
+                        help="add the results without far-out outliers to the tables")  # fmt: skip
+    add_study_argument(parser)
+    add_db_argument(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    from pathlib import Path
+
+    from lab.errors import UsageError
+    from lab.report.html import ReportMeta, render
+    from lab.stats.analysis import analyse
+    from lab.stats.verdict import parse_percent
+    from lab.store.cli import open_store, store_path, variant_order
+
+    threshold = parse_percent(args.threshold)
+    path = store_path(args, ctx)
+    with open_store(args, ctx) as store:
+        series = store.values(workload=args.workload, metric=args.metric, study=args.study)
+        order = args.baseline.split(",") if args.baseline else variant_order(store, args.study)
+        studies = [s for s in store.studies() if args.study in (None, s.name)]
+        meta = ReportMeta(
+            store_path=str(path), studies=studies, guests=store.guests(args.study),
+            runs=store.runs(args.study), attempts=store.attempt_counts(args.study),
+        )  # fmt: skip
+    if not series:
+        raise UsageError(
+            "no samples in the store to report on",
+            hint="Collect some with `lab run` or bring them in with `lab import FILE`",
+        )
+    comparisons = analyse(series, args.confidence, threshold, order=order, trim=args.trim)
+    out = Path(args.out) if args.out else path.parent / "report"
+    try:
+        index = render(comparisons, meta, out, embed=args.embed)
+    except OSError as err:
+        message = f"cannot write the report to {out}: {err}"
+        raise UsageError(message, hint="Pass another --out") from None
+    ctx.out.print(f"wrote {index}", highlight=False, soft_wrap=True)
+    return 0

@@ -1,0 +1,85 @@
+"""What the readers produce: samples with their line, and the lines they could not read."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from lab.store import Direction
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One run read from a file: its metrics and whatever context the file gave.
+
+    Fields left ``None`` are filled from the command line (``--variant``, ``--workload`` ...).
+    """
+
+    line: int
+    metrics: dict[str, float]
+    variant: str | None = None
+    workload: str | None = None
+    guest: str | None = None
+    host: str | None = None
+    study: str | None = None
+    iteration: int | None = None
+    started: float | None = None
+    units: dict[str, str] = field(default_factory=dict)
+    directions: dict[str, Direction] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BadLine:
+    line: int
+    message: str
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A whole file read: the samples and the malformed lines, each with its line number."""
+
+    format: str
+    samples: list[Sample]
+    bad: list[BadLine]
+
+
+# Units and directions of the metrics the tool parsers return, by name.
+_KNOWN: tuple[tuple[re.Pattern[str], str, Direction], ...] = (
+    (re.compile(r"_bits_per_s$"), "bit/s", "higher"),
+    (re.compile(r"_mib_s$"), "MiB/s", "higher"),
+    (re.compile(r"_per_s$"), "1/s", "higher"),
+    (re.compile(r"_ms$"), "ms", "lower"),
+    (re.compile(r"_s$"), "s", "lower"),
+    (re.compile(r"^retransmits$"), "", "lower"),
+    (re.compile(r"^(operations|events)$"), "", "higher"),
+    (re.compile(r"^transferred_mib$"), "MiB", "higher"),
+)
+
+_LOWER_UNITS = {"s", "sec", "secs", "seconds", "ms", "us", "µs", "ns", "min", "h", "cycles"}
+_LOWER_WORDS = re.compile(r"time|latency|duration|elapsed|wall|real|user|sys|wait|cycles|miss")
+_HIGHER_WORDS = re.compile(r"throughput|bandwidth|rate|ops|iops|bits|bytes|mib|gib|score|per")
+
+
+def known_unit(metric: str) -> str | None:
+    for pattern, unit, _ in _KNOWN:
+        if pattern.search(metric):
+            return unit
+    return None
+
+
+def infer_direction(metric: str, unit: str) -> Direction | None:
+    """Which way is better, from the unit or the metric's name; None when it cannot tell."""
+    for pattern, _, direction in _KNOWN:
+        if pattern.search(metric):
+            return direction
+    unit_l = unit.strip().lower()
+    if unit_l in _LOWER_UNITS:
+        return "lower"
+    if "/s" in unit_l or "/sec" in unit_l or unit_l.startswith("per"):
+        return "higher"
+    name = metric.lower()
+    if _LOWER_WORDS.search(name):
+        return "lower"
+    if _HIGHER_WORDS.search(name):
+        return "higher"
+    return None

@@ -1,0 +1,145 @@
+"""``lab compare`` output: rich tables for people, Markdown for documents, JSON and CSV for tools.
+
+JSON keeps every field of every result (NaN becomes null); CSV is long ("tidy"): one row per
+statistic of each arm or pair, so a spreadsheet can pivot it.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from lab.report.tables import (
+    DIAGNOSTIC_ROWS,
+    DIFFERENCE_ROWS,
+    SUMMARY_ROWS,
+    TableData,
+    block_tables,
+    blocks,
+    notes,
+)
+from lab.stats.analysis import MetricComparison
+
+FORMATS = ("table", "markdown", "json", "csv")
+
+CSV_COLUMNS = (
+    "study", "workload", "metric", "unit", "direction", "subset", "table", "subject",
+    "statistic", "value",
+)  # fmt: skip
+
+
+def rich_table(data: TableData) -> Table:
+    table = Table(title=data.title, title_justify="left", title_style="bold")
+    table.add_column(data.header[0], no_wrap=True)
+    for head in data.header[1:]:
+        table.add_column(head, justify="right")
+    for row in data.rows:
+        style = "bold" if row[0] == "Verdict" else None
+        table.add_row(*row, style=style)
+    return table
+
+
+def print_tables(console: Console, comparisons: Sequence[MetricComparison]) -> None:
+    for block in blocks(comparisons):
+        parts: list[Any] = [rich_table(t) for t in block_tables(block)]
+        parts.extend(Text(line) for line in notes(block))
+        console.print(Group(*parts))
+        console.print()
+
+
+def markdown(comparisons: Sequence[MetricComparison]) -> str:
+    out: list[str] = []
+    for block in blocks(comparisons):
+        for table in block_tables(block):
+            out.append(f"**{table.title}**\n")
+            out.append("| " + " | ".join(table.header) + " |")
+            out.append("|" + "|".join(["---", *["---:"] * (len(table.header) - 1)]) + "|")
+            out.extend("| " + " | ".join(cell.strip() for cell in row) + " |" for row in table.rows)
+            out.append("")
+        out.extend(f"- {line}" for line in notes(block))
+        out.append("")
+    return "\n".join(out)
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return value
+
+
+def as_json_data(comparisons: Sequence[MetricComparison]) -> list[dict[str, Any]]:
+    data = []
+    for c in comparisons:
+        arms = [
+            {
+                "label": a.label, "variant": a.variant, "guest": a.guest, "host": a.host,
+                "summary": dataclasses.asdict(a.summary),
+                "diagnostics": dataclasses.asdict(a.diagnostics),
+                "dropped": a.dropped,
+            }
+            for a in c.arms
+        ]  # fmt: skip
+        pairs = [
+            {
+                "a": p.a, "b": p.b,
+                "difference": {
+                    **dataclasses.asdict(p.difference),
+                    "percent": p.difference.percent,
+                    "percent_ci": p.difference.percent_ci,
+                },
+                "verdict": {
+                    "outcome": p.verdict.outcome.value, "text": p.verdict.text,
+                    "benefit_ci_percent": p.verdict.benefit_ci,
+                },
+                "p_adjusted_bh": p.p_adjusted,
+            }
+            for p in c.pairs
+        ]  # fmt: skip
+        data.append(
+            {
+                "study": c.study, "workload": c.workload, "metric": c.metric, "unit": c.unit,
+                "direction": c.direction, "subset": c.subset, "confidence": c.confidence,
+                "threshold": c.threshold, "arms": arms, "pairs": pairs,
+            }
+        )  # fmt: skip
+    return [_clean(d) for d in data]
+
+
+def as_json(comparisons: Sequence[MetricComparison]) -> str:
+    return json.dumps(as_json_data(comparisons), indent=2, ensure_ascii=False)
+
+
+def as_csv(comparisons: Sequence[MetricComparison]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for c in comparisons:
+        head = (c.study, c.workload, c.metric, c.unit, c.direction, c.subset)
+        for arm in c.arms:
+            for row in (*SUMMARY_ROWS, *DIAGNOSTIC_ROWS):
+                table = "summary" if row in SUMMARY_ROWS else "diagnostics"
+                writer.writerow((*head, table, arm.label, row.key, _csv(row.get(arm))))
+        for pair in c.pairs:
+            for row in DIFFERENCE_ROWS:
+                subject = f"{pair.b} vs {pair.a}"
+                writer.writerow((*head, "difference", subject, row.key, _csv(row.get(pair))))
+    return buf.getvalue()
+
+
+def _csv(value: Any) -> Any:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return ""
+    return repr(value) if isinstance(value, float) else value

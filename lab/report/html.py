@@ -1,0 +1,222 @@
+"""``lab report``: one HTML page with the tables, the figures and the study's metadata.
+
+The page has no external links (no CDN, no fonts, no scripts from elsewhere): figures are
+PNG files beside it referenced by relative paths, or embedded as base64 with ``embed``. A
+few lines of inline script mark ``<html data-images="loaded">`` once every image has
+decoded, which is what the headless-browser test reads back.
+"""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import html
+import io
+import json
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from lab import __version__
+from lab.report.plots import all_figures
+from lab.report.tables import TableData, block_tables, blocks, notes
+from lab.stats.analysis import ALL, MetricComparison
+from lab.store import GuestRecord, RunRecord, StudyRecord
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
+caption { text-align: left; font-weight: bold; padding: 0.3em 0; }
+th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; } td.sub { padding-left: 1.8em; }
+tr.verdict td { font-weight: bold; }
+figure { display: inline-block; margin: 0.5em; vertical-align: top; max-width: 100%; }
+figure img { max-width: 100%; } figcaption { font-size: 0.85em; max-width: 680px; }
+pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.8em; }
+.faster { color: #1a7f37; } .slower { color: #b42318; } .inconclusive { color: #9a6700; }
+.note { font-size: 0.9em; }
+"""
+
+# Marks the page once every image has a decoded bitmap; the browser test reads it back.
+CHECK_SCRIPT = """
+function labCheckImages() {
+  var imgs = Array.prototype.slice.call(document.images);
+  var broken = imgs.filter(function (i) { return !(i.complete && i.naturalWidth > 0); });
+  document.documentElement.setAttribute('data-images', broken.length ? 'broken' : 'loaded');
+  document.documentElement.setAttribute('data-image-count', String(imgs.length));
+}
+window.addEventListener('load', labCheckImages);
+"""
+
+
+@dataclass(frozen=True)
+class ReportMeta:
+    store_path: str
+    studies: Sequence[StudyRecord]
+    guests: Sequence[GuestRecord]
+    runs: Sequence[RunRecord]
+    attempts: dict[tuple[str, str], tuple[int, int]]
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text))
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "x"
+
+
+def table_html(data: TableData) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in data.header)
+    rows = []
+    for row in data.rows:
+        cls = ' class="verdict"' if row[0] == "Verdict" else ""
+        indent = ' class="sub"' if row[0].startswith(" ") else ""  # a detail of the row above
+        cells = [f"<td{indent}>{_e(row[0].strip())}</td>"]
+        extra = " " if row[0] == "Verdict" else ""  # the outcome names are CSS classes
+        cells += [f'<td class="n{extra}{_e(v) if extra else ""}">{_e(v)}</td>' for v in row[1:]]
+        rows.append(f"<tr{cls}>{''.join(cells)}</tr>")
+    return (
+        f"<table><caption>{_e(data.title)}</caption><thead><tr>{head}</tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _image(fig: Figure, out_dir: Path, name: str, embed: bool) -> str:
+    if embed:
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png")
+        return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    (out_dir / "figures").mkdir(parents=True, exist_ok=True)
+    fig.savefig(out_dir / "figures" / name, format="png")
+    return f"figures/{name}"
+
+
+def _block_html(index: int, block: Sequence[MetricComparison], out_dir: Path, embed: bool) -> str:
+    first = block[0]
+    parts = [f'<h2 id="b{index}">{_e(first.study)}: {_e(first.title)}</h2>']
+    parts.extend(table_html(t) for t in block_tables(block))
+    parts.append('<ul class="note">' + "".join(f"<li>{_e(n)}</li>" for n in notes(block)) + "</ul>")
+    shown = next((c for c in block if c.subset == ALL), first)
+    for name, fig, caption in all_figures(shown):
+        file = f"{index:02d}-{_slug(first.workload)}-{_slug(first.metric)}-{name}.png"
+        src = _image(fig, out_dir, file, embed)
+        parts.append(
+            f'<figure><img src="{_e(src)}" alt="{_e(name)} of {_e(first.title)}">'
+            f"<figcaption>{_e(caption)}</figcaption></figure>"
+        )
+    return "\n".join(parts)
+
+
+def _json_block(data: object) -> str:
+    return f"<pre>{_e(json.dumps(data, indent=2, sort_keys=True))}</pre>"
+
+
+def _metadata_html(meta: ReportMeta) -> str:
+    parts = ['<h2 id="metadata">The study\'s metadata</h2>']
+    parts.append(
+        "<table><caption>Studies</caption><tr><th>study</th><th>description</th>"
+        "<th>study file</th><th>hash</th><th>created</th></tr>"
+        + "".join(
+            f"<tr><td>{_e(s.name)}</td><td>{_e(s.description)}</td><td>{_e(s.study_file or '–')}"
+            f"</td><td>{_e((s.study_hash or '–')[:16])}</td><td>{_e(_when(s.created))}</td></tr>"
+            for s in meta.studies
+        )
+        + "</table>"
+    )
+    parts.append(
+        "<table><caption>Runs</caption><tr><th>study</th><th>run</th><th>workload</th>"
+        "<th>parameters</th><th>metrics</th><th>target n</th></tr>"
+        + "".join(
+            f"<tr><td>{_e(r.study)}</td><td>{_e(r.key)}</td><td>{_e(r.workload)}</td>"
+            f"<td><code>{_e(json.dumps(r.params, sort_keys=True))}</code></td>"
+            f"<td>{_e(', '.join(f'{m.name} ({m.unit}, {m.direction})' for m in r.metrics))}</td>"
+            f"<td class=n>{_e(r.target_n if r.target_n is not None else '–')}</td></tr>"
+            for r in meta.runs
+        )
+        + "</table>"
+    )
+    rows = []
+    for (run, guest), (ok, failed) in sorted(meta.attempts.items()):
+        rows.append(f"<tr><td>{_e(run)}</td><td>{_e(guest)}</td><td class=n>{ok:,}</td>"
+                    f"<td class=n>{failed:,}</td></tr>")  # fmt: skip
+    parts.append(
+        "<table><caption>Attempts (failed ones are kept, never silently dropped)</caption>"
+        "<tr><th>run</th><th>guest</th><th>succeeded</th><th>failed</th></tr>"
+        + "".join(rows) + "</table>"
+    )  # fmt: skip
+    for g in meta.guests:
+        parts.append(f"<h3>Guest {_e(g.name)} ({_e(g.variant)} on {_e(g.host)}, study"
+                     f" {_e(g.study)})</h3>")  # fmt: skip
+        for title, facts in (("Host facts", g.host_facts), ("Guest facts", g.guest_facts)):
+            if facts:
+                parts.append(f"<details><summary>{title}</summary>{_json_block(facts)}</details>")
+        if g.domain_xml:
+            parts.append(
+                f"<details><summary>Domain XML</summary><pre>{_e(g.domain_xml)}</pre></details>"
+            )
+    parts.extend(_xml_diffs(meta.guests))
+    return "\n".join(parts)
+
+
+def _xml_diffs(guests: Sequence[GuestRecord]) -> list[str]:
+    """The domain XML of each guest against the study's first guest: what the variant changed."""
+    out = []
+    by_study: dict[str, list[GuestRecord]] = {}
+    for g in sorted(guests, key=lambda g: g.id):
+        if g.domain_xml:
+            by_study.setdefault(g.study, []).append(g)
+    for members in by_study.values():
+        base = members[0]
+        for other in members[1:]:
+            diff = difflib.unified_diff(
+                (base.domain_xml or "").splitlines(), (other.domain_xml or "").splitlines(),
+                fromfile=base.name, tofile=other.name, lineterm="",
+            )  # fmt: skip
+            out.append(
+                f"<h3>Domain XML: {_e(base.name)} → {_e(other.name)}</h3>"
+                f"<pre>{_e(chr(10).join(diff)) or '(identical)'}</pre>"
+            )
+    return out
+
+
+def _when(stamp: float | None) -> str:
+    return "–" if stamp is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp))
+
+
+def render(
+    comparisons: Sequence[MetricComparison], meta: ReportMeta, out_dir: Path, embed: bool = False
+) -> Path:
+    """Write ``out_dir/index.html`` (and its figures) and return its path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    grouped = blocks(comparisons)
+    verdicts = [
+        f"<li><a href=\"#b{i}\">{_e(b[0].study)}: {_e(b[0].title)}</a>: "
+        + "; ".join(
+            f'<span class="{p.verdict.outcome.value}">{_e(p.verdict.text)}</span>'
+            for p in b[0].pairs
+        )
+        + "</li>"
+        for i, b in enumerate(grouped)
+    ]  # fmt: skip
+    body = [
+        f"<h1>lab report: {_e(', '.join(s.name for s in meta.studies) or 'no study')}</h1>",
+        f'<p class="note">Generated {_e(_when(time.time()))} by lab {_e(__version__)} from'
+        f" <code>{_e(meta.store_path)}</code>.</p>",
+        "<h2>Verdicts</h2><ul>" + "".join(verdicts) + "</ul>",
+        *(_block_html(i, b, out_dir, embed) for i, b in enumerate(grouped)),
+        _metadata_html(meta),
+    ]
+    page = (
+        '<!DOCTYPE html>\n<html lang="en" data-images="pending"><head><meta charset="utf-8">'
+        f"<title>lab report</title><style>{STYLE}</style><script>{CHECK_SCRIPT}</script>"
+        "</head><body>\n" + "\n".join(body) + "\n</body></html>\n"
+    )
+    index = out_dir / "index.html"
+    index.write_text(page, encoding="utf-8")
+    return index

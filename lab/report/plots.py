@@ -1,0 +1,184 @@
+"""The report's figures, drawn with matplotlib's object API on the Agg canvas (no display).
+
+Large arms are thinned for drawing only (never for the statistics): scatter and violin use
+at most ``MAX_POINTS`` evenly spaced samples, and each figure says so in its caption.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from scipy import stats
+
+from lab.stats.analysis import MetricComparison
+
+MAX_POINTS = 20_000
+COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
+
+
+def thin(values: np.ndarray, limit: int = MAX_POINTS) -> np.ndarray:
+    """Evenly spaced indices into values, at most ``limit`` of them."""
+    if values.size <= limit:
+        return np.arange(values.size)
+    return np.linspace(0, values.size - 1, limit).round().astype(np.int64)
+
+
+def _figure(width: float = 7.0, height: float = 4.0) -> tuple[Figure, Axes]:
+    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig, fig.add_subplot()
+
+
+def _label(c: MetricComparison) -> str:
+    return f"{c.metric} ({c.unit})" if c.unit else c.metric
+
+
+def histogram(c: MetricComparison) -> tuple[Figure, str]:
+    fig, ax = _figure()
+    everything = np.concatenate([a.values for a in c.arms])
+    low, high = np.percentile(everything, [0.1, 99.9])
+    if low == high:
+        low, high = low - 0.5, high + 0.5
+    bins = np.linspace(low, high, 80)
+    outside = 0
+    for i, arm in enumerate(c.arms):
+        ax.hist(arm.values, bins=bins.tolist(), alpha=0.45, color=COLORS[i % len(COLORS)],
+                label=f"{arm.label} (n={arm.summary.n:,})", density=True)  # fmt: skip
+        ax.axvline(arm.summary.mean, color=COLORS[i % len(COLORS)], linestyle="--", linewidth=1)
+        outside += int(np.count_nonzero((arm.values < low) | (arm.values > high)))
+    ax.set_xlabel(_label(c))
+    ax.set_ylabel("density")
+    ax.legend()
+    caption = "Histograms overlaid per variant; dashed lines are the means."
+    if outside:
+        caption += f" {outside:,} samples beyond the 0.1–99.9 percentile range are not drawn."
+    return fig, caption
+
+
+def box_violin(c: MetricComparison) -> tuple[Figure, str]:
+    fig, ax = _figure()
+    data = [a.values[thin(a.values)] for a in c.arms]
+    positions = np.arange(1, len(c.arms) + 1)
+    parts = ax.violinplot(data, positions=positions, showextrema=False, widths=0.8)
+    bodies: list[Any] = list(parts["bodies"])  # type: ignore[call-overload]
+    for i, body in enumerate(bodies):
+        body.set_facecolor(COLORS[i % len(COLORS)])
+        body.set_alpha(0.3)
+    ax.boxplot([a.values for a in c.arms], positions=positions, widths=0.25,
+               flierprops={"markersize": 2, "alpha": 0.4})  # fmt: skip
+    ax.set_xticks(positions, [a.label for a in c.arms])
+    ax.set_ylabel(_label(c))
+    thinned = any(a.values.size > MAX_POINTS for a in c.arms)
+    caption = "Box plots (whiskers at 1.5 IQR, outliers as points) inside violin plots."
+    if thinned:
+        caption += f" Violins from {MAX_POINTS:,} evenly spaced samples per variant."
+    return fig, caption
+
+
+def run_order(c: MetricComparison) -> tuple[Figure, str]:
+    fig, ax = _figure(8.0, 4.0)
+    for i, arm in enumerate(c.arms):
+        color = COLORS[i % len(COLORS)]
+        idx = thin(arm.values)
+        dense = idx.size > 2000  # small points for a cloud, visible ones for a few samples
+        ax.scatter(arm.iterations[idx], arm.values[idx], s=3 if dense else 12, color=color,
+                   alpha=0.25 if dense else 0.7, label=arm.label, rasterized=True)  # fmt: skip
+        x, y = smoothed(arm.iterations, arm.values)
+        ax.plot(x, y, color=color, linewidth=2)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel(_label(c))
+    ax.legend(markerscale=4)
+    caption = "Every sample against its iteration; the line is the running median (50 bins)."
+    if any(a.values.size > MAX_POINTS for a in c.arms):
+        caption += f" Points drawn: {MAX_POINTS:,} evenly spaced per variant."
+    return fig, caption
+
+
+def smoothed(iterations: np.ndarray, values: np.ndarray, bins: int = 50) -> tuple[np.ndarray, ...]:
+    """Medians of consecutive equal-count bins in iteration order, at their mean iteration."""
+    count = max(1, min(bins, values.size // 5))
+    chunks = np.array_split(np.arange(values.size), count)
+    x = np.array([iterations[ch].mean() for ch in chunks])
+    y = np.array([np.median(values[ch]) for ch in chunks])
+    return x, y
+
+
+def qq(c: MetricComparison) -> tuple[Figure, str]:
+    fig, axes = _figure(4.0 * len(c.arms), 4.0)
+    fig.delaxes(axes)
+    for i, arm in enumerate(c.arms):
+        ax = fig.add_subplot(1, len(c.arms), i + 1)
+        ordered = np.sort(arm.values)
+        # evenly spaced quantiles, plus every one of the 50 most extreme values at each end
+        tails = np.r_[0 : min(50, ordered.size), max(0, ordered.size - 50) : ordered.size]
+        idx = np.union1d(thin(ordered, 2000), tails)
+        theoretical = stats.norm.ppf((idx + 0.5) / ordered.size)  # Hazen plotting positions
+        ax.scatter(theoretical, ordered[idx], s=4, color=COLORS[i % len(COLORS)])
+        mean, sd = arm.summary.mean, arm.summary.sd
+        ends = np.array([theoretical[0], theoretical[-1]])
+        ax.plot(ends, mean + sd * ends, color="black", linewidth=1)
+        ax.set_title(arm.label)
+        ax.set_xlabel("normal quantile")
+        ax.set_ylabel(_label(c))
+    caption = (
+        "Normal Q–Q plots: ordered samples against normal quantiles; the line is the normal"
+        " distribution with the sample's mean and sd. Points off the line at the ends are tails"
+        " heavier than the margin of error assumes."
+    )
+    return fig, caption
+
+
+def means(c: MetricComparison) -> tuple[Figure, str]:
+    fig, ax = _figure(5.0, 4.0)
+    labels = [a.label for a in c.arms]
+    values = [a.summary.mean for a in c.arms]
+    errors = [a.summary.margin for a in c.arms]
+    ax.bar(labels, values, yerr=errors, capsize=8,
+           color=[COLORS[i % len(COLORS)] for i in range(len(labels))], alpha=0.7)  # fmt: skip
+    span = max(values) - min(values) + 4 * max(errors) or abs(values[0]) * 0.01 or 1.0
+    ax.set_ylim(min(values) - span, max(values) + span)
+    ax.set_ylabel(_label(c))
+    caption = (
+        f"The study's figure: means with the margin of error at {c.confidence * 100:g}%"
+        " confidence (the y axis does not start at zero)."
+    )
+    return fig, caption
+
+
+def difference(c: MetricComparison) -> tuple[Figure, str]:
+    fig, ax = _figure(6.0, 1.2 + 0.6 * len(c.pairs))
+    names = [f"{p.b} vs {p.a}" for p in c.pairs]
+    pct = np.array([p.difference.percent for p in c.pairs])
+    ci = np.array([p.difference.percent_ci for p in c.pairs]).reshape(-1, 2)
+    err = np.abs(np.vstack([pct - ci[:, 0], ci[:, 1] - pct]))
+    t = c.threshold * 100
+    ax.axvspan(-t, t, color="#dddddd", label=f"±{t:g}% threshold")
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.barh(names, pct, xerr=np.nan_to_num(err), capsize=6, color="#4c72b0", alpha=0.8)
+    ax.set_xlabel(f"B − A, % of A's mean ({'lower' if c.direction == 'lower' else 'higher'}"
+                  " is better)")  # fmt: skip
+    ax.legend(loc="lower right", fontsize="small")
+    caption = (
+        f"Difference of means as a percentage of A with its {c.confidence * 100:g}% confidence"
+        " interval (ratio of means); the grey band is the practical threshold."
+    )
+    return fig, caption
+
+
+def save(fig: Figure, path: Path) -> None:
+    fig.savefig(path, format="png")
+
+
+def all_figures(c: MetricComparison) -> list[tuple[str, Figure, str]]:
+    """(name, figure, caption) for one workload·metric."""
+    figures = [("hist", *histogram(c)), ("box", *box_violin(c)), ("order", *run_order(c)),
+               ("qq", *qq(c)), ("means", *means(c))]  # fmt: skip
+    if c.pairs and all(math.isfinite(p.difference.percent) for p in c.pairs):
+        figures.append(("diff", *difference(c)))
+    return figures

@@ -1,0 +1,235 @@
+"""The rows of the three tables of ``lab compare``, defined once for every output format.
+
+Each row is a label and a function of an arm (or a pair) returning a raw value; the text
+formats round it for reading, CSV and JSON keep it as it is. Numbers are shown with as many
+decimals as the smallest margin of error needs for two significant digits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lab.stats.analysis import ALL, Arm, MetricComparison, Pair
+
+Value = float | int | str | None
+
+
+@dataclass(frozen=True)
+class Row:
+    key: str  # a stable name for CSV and JSON
+    label: str  # what the table shows
+    kind: str  # "value" (in the metric's unit), "count", "pct", "p", "ratio", "text", "level"
+    get: Callable[[Any], Value]
+
+
+SUMMARY_ROWS = (
+    Row("mean", "Mean", "value", lambda a: a.summary.mean),
+    Row("n", "Samples", "count", lambda a: a.summary.n),
+    Row("sd", "Standard deviation", "value", lambda a: a.summary.sd),
+    Row("min", "Min", "value", lambda a: a.summary.min),
+    Row("max", "Max", "value", lambda a: a.summary.max),
+    Row("median", "Median", "value", lambda a: a.summary.median),
+    Row("confidence", "Confidence level", "level", lambda a: a.summary.confidence),
+    Row("margin", "Margin of error", "value", lambda a: a.summary.margin),
+)
+
+DIFFERENCE_ROWS = (
+    Row("diff", "Difference of means (B − A)", "value", lambda p: p.difference.diff),
+    Row("diff_low", "  Welch CI low", "value", lambda p: p.difference.diff_ci[0]),
+    Row("diff_high", "  Welch CI high", "value", lambda p: p.difference.diff_ci[1]),
+    Row("percent", "Change relative to A (%)", "pct", lambda p: p.difference.percent),
+    Row("percent_low", "  ratio CI low (%)", "pct", lambda p: p.difference.percent_ci[0]),
+    Row("percent_high", "  ratio CI high (%)", "pct", lambda p: p.difference.percent_ci[1]),
+    Row("median_diff", "Difference of medians", "value", lambda p: p.difference.median_diff),
+    Row("median_low", "  bootstrap CI low", "value", lambda p: p.difference.median_diff_ci[0]),
+    Row("median_high", "  bootstrap CI high", "value", lambda p: p.difference.median_diff_ci[1]),
+    Row("bm_p", "Brunner–Munzel p", "p", lambda p: p.difference.brunner_munzel_p),
+    Row("bm_p_bh", "  Benjamini–Hochberg adjusted", "p", lambda p: p.p_adjusted),
+    Row("cohen_d", "Cohen's d", "ratio", lambda p: p.difference.cohen_d),
+    Row("cliff_delta", "Cliff's delta", "ratio", lambda p: p.difference.cliff_delta),
+    Row("verdict", "Verdict", "text", lambda p: p.verdict.outcome.value),
+)  # fmt: skip
+
+
+def _diag(attr: str, label: str, kind: str) -> Row:
+    return Row(attr, label, kind, lambda a: getattr(a.diagnostics, attr))
+
+
+DIAGNOSTIC_ROWS = (
+    _diag("skewness", "Skewness", "ratio"),
+    _diag("excess_kurtosis", "Excess kurtosis", "ratio"),
+    _diag("above_3sd", "Samples ≥ +3σ", "count"),
+    _diag("below_3sd", "Samples ≤ −3σ", "count"),
+    _diag("expected_3sd", "  normal expects (each side)", "expect"),
+    _diag("above_6sd", "Samples ≥ +6σ", "count"),
+    _diag("below_6sd", "Samples ≤ −6σ", "count"),
+    _diag("expected_6sd", "  normal expects (each side)", "expect"),
+    _diag("tukey_outliers", "Beyond Tukey fences (1.5 IQR)", "count"),
+    _diag("tukey_far_out", "Beyond outer fences (3 IQR)", "count"),
+    _diag("most_extreme_sd", "Most extreme value (σ)", "ratio"),
+    _diag("lag1_autocorrelation", "Lag-1 autocorrelation", "ratio"),
+    Row(
+        "effective_n", "Effective sample size", "count", lambda a: round(a.diagnostics.effective_n)
+    ),
+    _diag("margin_effective", "Margin of error with it", "value"),
+    _diag("kendall_tau", "Kendall τ (value vs iteration)", "ratio"),
+    _diag("kendall_p", "  p", "p"),
+    _diag("drift_percent", "Theil–Sen drift over the run (%)", "pct"),
+    _diag("theil_sen_slope", "  slope per iteration", "sci"),
+    Row("theil_sen_low", "  slope CI low", "sci", lambda a: a.diagnostics.theil_sen_ci[0]),
+    Row("theil_sen_high", "  slope CI high", "sci", lambda a: a.diagnostics.theil_sen_ci[1]),
+    Row("warmup_change", "Warm-up: first iterations vs rest (%)", "pct", lambda a: _warmup(a)),
+    _diag("warmup_p", "  Welch p", "p"),
+    Row("dropped", "Samples left out by trimming", "count", lambda a: a.dropped),
+)
+
+
+def _warmup(arm: Arm) -> float:
+    d = arm.diagnostics
+    if not d.warmup_n or not d.rest_mean:
+        return math.nan
+    return (d.warmup_mean / d.rest_mean - 1) * 100
+
+
+def decimals_for(comparisons: Sequence[MetricComparison]) -> int:
+    """Decimals that show the smallest margin of error with two significant digits."""
+    margins = [
+        a.summary.margin
+        for c in comparisons
+        for a in c.arms
+        if math.isfinite(a.summary.margin) and a.summary.margin > 0
+    ]
+    if not margins:
+        return 2
+    return max(0, min(8, 1 - math.floor(math.log10(min(margins)))))
+
+
+def format_value(value: Value, kind: str, decimals: int) -> str:
+    """A raw value as the text tables show it."""
+    if value is None:
+        return "–"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float) and math.isnan(value):
+        return "–"
+    if kind == "count":
+        return f"{int(value):,}"
+    if kind == "level":
+        return f"{value * 100:g}%"
+    if kind == "value":
+        return f"{value:,.{decimals}f}"
+    if kind == "pct":
+        return f"{value:+.2f}"
+    if kind == "p":
+        return "< 1e-300" if value == 0 else f"{value:.3g}"
+    if kind == "expect":
+        return f"{value:.3g}"
+    if kind == "sci":
+        return f"{value:.3g}"
+    return f"{value:.3f}"  # ratio-like numbers without a unit
+
+
+@dataclass(frozen=True)
+class TableData:
+    """A table ready for rich, Markdown or HTML: a title, a header and rows of strings."""
+
+    title: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+def _columns(block: Sequence[MetricComparison], subjects: str) -> list[tuple[str, Any]]:
+    """(header, object) per column: arms or pairs, each subset side by side."""
+    columns: list[tuple[str, Any]] = []
+    first = block[0]
+    count = len(first.arms) if subjects == "arms" else len(first.pairs)
+    for i in range(count):
+        for c in block:
+            obj: Arm | Pair
+            if subjects == "arms":
+                obj = c.arms[i]
+                name = obj.label
+            else:
+                obj = c.pairs[i]
+                name = f"{obj.b} vs {obj.a}"
+            suffix = "" if len(block) == 1 else (" (all)" if c.subset == ALL else " (trimmed)")
+            columns.append((name + suffix, obj))
+    return columns
+
+
+def _table(
+    title: str, rows: Sequence[Row], columns: list[tuple[str, Any]], decimals: int, skip_none: bool
+) -> TableData:
+    body = []
+    for row in rows:
+        values = [row.get(obj) for _, obj in columns]
+        if skip_none and all(v is None for v in values):
+            continue
+        if row.key == "dropped" and all(v == 0 for v in values):
+            continue
+        body.append((row.label, *(format_value(v, row.kind, decimals) for v in values)))
+    return TableData(title, ("", *(h for h, _ in columns)), tuple(body))
+
+
+def block_tables(block: Sequence[MetricComparison]) -> list[TableData]:
+    """The study's table, the difference table and the diagnostics for one workload·metric."""
+    decimals = decimals_for(block)
+    first = block[0]
+    tables = [
+        _table(
+            f"{first.title}: the study's table",
+            SUMMARY_ROWS,
+            _columns(block, "arms"),
+            decimals,
+            False,
+        )
+    ]
+    if first.pairs:
+        tables.append(
+            _table(
+                f"{first.title}: B against A at {first.confidence * 100:g}% confidence,"
+                f" threshold ±{first.threshold * 100:g}%",
+                DIFFERENCE_ROWS,
+                _columns(block, "pairs"),
+                decimals,
+                True,
+            )
+        )
+    tables.append(
+        _table(
+            f"{first.title}: diagnostics", DIAGNOSTIC_ROWS, _columns(block, "arms"), decimals, False
+        )
+    )
+    return tables
+
+
+def blocks(comparisons: Sequence[MetricComparison]) -> list[list[MetricComparison]]:
+    """Comparisons grouped by (study, workload, metric), subsets side by side."""
+    grouped: dict[tuple[str, str, str], list[MetricComparison]] = {}
+    for c in comparisons:
+        grouped.setdefault((c.study, c.workload, c.metric), []).append(c)
+    return list(grouped.values())
+
+
+def notes(block: Sequence[MetricComparison]) -> list[str]:
+    """The verdicts in words, then the diagnostics' warnings and how the bootstrap ran."""
+    lines: list[str] = []
+    for c in block:
+        prefix = "" if len(block) == 1 else f"[{c.subset}] "
+        lines.extend(prefix + "verdict: " + p.verdict.text for p in c.pairs)
+    for arm in block[0].arms:
+        lines.extend(f"{arm.label}: {w}" for w in arm.diagnostics.warnings)
+    for arm in block[0].arms:
+        d = arm.diagnostics
+        if d.kendall_points < d.n or d.theil_sen_points < d.n:
+            lines.append(
+                f"{arm.label}: drift measured on evenly spaced samples (Kendall τ on"
+                f" {d.kendall_points:,}, Theil–Sen on {d.theil_sen_points:,} of {d.n:,})"
+            )
+    pairs: Sequence[Pair] = block[0].pairs
+    if pairs:
+        lines.append("median CI: " + pairs[0].difference.bootstrap.describe())
+    return lines

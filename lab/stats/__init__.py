@@ -1,0 +1,8 @@
+"""The statistics of ``lab compare``, ``lab plan`` and ``lab report``: pure functions on arrays.
+
+``descriptive`` reproduces the reference study's table (mean, sd, margin of error),
+``difference`` answers the question it did not (how big is the difference, with what
+uncertainty), ``verdict`` turns that into one of four outcomes, ``diagnostics`` checks the
+assumptions behind it, ``planning`` says how many samples a question needs, and ``analysis``
+puts them together per workload and metric.
+"""

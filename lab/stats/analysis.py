@@ -1,0 +1,163 @@
+"""Everything ``lab compare`` says about one workload and metric, from the store's series.
+
+Arms are the series (one per variant, or per guest when a variant has several). With two arms
+there is one pair, B against the baseline A; with more, every pair, and the family of
+Brunner–Munzel p-values is corrected with Benjamini–Hochberg. ``trim`` adds, side by side,
+the same analysis without the samples beyond Tukey's outer fences (3 IQR) of each arm: outliers
+are reported, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from lab.errors import UsageError
+from lab.stats.descriptive import Summary, check_confidence, summarize
+from lab.stats.diagnostics import Diagnostics, diagnose, tukey_fences
+from lab.stats.difference import BOOTSTRAP_SEED, Difference, compare
+from lab.stats.verdict import Verdict, decide
+from lab.store import Direction, Series
+
+ALL = "all samples"
+TRIMMED = "without far-out outliers (beyond 3 IQR)"
+
+
+@dataclass(frozen=True, eq=False)
+class Arm:
+    label: str
+    variant: str
+    guest: str
+    host: str
+    iterations: np.ndarray
+    values: np.ndarray
+    summary: Summary
+    diagnostics: Diagnostics
+    dropped: int  # samples left out by trimming (0 for ALL)
+
+
+@dataclass(frozen=True)
+class Pair:
+    a: str
+    b: str
+    difference: Difference
+    verdict: Verdict
+    p_adjusted: float | None  # Benjamini–Hochberg, only with more than two arms
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    study: str
+    workload: str
+    metric: str
+    unit: str
+    direction: Direction
+    subset: str
+    confidence: float
+    threshold: float
+    arms: tuple[Arm, ...]
+    pairs: tuple[Pair, ...]
+
+    @property
+    def title(self) -> str:
+        better = "lower" if self.direction == "lower" else "higher"
+        unit = f" ({self.unit})" if self.unit else ""
+        return f"{self.workload} · {self.metric}{unit}, {better} is better"
+
+
+def _arm(series: Series, values: np.ndarray, iterations: np.ndarray, level: float) -> Arm:
+    return Arm(
+        label=series.label,
+        variant=series.variant,
+        guest=series.guest,
+        host=series.host,
+        iterations=iterations,
+        values=values,
+        summary=summarize(values, level),
+        diagnostics=diagnose(values, iterations, level),
+        dropped=series.values.size - values.size,
+    )
+
+
+def _analyse(
+    group: Sequence[Series],
+    subset: str,
+    level: float,
+    threshold: float,
+    seed: int,
+) -> MetricComparison:
+    arms = []
+    for s in group:
+        if subset == TRIMMED:
+            low, high = tukey_fences(s.values, 3.0)
+            keep = (s.values >= low) & (s.values <= high)
+            arms.append(_arm(s, s.values[keep], s.iterations[keep], level))
+        else:
+            arms.append(_arm(s, s.values, s.iterations, level))
+    first = group[0]
+    pairs = []
+    for a, b in itertools.combinations(arms, 2):
+        diff = compare(a.values, b.values, level, seed=seed)
+        verdict = decide(diff.percent_ci, first.direction, threshold, a.label, b.label, level)
+        pairs.append(Pair(a.label, b.label, diff, verdict, None))
+    if len(pairs) > 1:
+        p = np.array([pair.difference.brunner_munzel_p for pair in pairs])
+        adjusted = np.full(p.shape, np.nan)
+        finite = np.isfinite(p)
+        if finite.any():
+            adjusted[finite] = stats.false_discovery_control(p[finite], method="bh")
+        pairs = [
+            Pair(pr.a, pr.b, pr.difference, pr.verdict, float(q))
+            for pr, q in zip(pairs, adjusted, strict=True)
+        ]
+    return MetricComparison(
+        study=first.study,
+        workload=first.workload,
+        metric=first.metric,
+        unit=first.unit,
+        direction=first.direction,
+        subset=subset,
+        confidence=level,
+        threshold=threshold,
+        arms=tuple(arms),
+        pairs=tuple(pairs),
+    )
+
+
+def order_arms(group: Sequence[Series], baseline_order: Sequence[str]) -> list[Series]:
+    """Arms in the order of ``baseline_order`` (variant names; the first is A), then by name."""
+    rank = {name: i for i, name in enumerate(baseline_order)}
+    return sorted(group, key=lambda s: (rank.get(s.variant, len(rank)), s.variant, s.host, s.guest))
+
+
+def analyse(
+    series: Sequence[Series],
+    confidence: float,
+    threshold: float,
+    *,
+    order: Sequence[str] = (),
+    trim: bool = False,
+    seed: int = BOOTSTRAP_SEED,
+) -> list[MetricComparison]:
+    """One comparison per (study, workload, metric), twice with ``trim``: all, then trimmed."""
+    level = check_confidence(confidence)
+    groups: dict[tuple[str, str, str], list[Series]] = {}
+    for s in series:
+        groups.setdefault((s.study, s.workload, s.metric), []).append(s)
+    result = []
+    for key in sorted(groups):
+        group = order_arms(groups[key], order)
+        small = [s.label for s in group if s.values.size < 2]
+        if small:
+            raise UsageError(
+                f"{key[1]} · {key[2]}: {', '.join(small)} has fewer than 2 samples",
+                hint="Run more iterations (lab plan says how many) before comparing",
+            )
+        result.append(_analyse(group, ALL, level, threshold, seed))
+        if trim:
+            result.append(_analyse(group, TRIMMED, level, threshold, seed))
+    return result

@@ -1,0 +1,214 @@
+"""The answer the study did not give: how large is B − A, and how sure are we?
+
+All intervals are two-sided at the caller's confidence level (a fraction, e.g. 0.9999):
+
+- the difference of means with Welch's interval (unequal variances), from scipy;
+- the ratio of means B/A with the delta-method interval on the log scale,
+  ``log(mB/mA) ± z·√(sA²/(nA·mA²) + sB²/(nB·mB²))``;
+- the difference of medians with a normal interval from a bootstrap standard error. At
+  99.99 % a percentile bootstrap would need ~10⁵ resamples to see its tails at all, so the
+  bootstrap only estimates the standard error (1,000 resamples). Above 5,000 samples it is an
+  m-out-of-n bootstrap with m = 5,000, its spread scaled by √(m/n);
+- Brunner–Munzel's test (no equal-shape assumption, unlike Mann–Whitney) and Cliff's delta,
+  P(B > A) − P(B < A), both from the placements of each sample among the other (the count
+  below it plus half the ties), found by binary search in sorted copies. This is the same
+  statistic scipy.stats.brunnermunzel computes from three rankings (the tests check they
+  agree), at a third of the cost: a million samples per arm take 0.2 s instead of 0.8 s;
+- Cohen's d (pooled sd).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from lab.stats.descriptive import check_confidence, z_value
+
+BOOTSTRAP_RESAMPLES = 1000
+BOOTSTRAP_MAX_M = 5_000
+BOOTSTRAP_SEED = 20200921  # fixed: the same store gives the same report
+_CHUNK_ELEMENTS = 2_000_000  # resamples are drawn in chunks of at most this many values
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """How the median's standard error was bootstrapped."""
+
+    resamples: int
+    m: int  # values per resample of the larger arm
+    n: int  # samples of the larger arm
+    seed: int
+
+    @property
+    def subsampled(self) -> bool:
+        return self.m < self.n
+
+    def describe(self) -> str:
+        text = f"bootstrap SE of the median, {self.resamples} resamples, seed {self.seed}"
+        if self.subsampled:
+            text += f"; m-out-of-n with m={self.m:,} of n={self.n:,}, spread scaled by √(m/n)"
+        return text
+
+
+@dataclass(frozen=True)
+class Difference:
+    """B compared with A: every estimate is B − A (or B / A)."""
+
+    confidence: float
+    n_a: int
+    n_b: int
+    mean_a: float
+    mean_b: float
+    diff: float
+    diff_ci: tuple[float, float]
+    welch_df: float
+    welch_p: float
+    ratio: float
+    ratio_ci: tuple[float, float]
+    median_diff: float
+    median_diff_ci: tuple[float, float]
+    bootstrap: Bootstrap
+    brunner_munzel_p: float
+    cohen_d: float
+    cliff_delta: float
+
+    @property
+    def percent(self) -> float:
+        """B − A as a percentage of A's mean."""
+        return (self.ratio - 1.0) * 100.0
+
+    @property
+    def percent_ci(self) -> tuple[float, float]:
+        return ((self.ratio_ci[0] - 1.0) * 100.0, (self.ratio_ci[1] - 1.0) * 100.0)
+
+
+def welch(a: np.ndarray, b: np.ndarray, confidence: float) -> tuple[float, float, float, float]:
+    """(low, high, df, p) of Welch's interval and test for mean(b) − mean(a)."""
+    res = stats.ttest_ind(b, a, equal_var=False)
+    ci = res.confidence_interval(confidence_level=check_confidence(confidence))
+    return float(ci.low), float(ci.high), float(res.df), float(res.pvalue)
+
+
+def ratio_of_means_ci(
+    mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b: float, n_b: int, confidence: float
+) -> tuple[float, float]:
+    """Delta-method interval of mean_b/mean_a on the log scale (both means must be > 0)."""
+    if mean_a <= 0 or mean_b <= 0:
+        return (math.nan, math.nan)
+    se = math.sqrt(sd_a**2 / (n_a * mean_a**2) + sd_b**2 / (n_b * mean_b**2))
+    ratio = mean_b / mean_a
+    half = z_value(confidence) * se
+    return (ratio * math.exp(-half), ratio * math.exp(half))
+
+
+def median_se(x: np.ndarray, rng: np.random.Generator, resamples: int, max_m: int) -> float:
+    """Bootstrap standard error of the median of x (m-out-of-n above ``max_m`` values)."""
+    n = x.size
+    m = min(n, max_m)
+    per_chunk = max(1, _CHUNK_ELEMENTS // m)
+    medians = np.empty(resamples)
+    done = 0
+    while done < resamples:
+        k = min(per_chunk, resamples - done)
+        idx = rng.integers(0, n, size=(k, m))
+        medians[done : done + k] = np.median(x[idx], axis=1)
+        done += k
+    return float(np.std(medians, ddof=1) * math.sqrt(m / n))
+
+
+def placements(x: np.ndarray, sorted_other: np.ndarray) -> np.ndarray:
+    """For each x: how many of the other sample lie below it, ties counting one half."""
+    below = np.searchsorted(sorted_other, x, side="left")
+    not_above = np.searchsorted(sorted_other, x, side="right")
+    return below + 0.5 * (not_above - below)
+
+
+@dataclass(frozen=True)
+class RankTest:
+    brunner_munzel_p: float
+    brunner_munzel_statistic: float
+    cliff_delta: float
+
+
+def rank_test(a: np.ndarray, b: np.ndarray) -> RankTest:
+    """Brunner–Munzel (two-sided, t approximation) and Cliff's delta of B against A."""
+    sa, sb = np.sort(a), np.sort(b)
+    na, nb = sa.size, sb.size
+    pa = placements(sa, sb)  # sorted needles: cache-friendly, and order does not matter below
+    pb = placements(sb, sa)
+    cliff = float(2.0 * pb.sum() / (na * nb) - 1.0)
+    # scipy's (rank in the pooled sample − rank within own sample) is exactly the placement
+    va, vb = float(np.var(pa, ddof=1)), float(np.var(pb, ddof=1))
+    shift = (pb.mean() + (nb + 1) / 2) - (pa.mean() + (na + 1) / 2)  # mean pooled ranks B − A
+    spread = na * va + nb * vb
+    if spread == 0:  # complete separation or constant samples, as scipy: ±inf or 0/0
+        statistic = math.copysign(math.inf, shift) if shift else math.nan
+        p = 0.0 if shift else math.nan
+        return RankTest(p, statistic, cliff)
+    statistic = na * nb * shift / ((na + nb) * math.sqrt(spread))
+    df = spread**2 / ((na * va) ** 2 / (na - 1) + (nb * vb) ** 2 / (nb - 1))
+    p = float(2 * stats.t.sf(abs(statistic), df))
+    return RankTest(p, float(statistic), cliff)
+
+
+def cliffs_delta(a: np.ndarray, b: np.ndarray) -> float:
+    """P(B > A) − P(B < A) over all pairs."""
+    return rank_test(a, b).cliff_delta
+
+
+def cohens_d(a: np.ndarray, b: np.ndarray) -> float:
+    """(mean_b − mean_a) / pooled sd."""
+    na, nb = a.size, b.size
+    pooled = ((na - 1) * np.var(a, ddof=1) + (nb - 1) * np.var(b, ddof=1)) / (na + nb - 2)
+    if pooled <= 0:
+        return math.nan
+    return float((np.mean(b) - np.mean(a)) / math.sqrt(pooled))
+
+
+def compare(
+    a: np.ndarray,
+    b: np.ndarray,
+    confidence: float,
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    max_m: int = BOOTSTRAP_MAX_M,
+    seed: int = BOOTSTRAP_SEED,
+) -> Difference:
+    """Every estimate of B − A at ``confidence`` (fraction or percent)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    level = check_confidence(confidence)
+    mean_a, mean_b = float(np.mean(a)), float(np.mean(b))
+    sd_a, sd_b = float(np.std(a, ddof=1)), float(np.std(b, ddof=1))
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        low, high, df, p = welch(a, b, level)
+    rng = np.random.default_rng(seed)
+    se = math.hypot(median_se(a, rng, resamples, max_m), median_se(b, rng, resamples, max_m))
+    median_diff = float(np.median(b) - np.median(a))
+    ranks = rank_test(a, b)
+    z = z_value(level)
+    larger = max(a.size, b.size)
+    return Difference(
+        confidence=level,
+        n_a=int(a.size),
+        n_b=int(b.size),
+        mean_a=mean_a,
+        mean_b=mean_b,
+        diff=mean_b - mean_a,
+        diff_ci=(low, high),
+        welch_df=df,
+        welch_p=p,
+        ratio=mean_b / mean_a if mean_a else math.nan,
+        ratio_ci=ratio_of_means_ci(mean_a, sd_a, a.size, mean_b, sd_b, b.size, level),
+        median_diff=median_diff,
+        median_diff_ci=(median_diff - z * se, median_diff + z * se),
+        bootstrap=Bootstrap(resamples, min(larger, max_m), larger, seed),
+        brunner_munzel_p=ranks.brunner_munzel_p,
+        cohen_d=cohens_d(a, b),
+        cliff_delta=ranks.cliff_delta,
+    )

@@ -1,0 +1,95 @@
+"""Four outcomes instead of "significant": faster, slower, equivalent or inconclusive.
+
+The verdict reads the confidence interval of B's change relative to A (the ratio of means,
+as a percentage) against a practical threshold ±t, after turning it so that positive means
+"B is better" (lower is better for times, higher for throughput):
+
+- **faster**: the whole interval lies beyond +t (B better by more than t);
+- **slower**: the whole interval lies beyond −t (B worse by more than t);
+- **equivalent**: the whole interval lies inside [−t, +t] (two one-sided tests, TOST);
+- **inconclusive**: anything else; more samples would narrow the interval.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+from lab.errors import UsageError
+from lab.store import Direction
+
+_PERCENT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*%?\s*$")
+
+
+def parse_percent(text: str, what: str = "threshold") -> float:
+    """'1%', '1' or '0.5 %' as a fraction (0.01, 0.01, 0.005)."""
+    match = _PERCENT.match(text)
+    if not match:
+        raise UsageError(f"cannot read {what} {text!r}", hint="Write a percentage such as 1%")
+    value = float(match.group(1)) / 100.0
+    if not 0 <= value < 1:
+        raise UsageError(f"{what} {text!r} must be at least 0 % and below 100 %")
+    return value
+
+
+class Outcome(StrEnum):
+    FASTER = "faster"
+    SLOWER = "slower"
+    EQUIVALENT = "equivalent"
+    INCONCLUSIVE = "inconclusive"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    outcome: Outcome
+    benefit_ci: tuple[float, float]  # B's improvement over A in percent, positive = better
+    threshold: float  # fraction
+    text: str
+
+
+def decide(
+    percent_ci: tuple[float, float],
+    direction: Direction,
+    threshold: float,
+    a: str = "A",
+    b: str = "B",
+    confidence: float = 0.9999,
+) -> Verdict:
+    """The verdict for B vs A given the CI of (B/A − 1) in percent."""
+    low, high = percent_ci
+    t = threshold * 100.0
+    level = f"{confidence * 100:g} % CI"
+    if math.isnan(low) or math.isnan(high):
+        return Verdict(
+            Outcome.INCONCLUSIVE,
+            (math.nan, math.nan),
+            threshold,
+            f"{b} vs {a}: the ratio of means is undefined (a mean is not positive)",
+        )
+    benefit = (-high, -low) if direction == "lower" else (low, high)
+    worse_word, better_word = ("higher", "lower") if direction == "lower" else ("lower", "higher")
+    # in the faster and slower branches both bounds have the same sign
+    near, far = sorted((abs(low), abs(high)))
+    span = f"{near:.2f} % to {far:.2f} %"
+    beyond = f"beyond the {t:g} % threshold"
+    if benefit[0] > t:
+        outcome = Outcome.FASTER
+        text = f"{b} is faster than {a}: {span} {better_word} ({level}), {beyond}"
+    elif benefit[1] < -t:
+        outcome = Outcome.SLOWER
+        text = f"{b} is slower than {a}: {span} {worse_word} ({level}), {beyond}"
+    elif -t <= benefit[0] and benefit[1] <= t:
+        outcome = Outcome.EQUIVALENT
+        text = (
+            f"{b} and {a} are equivalent: the change lies within ±{t:g} %"
+            f" ({low:+.2f} % to {high:+.2f} %, {level})"
+        )
+    else:
+        outcome = Outcome.INCONCLUSIVE
+        text = (
+            f"{b} vs {a} is inconclusive: {low:+.2f} % to {high:+.2f} % ({level}) straddles"
+            f" the ±{t:g} % threshold; more samples would narrow it"
+        )
+    return Verdict(outcome, benefit, threshold, text)

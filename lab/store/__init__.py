@@ -1,0 +1,49 @@
+"""The durable result store: one SQLite file holding every attempt and every sample.
+
+The file is opened in WAL mode with ``synchronous=FULL`` and foreign keys on, and each
+:meth:`Store.record` call is one short transaction, so a ``SIGKILL`` at any moment leaves
+either the whole batch or none of it. Records are immutable: re-recording the same
+(run, guest, iteration, attempt) is ignored, which makes re-ingesting a journal idempotent.
+
+Layout (``meta.schema_version``; history in :mod:`lab.store.schema`)::
+
+    study     one named experiment (a study file and its hash)
+    guest     a twin guest of a study: its variant, host, domain XML and facts (JSON)
+    run       one workload with its parameters, schedule and target iteration count
+    metric    what a run measures: name, unit and which direction is better
+    iteration every attempt of every iteration, failed ones included, with timing,
+              exit status, boot id, the tail of the output and its source (file:line)
+    sample    one value per metric, only for attempts that succeeded
+
+Iterations and attempts are numbered from 1.
+
+Schema history: 1 = first version (see :mod:`lab.store.schema` for how to add one).
+"""
+
+from lab.store.db import Store
+from lab.store.records import (
+    EXPORT_COLUMNS,
+    Direction,
+    ExportRow,
+    GuestRecord,
+    IterationRecord,
+    MetricInfo,
+    RunRecord,
+    Series,
+    StudyRecord,
+)
+from lab.store.schema import SCHEMA_VERSION
+
+__all__ = [
+    "EXPORT_COLUMNS",
+    "SCHEMA_VERSION",
+    "Direction",
+    "ExportRow",
+    "GuestRecord",
+    "IterationRecord",
+    "MetricInfo",
+    "RunRecord",
+    "Series",
+    "Store",
+    "StudyRecord",
+]

@@ -1,0 +1,328 @@
+"""The :class:`Store`: opening, transactions and writing; its queries are in ``reads``."""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from lab.errors import StoreError
+from lab.store.reads import Reads
+from lab.store.records import IterationRecord, MetricInfo
+from lab.store.schema import check_file, prepare
+
+
+def _json(value: dict[str, Any] | None) -> str | None:
+    return None if value is None else json.dumps(value, sort_keys=True)
+
+
+class Store(Reads):
+    """An open result store. Make one with :meth:`Store.open`; use it as a context manager.
+
+    Safe to share between threads of one process (writes are serialised by a lock) and
+    between processes (SQLite's locking, with a busy timeout).
+    """
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self._conn = conn
+        self.path = path
+        self._lock = threading.RLock()
+        self._depth = 0  # transactions open on this connection (nested ones are savepoints)
+
+    # -- opening -----------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | Path) -> Store:
+        """Open (creating it and its folder if needed) the store at ``path``."""
+        path = Path(path)
+        check_file(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                str(path), isolation_level=None, check_same_thread=False, timeout=30.0
+            )
+        except (OSError, sqlite3.Error) as err:
+            raise StoreError(
+                f"cannot open result store {path}: {err}",
+                hint="Check that its folder exists and is writable, or pass another --db",
+            ) from None
+        try:
+            prepare(conn, path)
+        except BaseException:
+            conn.close()
+            raise
+        return cls(conn, path)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    class _Tx:
+        """BEGIN IMMEDIATE … COMMIT; nested inside another, a savepoint instead."""
+
+        def __init__(self, store: Store) -> None:
+            self.store = store
+            self.savepoint: str | None = None
+
+        def __enter__(self) -> sqlite3.Connection:
+            store = self.store
+            store._lock.acquire()
+            try:
+                if store._depth:
+                    self.savepoint = f"sp{store._depth}"
+                    store._conn.execute(f"SAVEPOINT {self.savepoint}")
+                else:
+                    store._conn.execute("BEGIN IMMEDIATE")
+            except BaseException:
+                store._lock.release()
+                raise
+            store._depth += 1
+            return store._conn
+
+        def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+            store = self.store
+            store._depth -= 1
+            try:
+                if self.savepoint is None:
+                    store._conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+                elif exc_type is None:
+                    store._conn.execute(f"RELEASE {self.savepoint}")
+                else:
+                    store._conn.execute(f"ROLLBACK TO {self.savepoint}")
+                    store._conn.execute(f"RELEASE {self.savepoint}")
+            finally:
+                store._lock.release()
+
+    def _transaction(self) -> Store._Tx:
+        return Store._Tx(self)
+
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        """Make every write inside one transaction: all of it is stored, or none.
+
+        ``with store.transaction(): ensure_run(...); record(...); record(...)``
+        """
+        return Store._Tx(self)
+
+    # -- writing -----------------------------------------------------------------------
+
+    def ensure_study(
+        self,
+        name: str,
+        description: str = "",
+        study_file: str | None = None,
+        study_hash: str | None = None,
+    ) -> int:
+        """The id of study ``name``, created if new.
+
+        A study made from one study file cannot be continued from a different one: a hash
+        that differs from the stored one is refused.
+        """
+        with self._transaction() as conn:
+            row = conn.execute("SELECT id, study_hash FROM study WHERE name=?", (name,)).fetchone()
+            if row is None:
+                cur = conn.execute(
+                    "INSERT INTO study(name, created, description, study_file, study_hash)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (name, time.time(), description, study_file, study_hash),
+                )
+                return int(cur.lastrowid or 0)
+            study_id, stored_hash = int(row[0]), row[1]
+            if study_hash and stored_hash and study_hash != stored_hash:
+                raise StoreError(
+                    f"study {name!r} in {self.path} was made from a different study file"
+                    f" (hash {stored_hash[:12]}, now {study_hash[:12]})",
+                    hint="Give the changed study a new name, or restore the original study file",
+                )
+            if study_hash and not stored_hash:
+                conn.execute(
+                    "UPDATE study SET study_hash=?, study_file=? WHERE id=?",
+                    (study_hash, study_file, study_id),
+                )
+            return study_id
+
+    def ensure_guest(
+        self,
+        study_id: int,
+        name: str,
+        variant: str,
+        domain_xml: str | None = None,
+        host_facts: dict[str, Any] | None = None,
+        guest_facts: dict[str, Any] | None = None,
+        host: str = "local",
+    ) -> int:
+        """The id of guest ``name`` on ``host`` in the study; facts given are updated."""
+        with self._transaction() as conn:
+            row = conn.execute(
+                "SELECT id, variant FROM guest WHERE study_id=? AND host=? AND name=?",
+                (study_id, host, name),
+            ).fetchone()
+            if row is None:
+                try:
+                    cur = conn.execute(
+                        "INSERT INTO guest(study_id, name, variant, host, domain_xml,"
+                        " host_facts, guest_facts, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        (study_id, name, variant, host, domain_xml, _json(host_facts),
+                         _json(guest_facts), time.time()),
+                    )  # fmt: skip
+                except sqlite3.IntegrityError:
+                    raise StoreError(
+                        f"no study with id {study_id} in {self.path}",
+                        hint="Create the study first with ensure_study()",
+                    ) from None
+                return int(cur.lastrowid or 0)
+            guest_id, stored_variant = int(row[0]), row[1]
+            if stored_variant != variant:
+                raise StoreError(
+                    f"guest {name!r} on {host} is variant {stored_variant!r} in this study,"
+                    f" not {variant!r}",
+                    hint="Each guest keeps one variant; give the other variant its own guest",
+                )
+            for column, value in (
+                ("domain_xml", domain_xml),
+                ("host_facts", _json(host_facts)),
+                ("guest_facts", _json(guest_facts)),
+            ):
+                if value is not None:
+                    conn.execute(f"UPDATE guest SET {column}=? WHERE id=?", (value, guest_id))
+            return guest_id
+
+    def ensure_run(
+        self,
+        study_id: int,
+        key: str,
+        workload: str,
+        params: dict[str, Any],
+        schedule: str | None,
+        target_n: int | None,
+        metrics: Sequence[MetricInfo],
+    ) -> int:
+        """The id of run ``key``, created if new; new metrics are added to it.
+
+        An existing run must have the same study, workload and parameters; its schedule and
+        target count are updated (a study may be extended).
+        """
+        params_json = json.dumps(params, sort_keys=True)
+        with self._transaction() as conn:
+            row = conn.execute(
+                "SELECT id, study_id, workload, params FROM run WHERE key=?", (key,)
+            ).fetchone()
+            if row is None:
+                try:
+                    cur = conn.execute(
+                        "INSERT INTO run(study_id, key, workload, params, schedule, target_n,"
+                        " created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (study_id, key, workload, params_json, schedule, target_n, time.time()),
+                    )
+                except sqlite3.IntegrityError:
+                    raise StoreError(
+                        f"no study with id {study_id} in {self.path}",
+                        hint="Create the study first with ensure_study()",
+                    ) from None
+                run_id = int(cur.lastrowid or 0)
+            else:
+                run_id = int(row[0])
+                if (int(row[1]), row[2], row[3]) != (study_id, workload, params_json):
+                    raise StoreError(
+                        f"run {key!r} already exists with another study, workload or"
+                        f" parameters ({row[2]} {row[3]})",
+                        hint="Use a new run key for a changed workload or parameters",
+                    )
+                conn.execute(
+                    "UPDATE run SET schedule=?, target_n=? WHERE id=?",
+                    (schedule, target_n, run_id),
+                )
+            for metric in metrics:
+                known = conn.execute(
+                    "SELECT unit, direction FROM metric WHERE run_id=? AND name=?",
+                    (run_id, metric.name),
+                ).fetchone()
+                if known is None:
+                    conn.execute(
+                        "INSERT INTO metric(run_id, name, unit, direction) VALUES (?, ?, ?, ?)",
+                        (run_id, metric.name, metric.unit, metric.direction),
+                    )
+                elif tuple(known) != (metric.unit, metric.direction):
+                    raise StoreError(
+                        f"run {key!r}: metric {metric.name!r} is stored as {known[0]}"
+                        f" ({known[1]} is better), not {metric.unit} ({metric.direction})",
+                        hint="Keep a metric's unit and direction, or name the new one differently",
+                    )
+            return run_id
+
+    def record(self, run_id: int, guest_id: int, records: Sequence[IterationRecord]) -> int:
+        """Store a batch of attempts in one transaction; returns how many were new.
+
+        An attempt already stored (same iteration and attempt number) is left as it was, so
+        recording the same batch twice changes nothing.
+        """
+        rows = []
+        samples = []
+        for rec in records:
+            rows.append((
+                run_id, guest_id, rec.iteration, rec.attempt, int(bool(rec.ok)), rec.started,
+                rec.ended, rec.wall, rec.user, rec.sys, rec.exit_status, rec.boot_id,
+                rec.output_tail, rec.source,
+            ))  # fmt: skip
+            if rec.ok:
+                for name, value in rec.metrics.items():
+                    value = float(value)
+                    if not math.isfinite(value):
+                        raise StoreError(
+                            f"iteration {rec.iteration} ({rec.source or 'no source'}): metric"
+                            f" {name!r} is {value}, not a finite number",
+                            hint="Record the attempt as failed (ok=False) instead",
+                        )
+                    samples.append((run_id, guest_id, rec.iteration, name, value))
+        with self._transaction() as conn:
+            self._check_batch(conn, run_id, guest_id, {s[3] for s in samples})
+            before = conn.total_changes
+            conn.executemany(
+                "INSERT OR IGNORE INTO iteration(run_id, guest_id, iteration, attempt, ok,"
+                " started, ended, wall, user, sys, exit_status, boot_id, output_tail, source)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            new = conn.total_changes - before
+            conn.executemany(
+                "INSERT OR IGNORE INTO sample(run_id, guest_id, iteration, metric, value)"
+                " VALUES (?, ?, ?, ?, ?)",
+                samples,
+            )
+        return new
+
+    def _check_batch(
+        self, conn: sqlite3.Connection, run_id: int, guest_id: int, metrics: set[str]
+    ) -> None:
+        run = conn.execute("SELECT study_id, key FROM run WHERE id=?", (run_id,)).fetchone()
+        guest = conn.execute("SELECT study_id, name FROM guest WHERE id=?", (guest_id,)).fetchone()
+        if run is None or guest is None:
+            what = f"run id {run_id}" if run is None else f"guest id {guest_id}"
+            raise StoreError(
+                f"no {what} in {self.path}", hint="Create it first with ensure_run/ensure_guest"
+            )
+        if run[0] != guest[0]:
+            raise StoreError(f"guest {guest[1]!r} and run {run[1]!r} belong to different studies")
+        declared = {r[0] for r in conn.execute("SELECT name FROM metric WHERE run_id=?", (run_id,))}
+        undeclared = metrics - declared
+        if undeclared:
+            raise StoreError(
+                f"run {run[1]!r} does not declare metric(s) {', '.join(sorted(undeclared))}",
+                hint="Declare every metric (name, unit, direction) in ensure_run() first",
+            )

@@ -1,0 +1,214 @@
+"""The store's queries: what has been done (for resuming) and what was measured (for analysis)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from lab.store.records import (
+    ExportRow,
+    GuestRecord,
+    MetricInfo,
+    RunRecord,
+    Series,
+    StudyRecord,
+)
+
+
+def _unjson(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+class Reads:
+    """The read side of :class:`lab.store.Store`; needs only its connection."""
+
+    _conn: sqlite3.Connection
+
+    def completed_iterations(self, run_id: int, guest_id: int) -> set[int]:
+        """Iterations of the run on the guest that have a successful attempt."""
+        cur = self._conn.execute(
+            "SELECT DISTINCT iteration FROM iteration WHERE run_id=? AND guest_id=? AND ok=1",
+            (run_id, guest_id),
+        )
+        return {int(r[0]) for r in cur}
+
+    def next_attempt(self, run_id: int, guest_id: int, iteration: int) -> int:
+        """The number the next attempt at this iteration gets (1 for the first)."""
+        row = self._conn.execute(
+            "SELECT MAX(attempt) FROM iteration WHERE run_id=? AND guest_id=? AND iteration=?",
+            (run_id, guest_id, iteration),
+        ).fetchone()
+        return 1 if row[0] is None else int(row[0]) + 1
+
+    def max_iteration(self, run_id: int, guest_id: int) -> int:
+        """The highest iteration number recorded (0 when none)."""
+        row = self._conn.execute(
+            "SELECT MAX(iteration) FROM iteration WHERE run_id=? AND guest_id=?",
+            (run_id, guest_id),
+        ).fetchone()
+        return 0 if row[0] is None else int(row[0])
+
+    def sources(self, run_id: int, guest_id: int) -> set[str]:
+        """Every source (file:line) recorded for the run on the guest."""
+        cur = self._conn.execute(
+            "SELECT source FROM iteration WHERE run_id=? AND guest_id=? AND source IS NOT NULL",
+            (run_id, guest_id),
+        )
+        return {r[0] for r in cur}
+
+    def values(
+        self, workload: str | None = None, metric: str | None = None, study: str | None = None
+    ) -> list[Series]:
+        """Every series of samples, optionally of one workload, metric or study.
+
+        One series per (study, workload, metric, unit, direction, variant, host, guest);
+        samples of several runs of the same workload are concatenated in run order.
+        """
+        where, args = [], []
+        for column, value in (("r.workload", workload), ("m.name", metric), ("st.name", study)):
+            if value is not None:
+                where.append(f"{column}=?")
+                args.append(value)
+        # The groups are few; the samples are many and are read by an index-only scan each.
+        groups = self._conn.execute(
+            "SELECT st.name, r.workload, m.name, m.unit, m.direction, g.variant, g.host, g.name,"
+            " r.id, g.id, (SELECT COUNT(*) FROM sample s WHERE s.run_id=r.id AND s.metric=m.name"
+            " AND s.guest_id=g.id) AS n"
+            " FROM run r JOIN study st ON st.id=r.study_id JOIN metric m ON m.run_id=r.id"
+            " JOIN guest g ON g.study_id=r.study_id"
+            + (" WHERE " + " AND ".join(where) if where else "")
+            + " ORDER BY st.name, r.workload, m.name, g.variant, g.host, g.name, r.created, r.id",
+            args,
+        ).fetchall()
+        series: list[Series] = []
+        for key, members in itertools.groupby(groups, key=lambda g: g[:8]):
+            parts = [self._series_arrays(g[8], g[9], g[2], g[10]) for g in members if g[10]]
+            if not parts:
+                continue
+            st, wl, name, unit, direction, variant, host, guest = key
+            series.append(
+                Series(
+                    study=st, workload=wl, metric=name, unit=unit or "", direction=direction,
+                    variant=variant, guest=guest, host=host,
+                    iterations=np.concatenate([p[0] for p in parts]),
+                    values=np.concatenate([p[1] for p in parts]),
+                )
+            )  # fmt: skip
+        return series
+
+    def _series_arrays(
+        self, run_id: int, guest_id: int, metric: str, n: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        where = " WHERE run_id=? AND metric=? AND guest_id=?"
+        key = (run_id, metric, guest_id)
+        span = "SELECT MIN(iteration), MAX(iteration) FROM sample INDEXED BY sample_series"
+        first, last = self._conn.execute(span + where, key).fetchone()
+        if last - first + 1 == n:  # no gaps, as after a complete run: read the values alone
+            cur = self._conn.execute(
+                "SELECT value FROM sample INDEXED BY sample_series" + where + " ORDER BY iteration",
+                key,
+            )
+            values = np.fromiter((row[0] for row in cur), dtype=np.float64, count=n)
+            return np.arange(first, last + 1, dtype=np.int64), values
+        cur = self._conn.execute(
+            "SELECT iteration, value FROM sample INDEXED BY sample_series" + where
+            + " ORDER BY iteration",
+            key,
+        )  # fmt: skip
+        flat = np.fromiter(itertools.chain.from_iterable(cur), dtype=np.float64, count=2 * n)
+        pairs = flat.reshape(n, 2)
+        return pairs[:, 0].astype(np.int64), pairs[:, 1].copy()
+
+    def studies(self) -> list[StudyRecord]:
+        cur = self._conn.execute(
+            "SELECT id, name, created, description, study_file, study_hash FROM study ORDER BY name"
+        )
+        return [StudyRecord(int(r[0]), r[1], r[2], r[3] or "", r[4], r[5]) for r in cur]
+
+    def guests(self, study: str | None = None) -> list[GuestRecord]:
+        cur = self._conn.execute(
+            "SELECT g.id, st.name, g.name, g.variant, g.host, g.domain_xml, g.host_facts,"
+            " g.guest_facts, g.created FROM guest g JOIN study st ON st.id=g.study_id"
+            " WHERE ?1 IS NULL OR st.name=?1 ORDER BY st.name, g.variant, g.host, g.name",
+            (study,),
+        )
+        return [
+            GuestRecord(int(r[0]), r[1], r[2], r[3], r[4], r[5], _unjson(r[6]), _unjson(r[7]),
+                        r[8])
+            for r in cur
+        ]  # fmt: skip
+
+    def runs(self, study: str | None = None) -> list[RunRecord]:
+        rows = self._conn.execute(
+            "SELECT r.id, st.name, r.key, r.workload, r.params, r.schedule, r.target_n,"
+            " r.created FROM run r JOIN study st ON st.id=r.study_id"
+            " WHERE ?1 IS NULL OR st.name=?1 ORDER BY st.name, r.workload, r.created, r.id",
+            (study,),
+        ).fetchall()
+        result = []
+        for r in rows:
+            metrics = tuple(
+                MetricInfo(m[0], m[1] or "", m[2])
+                for m in self._conn.execute(
+                    "SELECT name, unit, direction FROM metric WHERE run_id=? ORDER BY name",
+                    (r[0],),
+                )
+            )
+            result.append(
+                RunRecord(int(r[0]), r[1], r[2], r[3], _unjson(r[4]) or {}, r[5], r[6], r[7],
+                          metrics)
+            )  # fmt: skip
+        return result
+
+    def attempt_counts(self, study: str | None = None) -> dict[tuple[str, str], tuple[int, int]]:
+        """(run key, guest name) -> (successful attempts, failed attempts)."""
+        cur = self._conn.execute(
+            "SELECT r.key, g.name, SUM(i.ok), SUM(1 - i.ok) FROM iteration i"
+            " JOIN run r ON r.id=i.run_id JOIN guest g ON g.id=i.guest_id"
+            " JOIN study st ON st.id=r.study_id WHERE ?1 IS NULL OR st.name=?1"
+            " GROUP BY r.key, g.name",
+            (study,),
+        )
+        return {(r[0], r[1]): (int(r[2]), int(r[3])) for r in cur}
+
+    def iteration_seconds(
+        self, workload: str | None = None, study: str | None = None
+    ) -> np.ndarray:
+        """How long successful iterations took: ``wall``, else ``ended − started``."""
+        cur = self._conn.execute(
+            "SELECT COALESCE(i.wall, i.ended - i.started) FROM iteration i"
+            " JOIN run r ON r.id=i.run_id JOIN study st ON st.id=r.study_id"
+            " WHERE i.ok=1 AND (?1 IS NULL OR r.workload=?1) AND (?2 IS NULL OR st.name=?2)"
+            " AND COALESCE(i.wall, i.ended - i.started) IS NOT NULL",
+            (workload, study),
+        )
+        return np.fromiter((r[0] for r in cur), dtype=np.float64)
+
+    def export_rows(
+        self, workload: str | None = None, study: str | None = None
+    ) -> Iterator[ExportRow]:
+        """Every sample with its context, in (study, workload, variant, guest, iteration) order."""
+        cur = self._conn.execute(
+            "SELECT st.name, r.key, r.workload, r.params, g.variant, g.name, g.host, s.iteration,"
+            " i.attempt, s.metric, m.unit, m.direction, s.value, i.started, i.ended, i.source"
+            " FROM sample s JOIN run r ON r.id=s.run_id JOIN study st ON st.id=r.study_id"
+            " JOIN guest g ON g.id=s.guest_id"
+            " JOIN metric m ON m.run_id=s.run_id AND m.name=s.metric"
+            " JOIN iteration i ON i.run_id=s.run_id AND i.guest_id=s.guest_id"
+            " AND i.iteration=s.iteration AND i.ok=1"
+            " WHERE (?1 IS NULL OR r.workload=?1) AND (?2 IS NULL OR st.name=?2)"
+            " ORDER BY st.name, r.workload, r.key, g.variant, g.host, g.name, s.iteration,"
+            " s.metric",
+            (workload, study),
+        )
+        for row in cur:
+            yield ExportRow(*row)
+
+    def integrity_check(self) -> list[str]:
+        """SQLite's own check of the file: ['ok'] when sound."""
+        return [r[0] for r in self._conn.execute("PRAGMA integrity_check")]

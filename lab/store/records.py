@@ -1,0 +1,138 @@
+"""The store's records: small immutable values going in and coming out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from lab.errors import StoreError
+
+Direction = Literal["lower", "higher"]
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """What a run measures: ``direction`` says which way is better ('lower' or 'higher')."""
+
+    name: str
+    unit: str
+    direction: Direction
+
+    def __post_init__(self) -> None:
+        if self.direction not in ("lower", "higher"):
+            raise StoreError(
+                f"metric {self.name!r}: direction {self.direction!r} is neither 'lower' nor"
+                " 'higher'",
+                hint="Say whether a lower value (times) or a higher value (throughput) is better",
+            )
+
+
+@dataclass(frozen=True)
+class IterationRecord:
+    """One attempt at one iteration; ``metrics`` are stored only when ``ok``."""
+
+    iteration: int
+    attempt: int
+    ok: bool
+    started: float | None = None
+    ended: float | None = None
+    wall: float | None = None
+    user: float | None = None
+    sys: float | None = None
+    exit_status: int | None = None
+    boot_id: str | None = None
+    output_tail: str | None = None
+    source: str | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, eq=False)
+class Series:
+    """Every sample of one metric from one guest, ordered by iteration."""
+
+    study: str
+    workload: str
+    metric: str
+    unit: str
+    direction: Direction
+    variant: str
+    guest: str
+    host: str
+    iterations: np.ndarray
+    values: np.ndarray
+
+    @property
+    def label(self) -> str:
+        """The variant, qualified by guest and host only when those are not the defaults."""
+        if self.host != "local":
+            return f"{self.variant} ({self.guest}@{self.host})"
+        return self.variant
+
+
+@dataclass(frozen=True)
+class StudyRecord:
+    id: int
+    name: str
+    created: float | None
+    description: str
+    study_file: str | None
+    study_hash: str | None
+
+
+@dataclass(frozen=True)
+class GuestRecord:
+    id: int
+    study: str
+    name: str
+    variant: str
+    host: str
+    domain_xml: str | None
+    host_facts: dict[str, Any] | None
+    guest_facts: dict[str, Any] | None
+    created: float | None
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    id: int
+    study: str
+    key: str
+    workload: str
+    params: dict[str, Any]
+    schedule: str | None
+    target_n: int | None
+    created: float | None
+    metrics: tuple[MetricInfo, ...]
+
+
+EXPORT_COLUMNS = (
+    "study", "run", "workload", "params", "variant", "guest", "host", "iteration", "attempt",
+    "metric", "unit", "direction", "value", "started", "ended", "source",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ExportRow:
+    """One sample with all its context, as ``lab export`` writes it."""
+
+    study: str
+    run: str
+    workload: str
+    params: str
+    variant: str
+    guest: str
+    host: str
+    iteration: int
+    attempt: int
+    metric: str
+    unit: str
+    direction: str
+    value: float
+    started: float | None
+    ended: float | None
+    source: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in EXPORT_COLUMNS}

@@ -1,0 +1,195 @@
+"""The store's SQLite schema, its version history and the checks made when a file is opened.
+
+Schema history (bump ``SCHEMA_VERSION`` and add a step to ``MIGRATIONS`` for each change;
+old stores must stay readable, so a step upgrades a store in place, one version at a time):
+
+    1  first version: meta, study, guest, run, metric, iteration, sample.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from lab.errors import StoreError
+
+SCHEMA_VERSION = 1
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE study(
+    id INTEGER PRIMARY KEY,
+    name TEXT UNIQUE NOT NULL,
+    created REAL,
+    description TEXT,
+    study_file TEXT,
+    study_hash TEXT
+);
+CREATE TABLE guest(
+    id INTEGER PRIMARY KEY,
+    study_id INTEGER NOT NULL REFERENCES study(id),
+    name TEXT NOT NULL,
+    variant TEXT NOT NULL,
+    host TEXT NOT NULL DEFAULT 'local',
+    domain_xml TEXT,
+    host_facts TEXT,
+    guest_facts TEXT,
+    created REAL,
+    UNIQUE(study_id, host, name)
+);
+CREATE TABLE run(
+    id INTEGER PRIMARY KEY,
+    study_id INTEGER NOT NULL REFERENCES study(id),
+    key TEXT UNIQUE NOT NULL,
+    workload TEXT NOT NULL,
+    params TEXT,
+    schedule TEXT,
+    target_n INTEGER,
+    created REAL
+);
+CREATE TABLE metric(
+    run_id INTEGER NOT NULL REFERENCES run(id),
+    name TEXT NOT NULL,
+    unit TEXT,
+    direction TEXT CHECK(direction IN ('lower', 'higher')),
+    PRIMARY KEY(run_id, name)
+);
+CREATE TABLE iteration(
+    run_id INTEGER NOT NULL REFERENCES run(id),
+    guest_id INTEGER NOT NULL REFERENCES guest(id),
+    iteration INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    ok INTEGER NOT NULL,
+    started REAL,
+    ended REAL,
+    wall REAL,
+    user REAL,
+    sys REAL,
+    exit_status INTEGER,
+    boot_id TEXT,
+    output_tail TEXT,
+    source TEXT,
+    PRIMARY KEY(run_id, guest_id, iteration, attempt)
+);
+CREATE TABLE sample(
+    run_id INTEGER NOT NULL,
+    guest_id INTEGER NOT NULL REFERENCES guest(id),
+    iteration INTEGER NOT NULL,
+    metric TEXT NOT NULL,
+    value REAL NOT NULL,
+    PRIMARY KEY(run_id, guest_id, iteration, metric),
+    FOREIGN KEY(run_id, metric) REFERENCES metric(run_id, name)
+);
+-- compare reads one (run, metric, guest) series ordered by iteration: an index-only scan.
+CREATE INDEX sample_series ON sample(run_id, metric, guest_id, iteration, value);
+"""
+
+MIGRATIONS: dict[int, str] = {}  # from-version -> SQL that upgrades it by one step
+
+
+def statements(script: str) -> list[str]:
+    lines = [line for line in script.splitlines() if not line.lstrip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+def describe_file(path: Path) -> str:
+    """Say what a file that is not an SQLite database looks like, for the error message."""
+    with path.open("rb") as f:
+        head = f.read(64)
+    signatures = (
+        (b"\x1f\x8b", "gzip-compressed data"),
+        (b"PK\x03\x04", "a zip archive"),
+        (b"BZh", "bzip2-compressed data"),
+        (b"\xfd7zXZ\x00", "xz-compressed data"),
+        (b"\x28\xb5\x2f\xfd", "zstd-compressed data"),
+        (b"\x7fELF", "an ELF executable"),
+        (b"%PDF", "a PDF document"),
+        (b"\x89PNG", "a PNG image"),
+    )
+    for magic, what in signatures:
+        if head.startswith(magic):
+            return what
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"binary data beginning {head[:8].hex(' ')}"
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    kind = "JSON" if first[:1] in "{[" else "CSV" if "," in first else "text"
+    return f"a {kind} file beginning {first[:40]!r}"
+
+
+def check_file(path: Path) -> None:
+    """Refuse, before SQLite touches it, a path that is a folder or not an SQLite file."""
+    if path.is_dir():
+        raise StoreError(
+            f"{path} is a directory, not a result store",
+            hint="Pass the path of the database file, e.g. --db results/lab.db",
+        )
+    if path.exists() and path.stat().st_size > 0:
+        with path.open("rb") as f:
+            magic = f.read(len(SQLITE_MAGIC))
+        if magic != SQLITE_MAGIC:
+            raise StoreError(
+                f"{path} is not a lab result store: it is {describe_file(path)}",
+                hint="Pass the path of a store made by lab (--db), or a new path to create one",
+            )
+
+
+def _run(conn: sqlite3.Connection, script: list[str]) -> None:
+    # One statement at a time inside our own transaction: executescript() would commit early.
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in script:
+            conn.execute(statement)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def prepare(conn: sqlite3.Connection, path: Path) -> None:
+    """Set the durability pragmas, then create the schema or check and upgrade its version."""
+    try:
+        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.DatabaseError as err:
+        raise StoreError(
+            f"{path} cannot be read as an SQLite database: {err}",
+            hint="The file may be damaged; restore it from a copy or pass another --db",
+        ) from None
+    if mode.lower() != "wal":
+        raise StoreError(
+            f"{path}: SQLite refused write-ahead logging (journal mode {mode})",
+            hint="Put the store on a local file system (not NFS), e.g. --db results/lab.db",
+        )
+    if not tables:
+        version_row = f"INSERT INTO meta(key, value) VALUES ('schema_version', '{SCHEMA_VERSION}')"
+        _run(conn, [*statements(SCHEMA), version_row])
+        return
+    if "meta" not in tables:
+        raise StoreError(
+            f"{path} is an SQLite database but not a lab result store"
+            f" (its tables: {', '.join(sorted(tables))})",
+            hint="Pass the path of a store made by lab (--db), or a new path to create one",
+        )
+    row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    version = int(row[0]) if row and str(row[0]).isdigit() else 0
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} was written by a newer lab (store schema {version}; this lab reads up to"
+            f" {SCHEMA_VERSION})",
+            hint="Upgrade lab (pip install -U lab in its environment) to read it",
+        )
+    if version < 1:
+        raise StoreError(
+            f"{path}: the meta table has no valid schema_version ({row})",
+            hint="The file was not written by lab or is damaged; pass another --db",
+        )
+    while version < SCHEMA_VERSION:
+        step = statements(MIGRATIONS[version])
+        version += 1
+        _run(conn, [*step, f"UPDATE meta SET value='{version}' WHERE key='schema_version'"])

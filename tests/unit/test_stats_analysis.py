@@ -1,0 +1,74 @@
+"""Putting it together: arm order, every pair with Benjamini–Hochberg, trimming side by side."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lab.errors import UsageError
+from lab.stats.analysis import ALL, TRIMMED, analyse
+from lab.store import Series
+
+
+def series(variant: str, values: np.ndarray, metric: str = "time") -> Series:
+    return Series(
+        study="s", workload="w", metric=metric, unit="s", direction="lower", variant=variant,
+        guest=f"lab-{variant}", host="local", iterations=np.arange(1, values.size + 1),
+        values=values,
+    )  # fmt: skip
+
+
+def bh_by_hand(p: list[float]) -> list[float]:
+    m = len(p)
+    order = sorted(range(m), key=lambda i: p[i])
+    q = [0.0] * m
+    running = 1.0
+    for rank in range(m, 0, -1):
+        i = order[rank - 1]
+        running = min(running, p[i] * m / rank)
+        q[i] = running
+    return q
+
+
+def test_three_variants_every_pair_with_bh() -> None:
+    rng = np.random.default_rng(1)
+    arms = [series(v, rng.normal(mu, 1, 60)) for v, mu in (("a", 10), ("b", 10.3), ("c", 10.6))]
+    (c,) = analyse(arms, 95, 0.01, order=["a", "b", "c"])
+    assert [(p.a, p.b) for p in c.pairs] == [("a", "b"), ("a", "c"), ("b", "c")]
+    raw = [p.difference.brunner_munzel_p for p in c.pairs]
+    assert [p.p_adjusted for p in c.pairs] == pytest.approx(bh_by_hand(raw))
+
+
+def test_two_variants_are_not_adjusted_and_order_follows_baseline() -> None:
+    rng = np.random.default_rng(2)
+    arms = [series("shp1g", rng.normal(98, 1, 100)), series("thp", rng.normal(100, 1, 100))]
+    (c,) = analyse(arms, 99.99, 0.01, order=["thp", "shp1g"])
+    assert [a.label for a in c.arms] == ["thp", "shp1g"]
+    (pair,) = c.pairs
+    assert (pair.a, pair.b, pair.p_adjusted) == ("thp", "shp1g", None)
+    assert pair.difference.diff < 0 and pair.verdict.outcome.value == "faster"
+
+
+def test_trim_adds_a_side_by_side_subset_without_far_outliers() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.normal(100, 1, 500)
+    x[10] = 500.0
+    full, trimmed = analyse([series("thp", x), series("shp1g", rng.normal(99, 1, 500))],
+                            95, 0.01, order=["thp"], trim=True)  # fmt: skip
+    assert (full.subset, trimmed.subset) == (ALL, TRIMMED)
+    assert full.arms[0].summary.n == 500 and full.arms[0].dropped == 0
+    assert trimmed.arms[0].summary.n == 499 and trimmed.arms[0].dropped == 1
+    assert trimmed.arms[0].summary.max < 500
+    assert 10 + 1 not in trimmed.arms[0].iterations  # the outlier's iteration is gone
+
+
+def test_metrics_are_compared_separately() -> None:
+    rng = np.random.default_rng(4)
+    got = analyse([series("a", rng.normal(1, 1, 20), "x"), series("a", rng.normal(1, 1, 20), "y")],
+                  95, 0.01)  # fmt: skip
+    assert [(c.metric, len(c.arms), len(c.pairs)) for c in got] == [("x", 1, 0), ("y", 1, 0)]
+
+
+def test_single_sample_arm_refused() -> None:
+    with pytest.raises(UsageError, match="fewer than 2 samples"):
+        analyse([series("a", np.array([1.0])), series("b", np.array([1.0, 2.0]))], 95, 0.01)

@@ -1,0 +1,202 @@
+"""The result store: schema, idempotent batches, refusals, and reading series back."""
+
+from __future__ import annotations
+
+import gzip
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lab.errors import StoreError
+from lab.store import EXPORT_COLUMNS, SCHEMA_VERSION, IterationRecord, MetricInfo, Store
+
+TIME = MetricInfo("time", "s", "lower")
+RATE = MetricInfo("rate", "MiB/s", "higher")
+
+
+def _store(tmp_path: Path) -> tuple[Store, int, int, int]:
+    store = Store.open(tmp_path / "sub" / "lab.db")
+    study = store.ensure_study("hp", "thp vs shp1g", "study.toml", "abc")
+    run = store.ensure_run(study, "hp/sysbench", "sysbench", {"threads": 1}, "abab", 10, [TIME])
+    guest = store.ensure_guest(study, "lab-thp", "thp", "<domain/>", {"cpus": 2}, {"kernel": "6"})
+    return store, study, run, guest
+
+
+def _ok(i: int, value: float, attempt: int = 1, source: str | None = None) -> IterationRecord:
+    return IterationRecord(i, attempt, True, started=float(i), ended=i + 0.5, wall=0.5,
+                           source=source, metrics={"time": value})  # fmt: skip
+
+
+def test_open_creates_folder_schema_and_pragmas(tmp_path: Path) -> None:
+    store, *_ = _store(tmp_path)
+    conn = sqlite3.connect(tmp_path / "sub" / "lab.db")
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert tables == {"meta", "study", "guest", "run", "metric", "iteration", "sample"}
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("1",)
+    assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert store._conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
+    assert store._conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
+    store.close()
+
+
+def test_reopen_keeps_ids_and_data(tmp_path: Path) -> None:
+    store, study, run, guest = _store(tmp_path)
+    store.record(run, guest, [_ok(1, 2.0)])
+    store.close()
+    with Store.open(tmp_path / "sub" / "lab.db") as again:
+        assert again.ensure_study("hp") == study
+        assert again.ensure_guest(study, "lab-thp", "thp") == guest
+        assert again.ensure_run(study, "hp/sysbench", "sysbench", {"threads": 1}, "abab", 20,
+                                [TIME]) == run  # fmt: skip
+        assert again.completed_iterations(run, guest) == {1}
+        assert again.runs()[0].target_n == 20
+
+
+def test_record_is_idempotent_and_counts_new_rows(tmp_path: Path) -> None:
+    store, _, run, guest = _store(tmp_path)
+    batch = [_ok(1, 2.0), _ok(2, 3.0)]
+    assert store.record(run, guest, batch) == 2
+    assert store.record(run, guest, batch) == 0
+    assert store.record(run, guest, [_ok(2, 9.0), _ok(3, 4.0)]) == 1
+    (series,) = store.values()
+    assert series.iterations.tolist() == [1, 2, 3]
+    assert series.values.tolist() == [2.0, 3.0, 4.0]  # the re-sent 9.0 did not overwrite
+
+
+def test_failed_attempts_kept_without_samples(tmp_path: Path) -> None:
+    store, _, run, guest = _store(tmp_path)
+    failed = IterationRecord(1, 1, False, exit_status=137, output_tail="Killed",
+                             metrics={"time": 1.0})  # fmt: skip
+    assert store.next_attempt(run, guest, 1) == 1
+    store.record(run, guest, [failed])
+    assert store.completed_iterations(run, guest) == set()
+    assert store.next_attempt(run, guest, 1) == 2
+    store.record(run, guest, [_ok(1, 5.0, attempt=2)])
+    assert store.completed_iterations(run, guest) == {1}
+    assert store.next_attempt(run, guest, 1) == 3
+    assert store.attempt_counts() == {("hp/sysbench", "lab-thp"): (1, 1)}
+    assert [r.value for r in store.export_rows()] == [5.0]
+
+
+def test_undeclared_metric_and_non_finite_value_refused(tmp_path: Path) -> None:
+    store, _, run, guest = _store(tmp_path)
+    with pytest.raises(StoreError, match=r"does not declare metric.*ensure_run"):
+        store.record(run, guest, [IterationRecord(1, 1, True, metrics={"rate": 1.0})])
+    with pytest.raises(StoreError, match="not a finite number"):
+        store.record(run, guest, [_ok(1, float("nan"))])
+    assert store.completed_iterations(run, guest) == set()
+
+
+def test_batch_with_error_stores_nothing(tmp_path: Path) -> None:
+    store, _, run, guest = _store(tmp_path)
+    bad = IterationRecord(2, 1, True, metrics={"nope": 1.0})
+    with pytest.raises(StoreError):
+        store.record(run, guest, [_ok(1, 1.0), bad])
+    assert store.max_iteration(run, guest) == 0
+
+
+def test_guest_variant_and_run_identity_are_enforced(tmp_path: Path) -> None:
+    store, study, run, _guest = _store(tmp_path)
+    with pytest.raises(StoreError, match="is variant 'thp'"):
+        store.ensure_guest(study, "lab-thp", "shp1g")
+    with pytest.raises(StoreError, match="new run key"):
+        store.ensure_run(study, "hp/sysbench", "sysbench", {"threads": 2}, None, None, [])
+    with pytest.raises(StoreError, match="stored as s"):
+        store.ensure_run(study, "hp/sysbench", "sysbench", {"threads": 1}, None, None,
+                         [MetricInfo("time", "ms", "lower")])  # fmt: skip
+    with pytest.raises(StoreError, match="different study file"):
+        store.ensure_study("hp", study_hash="def")
+    other = store.ensure_study("other")
+    other_guest = store.ensure_guest(other, "x", "thp")
+    with pytest.raises(StoreError, match="different studies"):
+        store.record(run, other_guest, [_ok(1, 1.0)])
+
+
+def test_guest_facts_updated_when_given(tmp_path: Path) -> None:
+    store, study, _, guest = _store(tmp_path)
+    store.ensure_guest(study, "lab-thp", "thp", host_facts={"cpus": 4})
+    (record,) = store.guests()
+    assert record.id == guest
+    assert record.host_facts == {"cpus": 4}
+    assert record.guest_facts == {"kernel": "6"}  # not given: kept
+    assert record.domain_xml == "<domain/>"
+
+
+def test_values_groups_by_variant_and_filters(tmp_path: Path) -> None:
+    store, study, run, thp = _store(tmp_path)
+    shp = store.ensure_guest(study, "lab-shp1g", "shp1g")
+    net = store.ensure_run(study, "hp/iperf3", "iperf3", {}, None, None, [RATE])
+    store.record(run, thp, [_ok(i, 10.0 + i) for i in (3, 1, 2)])
+    store.record(run, shp, [_ok(i, 20.0 + i) for i in (1, 2)])
+    store.record(net, shp, [IterationRecord(1, 1, True, metrics={"rate": 7.0})])
+    everything = store.values()
+    assert [(s.workload, s.variant) for s in everything] == [
+        ("iperf3", "shp1g"), ("sysbench", "shp1g"), ("sysbench", "thp"),
+    ]  # fmt: skip
+    thp_series = everything[2]
+    assert thp_series.iterations.tolist() == [1, 2, 3]
+    assert thp_series.values.tolist() == [11.0, 12.0, 13.0]
+    assert (thp_series.unit, thp_series.direction, thp_series.guest) == ("s", "lower", "lab-thp")
+    assert isinstance(thp_series.values, np.ndarray)
+    assert [s.variant for s in store.values(workload="sysbench")] == ["shp1g", "thp"]
+    assert [s.metric for s in store.values(metric="rate")] == ["rate"]
+    assert store.values(study="nope") == []
+
+
+def test_export_rows_carry_context(tmp_path: Path) -> None:
+    store, _, run, guest = _store(tmp_path)
+    store.record(run, guest, [_ok(1, 2.5, source="times.txt:4")])
+    (row,) = list(store.export_rows())
+    data = row.as_dict()
+    assert list(data) == list(EXPORT_COLUMNS)
+    assert data["study"] == "hp" and data["variant"] == "thp" and data["value"] == 2.5
+    assert data["source"] == "times.txt:4" and data["unit"] == "s" and data["attempt"] == 1
+
+
+def test_not_sqlite_file_says_what_it_is(tmp_path: Path) -> None:
+    text = tmp_path / "results.csv"
+    text.write_text("variant,workload,metric,value\nthp,x,y,1\n")
+    with pytest.raises(StoreError, match="not a lab result store: it is a CSV file beginning"):
+        Store.open(text)
+    packed = tmp_path / "lab.db.gz"
+    packed.write_bytes(gzip.compress(b"hello"))
+    with pytest.raises(StoreError, match="gzip-compressed"):
+        Store.open(packed)
+    with pytest.raises(StoreError, match="is a directory"):
+        Store.open(tmp_path)
+
+
+def test_foreign_sqlite_database_refused(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    sqlite3.connect(path).execute("CREATE TABLE songs(title TEXT)").connection.commit()
+    with pytest.raises(StoreError, match=r"not a lab result store.*songs"):
+        Store.open(path)
+
+
+def test_newer_schema_says_upgrade(tmp_path: Path) -> None:
+    path = tmp_path / "lab.db"
+    Store.open(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION + 1),))
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError, match=r"newer lab.*Upgrade lab"):
+        Store.open(path)
+
+
+def test_transaction_groups_writes_and_rolls_back_all(tmp_path: Path) -> None:
+    store, study, run, guest = _store(tmp_path)
+    with pytest.raises(StoreError), store.transaction():
+        other = store.ensure_guest(study, "lab-shp1g", "shp1g")
+        store.record(run, guest, [_ok(1, 1.0)])
+        store.record(run, other, [IterationRecord(1, 1, True, metrics={"nope": 1.0})])
+    assert [g.name for g in store.guests()] == ["lab-thp"]  # the new guest was rolled back too
+    assert store.max_iteration(run, guest) == 0
+    with store.transaction():
+        store.record(run, guest, [_ok(1, 1.0)])
+        with pytest.raises(StoreError):  # a failing inner batch leaves the outer one intact
+            store.record(run, guest, [IterationRecord(2, 1, True, metrics={"nope": 1.0})])
+        store.record(run, guest, [_ok(3, 1.0)])
+    assert store.completed_iterations(run, guest) == {1, 3}
