@@ -1,0 +1,198 @@
+"""The journal the in-guest runner appends to: one JSON object per line, versioned.
+
+``guest/runner.py`` writes it (with the standard library only, so it cannot import this
+module); this module reads it for the controller. Tests check that what the real runner
+writes is read back here.
+
+Format history (``"v"`` in every line):
+
+* 1 -- the first version.
+
+A *result* line records one attempt at one iteration, successful or not::
+
+    {"v": 1, "iteration": 7, "attempt": 1, "ok": true, "started": 1795343891.2,
+     "ended": 1795344022.8, "wall": 131.55, "user": 1830.1, "sys": 3.2, "exit_status": 0,
+     "boot_id": "5c0e...", "metrics": {"total_time_s": 131.5}, "error": null,
+     "output_tail": "...last ~2000 characters of stdout then stderr..."}
+
+``ended``, ``wall``, ``user``, ``sys`` and ``exit_status`` are null when there is no child
+to measure (it could not be started, or the attempt was interrupted); ``exit_status`` is
+negative for a child killed by a signal (``-15`` for SIGTERM). An *event* line has
+``"event"`` instead of ``"iteration"``/``"ok"``: ``start``, ``setup``, ``begin`` (an
+attempt's timed command is about to start), ``gave_up``, ``stopped`` and ``done``.
+
+A line is complete only with its final newline: a partial last line is being written (or
+was cut by a crash) and is never parsed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from lab.errors import StoreError
+
+JOURNAL_VERSION = 1
+T = TypeVar("T")
+EVENTS = frozenset({"start", "setup", "begin", "gave_up", "stopped", "done"})
+
+
+class JournalError(StoreError):
+    """A complete journal line that is not a valid record of a known version."""
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """One attempt at one iteration, as the runner recorded it; failed attempts included."""
+
+    iteration: int
+    attempt: int
+    ok: bool
+    started: float
+    ended: float | None
+    wall: float | None
+    user: float | None
+    sys: float | None
+    exit_status: int | None
+    boot_id: str
+    metrics: Mapping[str, float] = field(default_factory=dict, hash=False)
+    error: str | None = None
+    output_tail: str = ""
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """What makes storing an entry idempotent: ``(iteration, attempt)``."""
+        return (self.iteration, self.attempt)
+
+
+@dataclass(frozen=True)
+class JournalEvent:
+    """A line about the runner rather than an attempt; ``fields`` holds the whole line."""
+
+    event: str
+    time: float | None
+    iteration: int | None = None
+    attempt: int | None = None
+    fields: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+
+def parse_journal_line(line: str) -> JournalEntry | JournalEvent | None:
+    """One line with its newline -> a record; ``None`` for a partial or blank line.
+
+    Raises :class:`JournalError` for a complete line that is not a valid record.
+    """
+    if not line.endswith("\n") or not line.strip():
+        return None
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError) as err:
+        raise JournalError(
+            f"journal line is not JSON ({err}): {line[:80]!r}",
+            hint="The journal is damaged; move the line aside by hand or start a new run key",
+        ) from None
+    if not isinstance(data, dict):
+        raise _invalid("the line is not a JSON object", line)
+    version = data.get("v")
+    if version != JOURNAL_VERSION:
+        raise JournalError(
+            f"journal line has version {version!r}; this lab reads version {JOURNAL_VERSION}",
+            hint="Use the same lab version for the controller and the runner it copies in",
+        )
+    if "event" in data:
+        return JournalEvent(
+            event=_need(_str(data, "event", line), "event", line),
+            time=_num(data, "time", line),
+            iteration=_int(data, "iteration", line),
+            attempt=_int(data, "attempt", line),
+            fields=data,
+        )
+    metrics = data.get("metrics")
+    if not isinstance(metrics, dict):
+        raise _invalid("'metrics' is not an object", line)
+    return JournalEntry(
+        iteration=_need(_int(data, "iteration", line), "iteration", line),
+        attempt=_need(_int(data, "attempt", line), "attempt", line),
+        ok=_bool(data, "ok", line),
+        started=_need(_num(data, "started", line), "started", line),
+        ended=_num(data, "ended", line),
+        wall=_num(data, "wall", line),
+        user=_num(data, "user", line),
+        sys=_num(data, "sys", line),
+        exit_status=_int(data, "exit_status", line),
+        boot_id=_need(_str(data, "boot_id", line), "boot_id", line),
+        metrics={str(name): _need(_num(metrics, name, line), name, line) for name in metrics},
+        error=_str(data, "error", line),
+        output_tail=_str(data, "output_tail", line) or "",
+    )
+
+
+def read_journal(text: str) -> list[JournalEntry | JournalEvent]:
+    """Every complete line of ``text`` parsed; a trailing partial line is left out."""
+    records: list[JournalEntry | JournalEvent] = []
+    parts = text.split("\n")  # only "\n" ends a line: str.splitlines() knows other ends too
+    lines = [part + "\n" for part in parts[:-1]] + [parts[-1]]
+    for number, line in enumerate(lines, start=1):
+        try:
+            record = parse_journal_line(line)
+        except JournalError as err:
+            raise JournalError(f"line {number}: {err.message}", hint=err.hint) from None
+        if record is not None:
+            records.append(record)
+    return records
+
+
+def complete_length(data: str | bytes) -> int:
+    """How much of ``data`` is complete lines: where the next read of a journal starts."""
+    if isinstance(data, str):
+        return data.rfind("\n") + 1
+    return data.rfind(b"\n") + 1
+
+
+def _invalid(problem: str, line: str) -> JournalError:
+    return JournalError(
+        f"journal line is not a valid record: {problem}: {line[:80]!r}",
+        hint="Use the same lab version for the controller and the runner it copies in",
+    )
+
+
+def _need(value: T | None, key: str, line: str) -> T:
+    if value is None:
+        raise _invalid(f"{key!r} is missing", line)
+    return value
+
+
+def _num(data: Mapping[str, Any], key: str, line: str) -> float | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise _invalid(f"{key!r} should be a finite number, not {value!r}", line)
+    return float(value)
+
+
+def _int(data: Mapping[str, Any], key: str, line: str) -> int | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _invalid(f"{key!r} should be an integer, not {value!r}", line)
+    return value
+
+
+def _str(data: Mapping[str, Any], key: str, line: str) -> str | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _invalid(f"{key!r} should be a string, not {value!r}", line)
+    return value
+
+
+def _bool(data: Mapping[str, Any], key: str, line: str) -> bool:
+    value = data.get(key)
+    if not isinstance(value, bool):
+        raise _invalid(f"{key!r} should be true or false, not {value!r}", line)
+    return value

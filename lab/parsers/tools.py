@@ -1,0 +1,232 @@
+"""Parsers of benchmark tools' real output: text in, a flat ``{name: float}`` out.
+
+Standard library only: this file is copied into each guest beside ``runner.py`` (as
+``tools.py``) and the runner parses there, so a sample is parsed once, where it was made.
+
+Every parser raises :class:`ParseError` -- and nothing else -- when the text is not what the
+tool prints, with a message naming the field it could not find. Values are finite floats;
+counts (operations, retransmits) are floats too, so every metric has one type.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from decimal import Decimal
+
+Parser = Callable[[str], dict[str, float]]
+
+_NUM = r"([0-9]+(?:\.[0-9]+)?)"
+_FLAGS = re.MULTILINE | re.ASCII
+
+
+class ParseError(ValueError):
+    """The text is not the output the parser expects; ``str()`` says which field is missing."""
+
+    def __init__(self, tool: str, message: str) -> None:
+        super().__init__(f"{tool}: {message}")
+        self.tool = tool
+
+
+def _finite(tool: str, field: str, value: float) -> float:
+    if not math.isfinite(value):
+        raise ParseError(tool, f"{field} is not a finite number ({value!r})")
+    return value
+
+
+def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    matches = list(pattern.finditer(text))
+    return matches[-1] if matches else None
+
+
+def _fatal_note(text: str) -> str:
+    """The tool's own error line, if it printed one, to say *why* a field is missing."""
+    for line in text.splitlines():
+        if line.startswith("FATAL:"):
+            return f"; the tool said: {line.strip()[:200]}"
+    return ""
+
+
+# -- sysbench memory ------------------------------------------------------------------------
+
+SYSBENCH = "sysbench memory"
+
+# (field, pattern, group -> value); the first two are required, the rest recorded if present.
+_SYSBENCH_FIELDS: tuple[tuple[str, str, re.Pattern[str], int], ...] = (
+    ("total_time_s", "total time", re.compile(r"^\s*total time:\s*" + _NUM + r"s\s*$", _FLAGS), 1),
+    (
+        "throughput_mib_s",
+        "MiB transferred (... MiB/sec)",
+        re.compile(r"^\s*" + _NUM + r" MiB transferred \(\s*" + _NUM + r" MiB/sec\)", _FLAGS),
+        2,
+    ),
+    (
+        "transferred_mib",
+        "MiB transferred",
+        re.compile(r"^\s*" + _NUM + r" MiB transferred", _FLAGS),
+        1,
+    ),
+    (
+        "operations",
+        "Total operations",
+        re.compile(r"^\s*Total operations:\s*" + _NUM, _FLAGS),
+        1,
+    ),
+    (
+        "operations_per_s",
+        "Total operations (... per second)",
+        re.compile(r"^\s*Total operations:\s*[0-9]+\s*\(\s*" + _NUM + r" per second\)", _FLAGS),
+        1,
+    ),
+    (
+        "events",
+        "total number of events",
+        re.compile(r"^\s*total number of events:\s*" + _NUM + r"\s*$", _FLAGS),
+        1,
+    ),
+)
+_SYSBENCH_REQUIRED = ("total_time_s", "throughput_mib_s")
+_LATENCY_BLOCK = re.compile(r"^Latency \(ms\):[ \t]*\n((?:[ \t]+\S.*\n?)*)", _FLAGS)
+_LATENCY_LINE = re.compile(
+    r"^\s*(min|avg|max|sum|([0-9]+)th percentile):\s*" + _NUM + r"\s*$", _FLAGS
+)
+
+
+def parse_sysbench_memory(text: str) -> dict[str, float]:
+    """``sysbench memory ... run`` output (1.0.x).
+
+    Required: ``total_time_s`` (the "total time" line) and ``throughput_mib_s`` (MiB/sec).
+    Recorded when present: ``transferred_mib``, ``operations``, ``operations_per_s``,
+    ``events`` and the latency block as ``latency_{min,avg,max,sum}_ms`` and
+    ``latency_p{N}_ms`` for the "Nth percentile" line.
+    """
+    out: dict[str, float] = {}
+    for field, label, pattern, group in _SYSBENCH_FIELDS:
+        match = _last(pattern, text)
+        if match is None:
+            if field in _SYSBENCH_REQUIRED:
+                raise ParseError(SYSBENCH, f"no {label!r} line, so no {field}{_fatal_note(text)}")
+            continue
+        out[field] = _finite(SYSBENCH, field, float(match.group(group)))
+    block = _last(_LATENCY_BLOCK, text)
+    if block is not None:
+        for line in _LATENCY_LINE.finditer(block.group(1)):
+            name = f"p{line.group(2)}" if line.group(2) else line.group(1)
+            field = f"latency_{name}_ms"
+            out[field] = _finite(SYSBENCH, field, float(line.group(3)))
+    return out
+
+
+# -- iperf3 -J ------------------------------------------------------------------------------
+
+IPERF3 = "iperf3 -J"
+
+
+def _json_number(section: Mapping[str, object], path: str, key: str) -> float | None:
+    value = section.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ParseError(IPERF3, f"{path}.{key} is not a number ({value!r:.80})")
+    try:
+        number = float(value)
+    except OverflowError:
+        raise ParseError(IPERF3, f"{path}.{key} is too large ({path}.{key})") from None
+    return _finite(IPERF3, f"{path}.{key}", number)
+
+
+def _json_section(data: Mapping[str, object], *path: str) -> Mapping[str, object]:
+    node: object = data
+    for depth, key in enumerate(path):
+        if not isinstance(node, dict) or not isinstance(node.get(key), dict):
+            where = ".".join(path[: depth + 1])
+            raise ParseError(IPERF3, f"no {where} object in the output (TCP results expected)")
+        node = node[key]
+    assert isinstance(node, dict)
+    return node
+
+
+def parse_iperf3_json(text: str) -> dict[str, float]:
+    """``iperf3 -c HOST -J`` client output (TCP).
+
+    ``sender_bits_per_s`` and ``receiver_bits_per_s`` from ``end.sum_sent`` and
+    ``end.sum_received`` (required), ``retransmits`` from ``end.sum_sent`` when the platform
+    reports it (Linux does). An ``error`` member (iperf3's way of failing in JSON mode)
+    becomes a ParseError carrying iperf3's message.
+    """
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as err:
+        raise ParseError(
+            IPERF3, f"output is not JSON, was it run with -J? ({str(err)[:120]})"
+        ) from None
+    if not isinstance(data, dict):
+        raise ParseError(IPERF3, "output is not a JSON object")
+    error = data.get("error")
+    if error:
+        raise ParseError(IPERF3, f"iperf3 reported an error: {str(error)[:300]}")
+    out: dict[str, float] = {}
+    for field, section, key in (
+        ("sender_bits_per_s", "sum_sent", "bits_per_second"),
+        ("receiver_bits_per_s", "sum_received", "bits_per_second"),
+        ("retransmits", "sum_sent", "retransmits"),
+    ):
+        node = _json_section(data, "end", section)
+        value = _json_number(node, f"end.{section}", key)
+        if value is None:
+            if field == "retransmits":
+                continue
+            raise ParseError(IPERF3, f"no end.{section}.{key}, so no {field}")
+        out[field] = value
+    return out
+
+
+# -- the shell's time -----------------------------------------------------------------------
+
+TIME = "time"
+
+_TIME_LINE = re.compile(
+    r"^[ \t]*(real|user|sys)[ \t]+(?:([0-9]+)h)?(?:([0-9]+)m)?([0-9]+(?:[.,][0-9]*)?)s?[ \t]*$",
+    _FLAGS,
+)
+
+
+def parse_bash_time(text: str) -> dict[str, float]:
+    """The ``real``/``user``/``sys`` lines of bash's ``time`` (or ``time -p``).
+
+    Handles ``real\\t2m27.08s``, ``real 0m3.702s``, ``real 3.70`` and a decimal comma; the
+    last line of each kind wins. Returns ``real_s``, ``user_s`` and ``sys_s``, all required.
+    """
+    found: dict[str, float] = {}
+    for match in _TIME_LINE.finditer(text):
+        hours, minutes, seconds = match.group(2), match.group(3), match.group(4)
+        try:
+            total = (
+                Decimal(hours or 0) * 3600
+                + Decimal(minutes or 0) * 60
+                + Decimal(seconds.replace(",", "."))
+            )
+        except ArithmeticError:  # decimal's errors, e.g. an absurd number of digits
+            raise ParseError(TIME, f"{match.group(1)} is not a duration") from None
+        field = f"{match.group(1)}_s"
+        found[field] = _finite(TIME, field, float(total))
+    for field in ("real_s", "user_s", "sys_s"):
+        if field not in found:
+            label = field[:-2]
+            raise ParseError(TIME, f"no {label!r} line, so no {field}")
+    return {field: found[field] for field in ("real_s", "user_s", "sys_s")}
+
+
+def parse_nothing(text: str) -> dict[str, float]:
+    """For workloads whose only metrics are the runner's own timings."""
+    return {}
+
+
+PARSERS: dict[str, Parser] = {
+    "sysbench-memory": parse_sysbench_memory,
+    "iperf3": parse_iperf3_json,
+    "time": parse_bash_time,
+    "none": parse_nothing,
+}

@@ -1,0 +1,247 @@
+"""What a workload is: the command the in-guest runner times, its parameters and metrics.
+
+A workload plug-in is one small file in ``lab/workloads/`` that defines ``WORKLOAD``, an
+instance of :class:`Workload`, named like its file with ``-`` for ``_``
+(``sysbench_memory.py`` defines ``sysbench-memory``); files starting with ``_`` hold shared
+code. :func:`load_workloads` finds them, :func:`get_workload` picks one. A workload never runs
+anything itself: :meth:`Workload.spec` describes, as data, what ``guest/runner.py`` runs in
+one guest, and the host-side hooks (:meth:`Workload.host_prepare`,
+:meth:`Workload.host_servers`) receive the :class:`~lab.hostexec.Host` they act through.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal
+
+from lab.errors import ConfigError, UnknownNameError, UsageError
+from lab.hostexec import Host
+from lab.paths import GUEST_DIR, PROJECT_ROOT
+
+Direction = Literal["lower", "higher"]
+ParamValue = int | float | str | None
+
+# What the controller copies into the guest's run directory: {name in the guest: source}.
+RUNNER_FILES: Mapping[str, Path] = MappingProxyType(
+    {
+        "runner.py": GUEST_DIR / "runner.py",
+        "tools.py": PROJECT_ROOT / "lab" / "parsers" / "tools.py",
+    }
+)
+
+# The runner's own measurements of the timed command, usable in ``metrics_from``.
+RUNNER_TIMINGS = ("wall_s", "user_s", "sys_s")
+WORKLOAD_DIRS = (PROJECT_ROOT / "lab" / "workloads",)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One number a workload records per iteration; ``direction`` says which way is better."""
+
+    name: str
+    unit: str
+    direction: Direction
+
+    def __post_init__(self) -> None:
+        if self.direction not in ("lower", "higher"):
+            raise ConfigError(
+                f"metric {self.name!r}: direction {self.direction!r} is neither 'lower' nor"
+                " 'higher'",
+                hint="Say whether a lower value (times) or a higher value (throughput) is better",
+            )
+
+
+@dataclass(frozen=True)
+class Param:
+    """A workload parameter: its default (None: derived from the guest, as ``help`` says),
+    what it means, its type, and for strings an optional regular expression it must match."""
+
+    default: ParamValue
+    help: str
+    kind: type[int] | type[float] | type[str] = str
+    pattern: str | None = None
+
+    def convert(self, workload: str, name: str, value: object) -> ParamValue:
+        """``value`` (from the command line, a string, or already typed) as ``kind``."""
+        if value is None:
+            return None
+        wanted = {int: "an integer", float: "a number", str: "a string"}[self.kind]
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise UsageError(f"{workload}: parameter {name} must be {wanted}, not {value!r}")
+        try:
+            converted: ParamValue = self.kind(value)
+        except ValueError:
+            raise UsageError(
+                f"{workload}: parameter {name} must be {wanted}, not {value!r}",
+                hint=f"{name}: {self.help}",
+            ) from None
+        if self.pattern and not re.fullmatch(self.pattern, str(converted)):
+            raise UsageError(
+                f"{workload}: parameter {name}={converted!r} does not look right",
+                hint=f"{name}: {self.help}",
+            )
+        return converted
+
+
+@dataclass(frozen=True)
+class GuestInfo:
+    """What a workload needs to know about one guest to describe its run there."""
+
+    name: str
+    vcpus: int
+    memory_kib: int
+    host_ip: str  # the host's address on the lab network
+    iperf_port: int  # the port of this guest's own iperf3 server on the host
+    nfs_export: str  # what the guest mounts, e.g. "198.18.0.1:/lab"
+    work_dir: str  # a directory in the guest: the runner's DIR and the default cwd
+
+
+class Workload:
+    """Base class of workload plug-ins. Subclasses set the attributes and override :meth:`spec`.
+
+    ``parameters`` declares each parameter as a :class:`Param` (default, help, type);
+    ``metrics`` lists what is recorded, the first being the one summaries lead with.
+    """
+
+    name: str = ""
+    description: str = ""
+    parameters: Mapping[str, Param] = MappingProxyType({})
+    metrics: tuple[Metric, ...] = ()
+    uses_nfs: bool = False  # the controller serves the NFS export only when some run needs it
+
+    @property
+    def params(self) -> dict[str, ParamValue]:
+        """Every parameter's default (None: derived from the guest); ``parameters`` says more."""
+        return {name: param.default for name, param in self.parameters.items()}
+
+    def resolve(self, overrides: Mapping[str, object] | None = None) -> dict[str, ParamValue]:
+        """Every parameter: its default unless ``overrides`` gives it (strings are converted).
+
+        Guest-derived defaults stay None, so the result is the same for every guest of a run.
+        """
+        overrides = dict(overrides or {})
+        unknown = sorted(set(overrides) - set(self.parameters))
+        if unknown:
+            raise UsageError(
+                f"workload {self.name} has no parameter {', '.join(unknown)}",
+                hint=f"Its parameters: {', '.join(sorted(self.parameters)) or '(none)'}",
+            )
+        return {
+            name: param.convert(self.name, name, overrides.get(name, param.default))
+            for name, param in self.parameters.items()
+        }
+
+    def spec(self, params: Mapping[str, object], guest: GuestInfo) -> dict[str, Any]:
+        """SPEC.json for the runner in ``guest``, without the iteration range and attempt base."""
+        raise NotImplementedError(f"workload {self.name} does not define spec()")
+
+    def host_prepare(self, params: Mapping[str, object], host: Host, export_dir: Path) -> None:
+        """Prepare the host once per run, before any guest starts (e.g. unpack sources)."""
+
+    def host_servers(self, guests: Sequence[GuestInfo], state_dir: Path) -> list[list[str]]:
+        """Commands that start (and detach) the host-side servers this workload talks to."""
+        return []
+
+    def metric(self, name: str) -> Metric:
+        for metric in self.metrics:
+            if metric.name == name:
+                return metric
+        raise UsageError(
+            f"workload {self.name} records no metric {name!r}",
+            hint=f"Its metrics: {', '.join(m.name for m in self.metrics)}",
+        )
+
+    def _spec(
+        self,
+        guest: GuestInfo,
+        argv: list[str],
+        *,
+        parser: str = "none",
+        metrics_from: Mapping[str, str] | None = None,
+        clean_argv: list[str] | None = None,
+        setup_argv: list[str] | None = None,
+        cwd: str | None = None,
+        timeout_s: float | None = None,
+    ) -> dict[str, Any]:
+        """A complete spec; metrics default to those of this workload named by their source."""
+        if metrics_from is None:
+            metrics_from = {metric.name: metric.name for metric in self.metrics}
+        return {
+            "workload": self.name,
+            "argv": argv,
+            "clean_argv": clean_argv,
+            "setup_argv": setup_argv,
+            "cwd": cwd or guest.work_dir,
+            # One locale, so tools print numbers the way the parsers read them.
+            "env": {"LC_ALL": "C"},
+            "parser": parser,
+            "metrics_from": dict(metrics_from),
+            "timeout_s": timeout_s,
+        }
+
+
+def runner_spec(
+    spec: Mapping[str, Any],
+    start_iteration: int,
+    end_iteration: int,
+    *,
+    attempt_base: int = 1,
+    max_consecutive_failures: int | None = None,
+) -> dict[str, Any]:
+    """The whole SPEC.json: a workload's :meth:`Workload.spec` plus what this start runs."""
+    if not 0 <= start_iteration <= end_iteration:
+        raise UsageError(f"iterations {start_iteration}..{end_iteration} are not a range")
+    return {
+        **spec,
+        "start_iteration": start_iteration,
+        "end_iteration": end_iteration,
+        "attempt_base": attempt_base,
+        "max_consecutive_failures": max_consecutive_failures,
+    }
+
+
+def load_workloads(dirs: Iterable[Path] = WORKLOAD_DIRS) -> dict[str, Workload]:
+    """Load every workload plug-in found in ``dirs``; a later directory overrides an earlier."""
+    found: dict[str, Workload] = {}
+    for directory in dirs:
+        for path in sorted(Path(directory).glob("*.py")):
+            if not path.name.startswith("_"):
+                workload = _load_file(path)
+                found[workload.name] = workload
+    return found
+
+
+def get_workload(name: str, workloads: Mapping[str, Workload] | None = None) -> Workload:
+    """The workload called ``name``, from ``workloads`` or, by default, the built-in ones."""
+    if workloads is None:
+        workloads = load_workloads()
+    try:
+        return workloads[name]
+    except KeyError:
+        raise UnknownNameError("workload", name, list(workloads)) from None
+
+
+def _load_file(path: Path) -> Workload:
+    spec = importlib.util.spec_from_file_location(f"lab_workload_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"cannot load workload plug-in {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    workload = getattr(module, "WORKLOAD", None)
+    if not isinstance(workload, Workload) or not workload.name:
+        raise ConfigError(
+            f"workload plug-in {path} does not define WORKLOAD",
+            hint="Define WORKLOAD = <a lab.workload.Workload with a name> in that file",
+        )
+    if workload.name.replace("-", "_") != path.stem:
+        raise ConfigError(
+            f"workload plug-in {path} names itself {workload.name!r}",
+            hint=f"Name the file {workload.name.replace('-', '_')}.py or the workload"
+            f" {path.stem.replace('_', '-')!r}",
+        )
+    return workload

@@ -1,0 +1,229 @@
+"""The tool-output parsers on real captured output; expected values are read off the files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lab.parsers.tools import (
+    PARSERS,
+    ParseError,
+    parse_bash_time,
+    parse_iperf3_json,
+    parse_sysbench_memory,
+)
+
+CAPTURES = Path(__file__).parent.parent / "fixtures" / "captures"
+
+
+def capture(name: str) -> str:
+    return (CAPTURES / name).read_text()
+
+
+# -- sysbench memory ------------------------------------------------------------------------
+
+
+def test_sysbench_capture_gives_every_field_exactly() -> None:
+    parsed = parse_sysbench_memory(capture("sysbench-1.0.20-memory-guest-tcg.txt"))
+    assert parsed == {
+        "total_time_s": 0.5005,
+        "throughput_mib_s": 4053.53,
+        "transferred_mib": 2048.00,
+        "operations": 32.0,
+        "operations_per_s": 63.34,
+        "events": 32.0,
+        "latency_min_ms": 10.72,
+        "latency_avg_ms": 15.22,
+        "latency_max_ms": 21.16,
+        "latency_p95_ms": 18.61,
+        "latency_sum_ms": 487.19,
+    }
+
+
+def test_sysbench_other_percentile_is_named_after_it() -> None:
+    text = capture("sysbench-1.0.20-memory-guest-tcg.txt").replace(
+        "95th percentile:                       18.61",
+        "99th percentile:                       20.02",
+    )
+    parsed = parse_sysbench_memory(text)
+    assert parsed["latency_p99_ms"] == 20.02
+    assert "latency_p95_ms" not in parsed
+
+
+@pytest.mark.parametrize(
+    ("drop", "field"),
+    [
+        ("    total time:                          0.5005s\n", "total_time_s"),
+        ("2048.00 MiB transferred (4053.53 MiB/sec)\n", "throughput_mib_s"),
+    ],
+)
+def test_sysbench_missing_required_line_names_the_field(drop: str, field: str) -> None:
+    text = capture("sysbench-1.0.20-memory-guest-tcg.txt")
+    assert drop in text
+    with pytest.raises(ParseError, match=field):
+        parse_sysbench_memory(text.replace(drop, ""))
+
+
+def test_sysbench_optional_lines_may_be_missing() -> None:
+    text = capture("sysbench-1.0.20-memory-guest-tcg.txt").replace(
+        "Total operations: 32 (   63.34 per second)\n", ""
+    )
+    parsed = parse_sysbench_memory(text)
+    assert "operations_per_s" not in parsed
+    assert parsed["total_time_s"] == 0.5005
+
+
+def test_sysbench_fatal_message_is_passed_on() -> None:
+    text = "sysbench 1.0.20\nFATAL: Invalid value for memory-block-size: 64Q\n"
+    with pytest.raises(ParseError, match=r"total_time_s.*FATAL: Invalid value"):
+        parse_sysbench_memory(text)
+
+
+def test_sysbench_absurd_number_is_refused() -> None:
+    text = capture("sysbench-1.0.20-memory-guest-tcg.txt").replace("0.5005s", "9" * 400 + "s")
+    with pytest.raises(ParseError, match="finite"):
+        parse_sysbench_memory(text)
+
+
+# -- iperf3 -J ------------------------------------------------------------------------------
+
+
+def test_iperf3_json_capture_gives_sender_receiver_and_retransmits() -> None:
+    parsed = parse_iperf3_json(capture("iperf3-3.12-client-J-guest-tcg.json"))
+    assert parsed == {
+        "sender_bits_per_s": 1839860024.10323,
+        "receiver_bits_per_s": 1835291531.468327,
+        "retransmits": 0.0,
+    }
+
+
+def test_iperf3_text_output_is_refused_with_a_hint_about_json() -> None:
+    with pytest.raises(ParseError, match="-J"):
+        parse_iperf3_json(capture("iperf3-3.12-client-text-guest-tcg.txt"))
+
+
+def test_iperf3_error_member_carries_iperf3s_message() -> None:
+    text = json.dumps(
+        {
+            "start": {},
+            "intervals": [],
+            "end": {},
+            "error": "unable to connect to server: Connection refused",
+        }
+    )
+    with pytest.raises(ParseError, match="Connection refused"):
+        parse_iperf3_json(text)
+
+
+def edited_iperf3(edit: str) -> str:
+    data = json.loads(capture("iperf3-3.12-client-J-guest-tcg.json"))
+    end = data["end"]
+    if edit == "no sum_received":
+        del end["sum_received"]
+    elif edit == "no sender bps":
+        del end["sum_sent"]["bits_per_second"]
+    elif edit == "string bps":
+        end["sum_sent"]["bits_per_second"] = "fast"
+    elif edit == "no retransmits":
+        del end["sum_sent"]["retransmits"]
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ("no sum_received", "end.sum_received"),
+        ("no sender bps", "end.sum_sent.bits_per_second"),
+        ("string bps", "end.sum_sent.bits_per_second is not a number"),
+    ],
+)
+def test_iperf3_missing_or_wrong_field_is_named(edit: str, message: str) -> None:
+    with pytest.raises(ParseError, match=message.replace(".", r"\.")):
+        parse_iperf3_json(edited_iperf3(edit))
+
+
+def test_iperf3_retransmits_are_optional() -> None:
+    parsed = parse_iperf3_json(edited_iperf3("no retransmits"))
+    assert parsed == {
+        "sender_bits_per_s": 1839860024.10323,
+        "receiver_bits_per_s": 1835291531.468327,
+    }
+
+
+HUGE = '{"end": {"sum_sent": {"bits_per_second": 1%s}, "sum_received": {}}}' % ("0" * 400)
+NAN = '{"end": {"sum_sent": {"bits_per_second": NaN}, "sum_received": {}}}'
+
+
+@pytest.mark.parametrize(
+    "text", ["[]", '"x"', "{}", '{"end": []}', '{"end": {"sum_sent": 1}}', HUGE, NAN]
+)
+def test_iperf3_other_json_is_refused(text: str) -> None:
+    with pytest.raises(ParseError):
+        parse_iperf3_json(text)
+
+
+# -- bash time ------------------------------------------------------------------------------
+
+
+def test_bash_time_capture() -> None:
+    assert parse_bash_time(capture("bash-time-make-nfs-guest.txt")) == {
+        "real_s": 3.166,
+        "user_s": 1.978,
+        "sys_s": 0.900,
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("real\t2m27.08s\nuser\t27m1.50s\nsys\t0m59.01s\n", (147.08, 1621.5, 59.01)),
+        ("real 0m3.702s\nuser 0m2.001s\nsys 0m0.300s\n", (3.702, 2.001, 0.3)),
+        ("real 3.70\nuser 2.00\nsys 0.30\n", (3.70, 2.0, 0.3)),  # time -p
+        ("real\t0m3,166s\nuser\t0m1,978s\nsys\t0m0,900s\n", (3.166, 1.978, 0.9)),  # a comma locale
+        ("make: Nothing to be done\nreal 0m1.000s\nuser 0m0.5s\nsys 0m0.1s\n", (1.0, 0.5, 0.1)),
+    ],
+)
+def test_bash_time_forms(text: str, expected: tuple[float, float, float]) -> None:
+    parsed = parse_bash_time(text)
+    assert (parsed["real_s"], parsed["user_s"], parsed["sys_s"]) == expected
+
+
+def test_bash_time_last_block_wins() -> None:
+    text = (
+        "real 0m1.000s\nuser 0m1.000s\nsys 0m1.000s\nreal 0m2.000s\nuser 0m2.000s\nsys 0m2.000s\n"
+    )
+    assert parse_bash_time(text) == {"real_s": 2.0, "user_s": 2.0, "sys_s": 2.0}
+
+
+@pytest.mark.parametrize("missing", ["real", "user", "sys"])
+def test_bash_time_missing_line_names_the_field(missing: str) -> None:
+    lines = [
+        line
+        for line in capture("bash-time-make-nfs-guest.txt").splitlines()
+        if not line.startswith(missing)
+    ]
+    with pytest.raises(ParseError, match=f"{missing}_s"):
+        parse_bash_time("\n".join(lines))
+
+
+def test_bash_time_ignores_words_that_only_start_like_a_field() -> None:
+    with pytest.raises(ParseError):
+        parse_bash_time("real world\nuser friendly\nsys admin\n")
+
+
+# -- the registry ---------------------------------------------------------------------------
+
+
+def test_registry_names_and_none() -> None:
+    assert sorted(PARSERS) == ["iperf3", "none", "sysbench-memory", "time"]
+    assert PARSERS["none"]("anything at all") == {}
+    assert PARSERS["time"] is parse_bash_time
+
+
+def test_parse_error_is_a_value_error_naming_the_tool() -> None:
+    with pytest.raises(ValueError, match=r"^sysbench memory: ") as info:
+        parse_sysbench_memory("")
+    assert isinstance(info.value, ParseError)
+    assert info.value.tool == "sysbench memory"
