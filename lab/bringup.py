@@ -150,8 +150,15 @@ def bring_up(ctx: Context, request: TwinRequest, phase: Phase = lambda g, p: Non
     for guest in twins.guests:
         phase(guest.name, "clone")
         _make_guest_files(ctx, guest, image.disk, client_public, host_keys[guest.name])
+    from lab.host.network import leases_for
+
     start = ctx.clock.monotonic()
     seconds: dict[str, dict[str, float]] = {g.name: {} for g in twins.guests}
+    # Leases left by an earlier guest with the same MAC must not be mistaken for new ones.
+    stale = {
+        g.name: frozenset(leases_for(ctx.libvirt, ctx.config.network, g.spec.network.mac))
+        for g in twins.guests
+    }
     for guest in twins.guests:
         phase(guest.name, "define")
         import libvirt
@@ -171,7 +178,7 @@ def bring_up(ctx: Context, request: TwinRequest, phase: Phase = lambda g, p: Non
             seconds[guest.name][what] = ctx.clock.monotonic() - start
             phase(guest.name, what)
 
-        return _wait_ready(ctx, guest, record, mark)
+        return _wait_ready(ctx, guest, record, mark, stale[guest.name])
 
     with ThreadPoolExecutor(max_workers=len(twins.guests)) as pool:
         records = list(pool.map(ready, twins.guests, state.guests))
@@ -226,7 +233,11 @@ def _make_guest_files(
 
 
 def _wait_ready(
-    ctx: Context, guest: Guest, record: GuestRecord, mark: Callable[[str], None]
+    ctx: Context,
+    guest: Guest,
+    record: GuestRecord,
+    mark: Callable[[str], None],
+    stale_leases: frozenset[tuple[str, int]],
 ) -> GuestRecord:
     """Lease, then SSH, then cloud-init done; each layer with the time left and a clear error."""
     import libvirt
@@ -254,7 +265,7 @@ def _wait_ready(
 
     def lease() -> str | None:
         alive()
-        return lease_for(ctx.libvirt, ctx.config.network, guest.spec.network.mac)
+        return lease_for(ctx.libvirt, ctx.config.network, guest.spec.network.mac, stale_leases)
 
     ip = wait_for(
         f"{guest.name} to get a DHCP lease", lease, timeout=left(), clock=ctx.clock, on_timeout=tail

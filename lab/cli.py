@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "lab.commands.ssh",
     "lab.commands.console",
     "lab.commands.down",
+    "lab.commands.workloads",
     "lab.commands.run",
     "lab.commands.import_",
     "lab.commands.compare",

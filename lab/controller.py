@@ -13,6 +13,7 @@ import json
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +52,12 @@ class GuestProgress:
     walls: list[float] = field(default_factory=list)
     values: list[float] = field(default_factory=list)  # first metric, for the running mean
     unreachable: bool = False
+    journal_seen: bool = False  # the guest still has this run's journal
 
 
-def run_key(study: str, workload: str, params: dict[str, Any], guests: list[str], n: int,
-            schedule: str) -> str:
+def run_key(
+    study: str, workload: str, params: dict[str, Any], guests: list[str], n: int, schedule: str
+) -> str:
     """The same command on the same lab gives the same key: that is how it resumes."""
     text = json.dumps([study, workload, params, sorted(guests), n, schedule], sort_keys=True)
     return f"{workload}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
@@ -62,18 +65,28 @@ def run_key(study: str, workload: str, params: dict[str, Any], guests: list[str]
 
 def entry_to_record(entry: JournalEntry, source: str) -> IterationRecord:
     return IterationRecord(
-        iteration=entry.iteration, attempt=entry.attempt, ok=entry.ok, started=entry.started,
-        ended=entry.ended, wall=entry.wall, user=entry.user, sys=entry.sys,
-        exit_status=entry.exit_status, boot_id=entry.boot_id,
+        iteration=entry.iteration,
+        attempt=entry.attempt,
+        ok=entry.ok,
+        started=entry.started,
+        ended=entry.ended,
+        wall=entry.wall,
+        user=entry.user,
+        sys=entry.sys,
+        exit_status=entry.exit_status,
+        boot_id=entry.boot_id,
         output_tail=(entry.error + "\n" if entry.error else "") + entry.output_tail,
-        source=source, metrics=dict(entry.metrics) if entry.ok else {},
+        source=source,
+        metrics=dict(entry.metrics) if entry.ok else {},
     )
 
 
 def split_journal(data: str) -> tuple[list[JournalEntry | JournalEvent], int]:
     """Complete lines of a journal chunk parsed, and how many characters they used."""
     used = complete_length(data)
-    parsed = [parse_journal_line(line) for line in data[:used].splitlines(keepends=True)]
+    # Only "\n" ends a journal line (splitlines() would also split on \r and \u2028).
+    lines = [line + "\n" for line in data[:used].split("\n")[:-1]]
+    parsed = [parse_journal_line(line) for line in lines]
     return [p for p in parsed if p is not None], used
 
 
@@ -92,30 +105,52 @@ class RunPlan:
 class Controller:
     """Drives one run on the lab's guests; every side effect comes through ``ctx``."""
 
-    def __init__(self, ctx: Context, store: Store, state: LabState, guests: list[GuestRecord],
-                 plan: RunPlan, shell_factory: Callable[[GuestRecord], GuestShell],
-                 on_update: Callable[[Controller], None] = lambda c: None) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        store: Store,
+        state: LabState,
+        guests: list[GuestRecord],
+        plan: RunPlan,
+        shell_factory: Callable[[GuestRecord], GuestShell],
+        on_update: Callable[[Controller], None] = lambda c: None,
+    ) -> None:
         if plan.n < 1:
             raise UsageError(f"--n must be 1 or more, not {plan.n}")
         if plan.schedule not in SCHEDULES:
-            raise UsageError(f"unknown schedule {plan.schedule!r}",
-                             hint=f"Use one of: {', '.join(SCHEDULES)}")
+            raise UsageError(
+                f"unknown schedule {plan.schedule!r}", hint=f"Use one of: {', '.join(SCHEDULES)}"
+            )
         self.ctx, self.store, self.state, self.plan = ctx, store, state, plan
         self.shell_factory = shell_factory
         self.on_update = on_update
-        self.key = run_key(plan.study, plan.workload.name, plan.params,
-                           [g.name for g in guests], plan.n, plan.schedule)
+        self.key = run_key(
+            plan.study,
+            plan.workload.name,
+            plan.params,
+            [g.name for g in guests],
+            plan.n,
+            plan.schedule,
+        )
         study_id = store.ensure_study(plan.study, description="lab run")
         self.metrics = [MetricInfo(m.name, m.unit, m.direction) for m in plan.workload.metrics]
-        self.run_id = store.ensure_run(study_id, self.key, plan.workload.name, plan.params,
-                                       plan.schedule, plan.n, self.metrics)
+        self.run_id = store.ensure_run(
+            study_id, self.key, plan.workload.name, plan.params, plan.schedule, plan.n, self.metrics
+        )
         self.guests: list[GuestProgress] = []
         for record in guests:
             guest_id = store.ensure_guest(
-                study_id, record.name, record.variant, domain_xml=self._domain_xml(record),
-                host_facts={"accelerator": state.accelerator, "reason": state.accel_reason,
-                            "emulator_cpus": state.emulator_cpus, "image": state.image,
-                            "image_hash": state.image_hash},
+                study_id,
+                record.name,
+                record.variant,
+                domain_xml=self._domain_xml(record),
+                host_facts={
+                    "accelerator": state.accelerator,
+                    "reason": state.accel_reason,
+                    "emulator_cpus": state.emulator_cpus,
+                    "image": state.image,
+                    "image_hash": state.image_hash,
+                },
                 guest_facts={**record.facts, "vcpu_cpus": record.vcpu_cpus, "node": record.node},
             )
             progress = GuestProgress(record, guest_id, shell_factory(record))
@@ -150,26 +185,39 @@ class Controller:
     def start_runner(self, guest: GuestProgress, first: int, last: int) -> None:
         info = self.guest_info(guest)
         spec = dict(self.plan.workload.spec(self.plan.params, info))
-        spec.update(start_iteration=first, end_iteration=last, attempt_base=1)
+        # With its journal the runner numbers attempts itself; a guest that lost it (a new
+        # disk) must not reuse attempt numbers the store already holds.
+        base = 1 if guest.journal_seen else self.store.max_attempt(self.run_id, guest.guest_id) + 1
+        spec.update(start_iteration=first, end_iteration=last, attempt_base=base)
         spec_path = f"{self.plan.runner_dir}/{self.key}.spec.json"
         # The spec travels as a file written by the guest's own python from an argument,
         # so nothing in it is ever interpreted by a shell.
-        guest.shell.run(["python3", "-c", "import sys; open(sys.argv[1], 'w').write(sys.argv[2])",
-                         spec_path, json.dumps(spec)])
+        guest.shell.run(
+            [
+                "python3",
+                "-c",
+                "import sys; open(sys.argv[1], 'w').write(sys.argv[2])",
+                spec_path,
+                json.dumps(spec),
+            ]
+        )
         guest.shell.run(self.runner("start", "--spec", spec_path), timeout=120)
 
     def guest_info(self, guest: GuestProgress) -> Any:
-        from lab.workloadhost import guest_infos
+        from lab.workloadhost import guest_infos, nfs_source
 
-        return guest_infos(self.state, [guest.record], self.plan.runner_dir)[0]
+        nfs = nfs_source(Path(self.ctx.config.state_dir), self.state.host_ip)
+        return guest_infos(self.state, [guest.record], self.plan.runner_dir, nfs)[0]
 
     def ingest(self, guest: GuestProgress) -> int:
         """Read what the guest's journal gained since last time into the store."""
         # tail -c +K prints from byte K (1-based): only the new part crosses the wire.
-        result = guest.shell.run(["tail", "-c", f"+{guest.offset + 1}", self.journal_path()],
-                                 check=False, timeout=60)
+        result = guest.shell.run(
+            ["tail", "-c", f"+{guest.offset + 1}", self.journal_path()], check=False, timeout=60
+        )
         if not result.ok:
             return 0
+        guest.journal_seen = True
         records, used = split_journal(result.stdout)
         guest.offset += len(result.stdout[:used].encode())
         new = []
@@ -237,7 +285,7 @@ class Controller:
                 while iteration not in guest.completed:
                     self._check_failures(guest)
                     started = self._with_guest(
-                        guest, lambda g, i=iteration: self._ensure_running(g, i, i)
+                        guest, partial(self._ensure_running, first=iteration, last=iteration)
                     )
                     while started and self._with_guest(guest, self._running):
                         self.ctx.clock.sleep(self.plan.poll_interval / 4)

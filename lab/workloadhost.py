@@ -19,7 +19,17 @@ from lab.workload import GuestInfo, Workload
 NFS_SUBDIR = "nfs"
 
 
-def guest_infos(state: LabState, records: Sequence[GuestRecord], work_dir: str) -> list[GuestInfo]:
+def nfs_source(state_dir: Path, host_ip: str, proc: Path = Path("/proc")) -> str:
+    """What a guest mounts: the export path differs between kernel nfsd and NFS-Ganesha."""
+    from lab.host.nfs import choose_server, export_for
+
+    server = choose_server((proc / "filesystems").read_text())
+    return export_for(server, host_ip, state_dir / NFS_SUBDIR).source
+
+
+def guest_infos(
+    state: LabState, records: Sequence[GuestRecord], work_dir: str, nfs: str = ""
+) -> list[GuestInfo]:
     """What workloads know of each guest; the iperf3 port follows the lab's guest order."""
     order = [g.name for g in state.guests]
     return [
@@ -29,7 +39,7 @@ def guest_infos(state: LabState, records: Sequence[GuestRecord], work_dir: str) 
             memory_kib=int(str(record.facts.get("mem_total_kib", 0) or 0)),
             host_ip=state.host_ip,
             iperf_port=5201 + order.index(record.name),
-            nfs_export=f"{state.host_ip}:/lab",
+            nfs_export=nfs,
             work_dir=work_dir,
         )
         for record in records
@@ -37,17 +47,29 @@ def guest_infos(state: LabState, records: Sequence[GuestRecord], work_dir: str) 
 
 
 @contextlib.contextmanager
-def host_side(ctx: Context, workload: Workload, params: Mapping[str, Any], state: LabState,
-              records: Sequence[GuestRecord], work_dir: str) -> Iterator[None]:
+def host_side(
+    ctx: Context,
+    workload: Workload,
+    params: Mapping[str, Any],
+    state: LabState,
+    records: Sequence[GuestRecord],
+    work_dir: str,
+) -> Iterator[None]:
+    from lab.errors import RequirementError
+    from lab.host.nfs import is_serving
+
     state_dir = Path(ctx.config.state_dir)
     if workload.uses_nfs:
-        export_dir = state_dir / NFS_SUBDIR
-        workload.host_prepare(params, ctx.host, export_dir)
+        if not is_serving(state.host_ip):
+            raise RequirementError(
+                f"{workload.name} builds on NFS, but no NFS server answers at {state.host_ip}",
+                hint="Run: lab host prepare",
+            )
+        workload.host_prepare(params, ctx.host, state_dir / NFS_SUBDIR)
     servers: list[subprocess.Popen[bytes]] = []
     try:
-        for i, argv in enumerate(
-            workload.host_servers(guest_infos(state, records, work_dir), state_dir)
-        ):
+        infos = guest_infos(state, records, work_dir)
+        for i, argv in enumerate(workload.host_servers(infos, state_dir)):
             servers.append(ctx.host.spawn(argv, state_dir / f"{workload.name}-server-{i}.log"))
         yield
     finally:

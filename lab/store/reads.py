@@ -53,6 +53,14 @@ class Reads:
         ).fetchone()
         return 0 if row[0] is None else int(row[0])
 
+    def max_attempt(self, run_id: int, guest_id: int) -> int:
+        """The highest attempt number recorded for any iteration (0 when none)."""
+        row = self._conn.execute(
+            "SELECT MAX(attempt) FROM iteration WHERE run_id=? AND guest_id=?",
+            (run_id, guest_id),
+        ).fetchone()
+        return 0 if row[0] is None else int(row[0])
+
     def sources(self, run_id: int, guest_id: int) -> set[str]:
         """Every source (file:line) recorded for the run on the guest."""
         cur = self._conn.execute(

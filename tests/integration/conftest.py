@@ -28,12 +28,21 @@ class Lab:
 
     env: dict[str, str]
 
-    def __call__(self, *args: str, check: bool = True, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([sys.executable, "-m", "lab", *args], capture_output=True,
-                              text=True, env=self.env, timeout=timeout)
+    def __call__(
+        self, *args: str, check: bool = True, timeout: float = 1800
+    ) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "lab", *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=timeout,
+        )
         if check and done.returncode != 0:
-            raise AssertionError(f"lab {' '.join(args)} exited {done.returncode}:\n"
-                                 f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+            raise AssertionError(
+                f"lab {' '.join(args)} exited {done.returncode}:\n"
+                f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+            )
         return done
 
     def state(self) -> dict:
@@ -75,8 +84,9 @@ def pair(prepared_host: Lab) -> Iterator[Pair]:
     lab = prepared_host
     lab("down")  # a pair left by a killed session would block this one
     before = free_1g_pages()
-    up = lab("up", "--pair", ",".join(PAIR), "--vcpus", "1", "--memory", "1G",
-             "--reserve-host-cpus", "0")
+    up = lab(
+        "up", "--pair", ",".join(PAIR), "--vcpus", "1", "--memory", "1G", "--reserve-host-cpus", "0"
+    )
     state = Pair(lab, before, up.stdout + up.stderr)
     yield state
     if not state.down:

@@ -13,8 +13,9 @@ pytestmark = pytest.mark.integration
 
 
 def virsh(*args: str) -> str:
-    return subprocess.run(["virsh", "-c", "qemu:///system", *args], capture_output=True,
-                          text=True, check=True).stdout
+    return subprocess.run(
+        ["virsh", "-c", "qemu:///system", *args], capture_output=True, text=True, check=True
+    ).stdout
 
 
 def test_up_chose_an_accelerator_visibly(pair: Pair) -> None:

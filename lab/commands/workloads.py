@@ -1,0 +1,43 @@
+"""``lab workloads``: the workloads `lab run` knows, their metrics and parameters."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from lab.context import Context
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "workloads",
+        help="list the workloads, their metrics and parameters",
+        description="List the workload plug-ins (lab/workloads/*.py): what each runs, what it"
+        " records (unit, which way is better) and every parameter with its default;"
+        " set parameters with `lab run WORKLOAD -p KEY=VALUE`.",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    from rich.table import Table
+
+    from lab.workload import load_workloads
+
+    for name, workload in sorted(load_workloads().items()):
+        table = Table(
+            "parameter",
+            "default",
+            "meaning",
+            title=f"{name}: {workload.description}",
+            title_justify="left",
+        )
+        for key, param in workload.parameters.items():
+            default = "from the guest" if param.default is None else str(param.default)
+            table.add_row(key, default, param.help)
+        metrics = ", ".join(
+            f"{m.name} ({m.unit}, {m.direction} is better)" for m in workload.metrics
+        )
+        table.caption = f"records: {metrics}"
+        ctx.out.print(table)
+    return 0

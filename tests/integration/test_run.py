@@ -1,0 +1,162 @@
+"""`lab run` on the real pair: workloads on both twins at once, every sample stored, resume."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import Pair
+
+pytestmark = pytest.mark.integration
+
+SHORT_SYSBENCH = ["-p", "time=2", "-p", "total_size=256M", "-p", "block_size=1M"]
+
+
+def samples(db: Path, workload: str, metric: str) -> dict[str, list[tuple[int, float]]]:
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT g.name, s.iteration, s.value FROM sample s JOIN run r ON r.id = s.run_id"
+            " JOIN guest g ON g.id = s.guest_id WHERE r.workload = ? AND s.metric = ?"
+            " ORDER BY g.name, s.iteration",
+            (workload, metric),
+        ).fetchall()
+    out: dict[str, list[tuple[int, float]]] = {}
+    for name, iteration, value in rows:
+        out.setdefault(name, []).append((iteration, value))
+    return out
+
+
+def attempts(db: Path, workload: str) -> list[tuple[str, int, int, int]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(
+            "SELECT g.name, i.iteration, i.attempt, i.ok FROM iteration i"
+            " JOIN run r ON r.id = i.run_id JOIN guest g ON g.id = i.guest_id"
+            " WHERE r.workload = ? ORDER BY g.name, i.iteration, i.attempt",
+            (workload,),
+        ).fetchall()
+
+
+def test_sysbench_memory_on_both_twins(pair: Pair, tmp_path: Path) -> None:
+    db = tmp_path / "lab.db"
+    pair.lab("run", "sysbench-memory", "--n", "5", "--db", str(db), *SHORT_SYSBENCH)
+    got = samples(db, "sysbench-memory", "throughput_mib_s")
+    assert set(got) == {"lab-thp", "lab-shp1g"}
+    for values in got.values():
+        assert [i for i, _ in values] == [1, 2, 3, 4, 5]
+        assert all(100 < v < 100_000 for _, v in values)  # MiB/s, TCG or KVM
+    out = pair.lab("compare", "--db", str(db), "--format", "json").stdout
+    assert '"sysbench-memory"' in out
+
+
+def test_iperf3_to_the_host_from_both_twins_at_once(pair: Pair, tmp_path: Path) -> None:
+    db = tmp_path / "lab.db"
+    pair.lab("run", "iperf3", "--n", "5", "--db", str(db), "-p", "duration=2")
+    got = samples(db, "iperf3", "sender_bits_per_s")
+    assert {name: len(v) for name, v in got.items()} == {"lab-thp": 5, "lab-shp1g": 5}
+    assert all(1e6 < v < 1e12 for values in got.values() for _, v in values)
+
+
+def test_demo_build_on_nfs(pair: Pair, tmp_path: Path) -> None:
+    db = tmp_path / "lab.db"
+    pair.lab("run", "demo-build", "--n", "5", "--db", str(db))
+    got = samples(db, "demo-build", "wall_s")
+    assert {name: len(v) for name, v in got.items()} == {"lab-thp": 5, "lab-shp1g": 5}
+    assert all(0.01 < v < 600 for values in got.values() for _, v in values)
+    # the build really happened on the NFS export of the host
+    out = pair.lab("ssh", "thp", "findmnt", "-n", "-o", "FSTYPE", "--target", "/mnt/lab-nfs").stdout
+    assert out.strip().startswith("nfs")
+
+
+def test_killed_controller_resumes_to_exactly_n(pair: Pair, tmp_path: Path) -> None:
+    db = tmp_path / "lab.db"
+    args = [
+        sys.executable,
+        "-m",
+        "lab",
+        "run",
+        "sysbench-memory",
+        "--n",
+        "20",
+        "--db",
+        str(db),
+        *SHORT_SYSBENCH,
+    ]
+    proc = subprocess.Popen(
+        args, env=pair.lab.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        time.sleep(2)
+        if (
+            db.exists()
+            and sum(len(v) for v in samples(db, "sysbench-memory", "throughput_mib_s").values())
+            >= 4
+        ):
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before = samples(db, "sysbench-memory", "throughput_mib_s")
+    assert sum(len(v) for v in before.values()) < 40, "the run ended before it could be killed"
+    pair.lab("run", "sysbench-memory", "--n", "20", "--db", str(db), *SHORT_SYSBENCH)
+    after = samples(db, "sysbench-memory", "throughput_mib_s")
+    for name in ("lab-thp", "lab-shp1g"):
+        assert [i for i, _ in after[name]] == list(range(1, 21))
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_destroyed_guest_comes_back_and_the_run_repeats_the_lost_iteration(
+    pair: Pair, tmp_path: Path
+) -> None:
+    db = tmp_path / "lab.db"
+    # long enough iterations that the destroy lands inside one
+    args = [
+        sys.executable,
+        "-m",
+        "lab",
+        "run",
+        "sysbench-memory",
+        "--n",
+        "4",
+        "--db",
+        str(db),
+        "--guests",
+        "lab-thp",
+        "-p",
+        "time=8",
+        "-p",
+        "total_size=1000G",
+        "-p",
+        "block_size=1M",
+    ]
+    proc = subprocess.Popen(
+        args, env=pair.lab.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        time.sleep(1)
+        if len(samples(db, "sysbench-memory", "throughput_mib_s").get("lab-thp", [])) >= 1:
+            break
+    time.sleep(3)  # into the next iteration
+    subprocess.run(
+        ["virsh", "-c", "qemu:///system", "destroy", "lab-thp"], check=True, capture_output=True
+    )
+    time.sleep(2)
+    subprocess.run(
+        ["virsh", "-c", "qemu:///system", "start", "lab-thp"], check=True, capture_output=True
+    )
+    out, _ = proc.communicate(timeout=1200)
+    assert proc.returncode == 0, out[-3000:]
+    got = samples(db, "sysbench-memory", "throughput_mib_s")["lab-thp"]
+    assert [i for i, _ in got] == [1, 2, 3, 4]
+    tries = attempts(db, "sysbench-memory")
+    failed = [(i, a) for _, i, a, ok in tries if not ok]
+    assert failed, f"no failed attempt recorded: {tries}"
+    for iteration, attempt in failed:
+        assert (iteration, attempt + 1) in [(i, a) for _, i, a, ok in tries if ok]
