@@ -1,0 +1,108 @@
+"""``lab host check|prepare|release``: what the lab needs from the host, and getting it."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from lab.context import Context
+from lab.twinplan import add_twin_arguments
+
+DEFAULT_HUGEPAGES = "1G:2"
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "host",
+        help="check, prepare or release the host",
+        description="The host the twins run on: check what is ready, prepare what is not,"
+        " release what prepare changed.",
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    check = actions.add_parser(
+        "check",
+        help="show whether a pair can be brought up, and how to fix what is missing",
+        description="Print every host requirement with its state (ok, warn, missing) and the"
+        " command that fixes it. Exit status 0 only when the pair can be brought up.",
+    )
+    check.add_argument("--json", action="store_true", help="print the rows as JSON")
+    check.add_argument("--pair", default="thp,shp1g", help="the pair to check for (A,B)")
+    add_twin_arguments(check)
+    check.set_defaults(run=run_check)
+
+    prepare = actions.add_parser(
+        "prepare",
+        help="make the host ready (idempotent; recorded for release)",
+        description="Reserve huge pages per NUMA node, mount hugetlbfs and tell libvirt, fix"
+        " /dev/kvm permissions, start libvirtd, virtlogd, rpcbind and the NFS server when no"
+        " init system does, create the isolated lab network and export the lab's NFS"
+        " directory to it. Every change is recorded in STATE_DIR/host-changes.json.",
+    )
+    prepare.add_argument(
+        "--hugepages",
+        default=DEFAULT_HUGEPAGES,
+        metavar="SIZE:COUNT[@NODE],...",
+        help="huge pages to reserve on every NUMA node (or only @NODE), e.g. 1G:2,2M:0"
+        f" (default {DEFAULT_HUGEPAGES})",
+    )
+    prepare.add_argument(
+        "--subnet",
+        default=None,
+        metavar="CIDR",
+        help="IPv4 subnet of the lab network (config: subnet)",
+    )
+    prepare.add_argument("--no-nfs", action="store_true", help="do not start an NFS server")
+    prepare.set_defaults(run=run_prepare)
+
+    release = actions.add_parser(
+        "release",
+        help="undo exactly what `lab host prepare` changed, in reverse",
+        description="Undo the changes recorded in STATE_DIR/host-changes.json, newest first.",
+    )
+    release.set_defaults(run=run_release)
+
+
+def run_check(args: argparse.Namespace, ctx: Context) -> int:
+    from lab.host.check import check_host, print_rows, rows_json
+    from lab.twinplan import parse_pair
+
+    rows = check_host(ctx, parse_pair(args.pair), sizing=args)
+    if args.json:
+        ctx.out.out(rows_json(rows), highlight=False)
+    else:
+        print_rows(ctx, rows)
+    ready = all(row.state != "missing" for row in rows)
+    if not ready and not args.json:
+        ctx.warn("the pair cannot be brought up yet: fix the rows marked missing")
+    return 0 if ready else 1
+
+
+def run_prepare(args: argparse.Namespace, ctx: Context) -> int:
+    from lab.host.facts import parse_hugepages_option
+    from lab.host.prepare import PrepareRequest, prepare_host
+
+    request = PrepareRequest(
+        hugepages=parse_hugepages_option(args.hugepages),
+        subnet=args.subnet or ctx.config.subnet,
+        nfs=not args.no_nfs,
+    )
+    changes = prepare_host(ctx, request)
+    ctx.note(
+        f"host prepared: {len(changes)} change(s) made this time"
+        if changes
+        else "host prepared: it already was, nothing changed"
+    )
+    return 0
+
+
+def run_release(args: argparse.Namespace, ctx: Context) -> int:
+    from lab.host.prepare import release_host
+
+    undone = release_host(ctx)
+    ctx.note(
+        f"host released: {undone} change(s) undone"
+        if undone
+        else "nothing to release: no recorded changes"
+    )
+    return 0

@@ -1,0 +1,116 @@
+"""``lab image build|import|list``: the base images guests are linked clones of."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from lab.context import Context
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "image",
+        help="build, import or list base guest images",
+        description="Base images live in image_dir (see `lab config`), one folder per recipe"
+        " hash, with a name symlink to the current one.",
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    build = actions.add_parser(
+        "build",
+        help="build a base image from a recipe in images/",
+        description="Build images/RECIPE with mmdebstrap into a qcow2 disk, kernel, initrd"
+        " and manifest. Cached: the same recipe (by content hash) is built once.",
+    )
+    build.add_argument(
+        "--recipe", default=None, metavar="NAME", help="recipe folder under images/ (config: image)"
+    )
+    build.add_argument("--force", action="store_true", help="rebuild even when cached")
+    build.set_defaults(run=run_build)
+
+    imp = actions.add_parser(
+        "import",
+        help="use an existing qcow2 cloud image as a base image",
+        description="Copy a qcow2 cloud image (with cloud-init) into image_dir. Guests of"
+        " an imported image boot from its disk instead of a lab-built kernel.",
+    )
+    imp.add_argument("path", help="the qcow2 file")
+    imp.add_argument("--name", default=None, help="image name (default: the file's stem)")
+    imp.set_defaults(run=run_import)
+
+    listing = actions.add_parser("list", help="list the images in image_dir")
+    listing.set_defaults(run=run_list)
+
+
+def run_build(args: argparse.Namespace, ctx: Context) -> int:
+    from lab.image import build_image
+    from lab.paths import IMAGES_DIR
+
+    recipe = args.recipe or ctx.config.image
+    recipe_dir = IMAGES_DIR / recipe
+    if not recipe_dir.is_dir():
+        from lab.errors import UnknownNameError
+
+        known = [p.name for p in IMAGES_DIR.iterdir() if (p / "recipe.toml").is_file()]
+        raise UnknownNameError("recipe", recipe, known)
+    with ctx.err.status(f"building image {recipe}", spinner="dots") as status:
+
+        def log(message: str) -> None:
+            ctx.note(message)
+            status.update(message.split(" (log:")[0])
+
+        image = build_image(
+            recipe_dir, Path(ctx.config.image_dir), ctx.host, log, force=args.force, clock=ctx.clock
+        )
+    ctx.out.print(str(image.directory), highlight=False)
+    return 0
+
+
+def run_import(args: argparse.Namespace, ctx: Context) -> int:
+    from lab.image import import_image
+
+    path = Path(args.path)
+    with ctx.err.status(f"importing {path}", spinner="dots") as status:
+
+        def log(message: str) -> None:
+            ctx.note(message)
+            status.update(message)
+
+        image = import_image(
+            path,
+            Path(ctx.config.image_dir),
+            args.name or path.stem.split(".")[0],
+            ctx.host,
+            log,
+            clock=ctx.clock,
+        )
+    ctx.out.print(str(image.directory), highlight=False)
+    return 0
+
+
+def run_list(args: argparse.Namespace, ctx: Context) -> int:
+    from rich.table import Table
+
+    from lab.image import list_images
+
+    images = list_images(Path(ctx.config.image_dir))
+    if not images:
+        ctx.note(f"no images in {ctx.config.image_dir}. Run: lab image build")
+        return 0
+    table = Table("name", "kind", "boot", "hash", "built/imported", "disk", "folder")
+    for image in images:
+        manifest = image.manifest
+        size = manifest.get("sizes", {}).get("disk_file_bytes", 0)
+        table.add_row(
+            image.name,
+            str(manifest.get("kind", "?")),
+            str(manifest.get("boot", "?")),
+            image.hash[:12],
+            str(manifest.get("built_at") or manifest.get("imported_at") or "?"),
+            f"{size / 1024**2:.0f} MiB",
+            str(image.directory),
+        )
+    ctx.out.print(table)
+    return 0

@@ -1,0 +1,357 @@
+"""``lab host check``: every host requirement of a pair, its state and the command that fixes it.
+
+:func:`gather_facts` reads the host (libvirt, /proc, /sys, programs); :func:`rows_from_facts`
+is pure, so each row's verdict is tested on tables of facts. A row is ``ok``, ``warn``
+(the pair runs, but something is degraded or a workload will miss a tool) or ``missing``
+(the pair cannot be brought up).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lab.accel import AccelChoice, choose_accelerator, cpu_flags
+from lab.errors import LabError, PlanError
+from lab.host import nfs
+from lab.host.facts import (
+    Pool,
+    hugetlbfs_mounts,
+    parse_meminfo,
+    parse_mounts,
+    parse_qemu_conf_hugetlbfs,
+    parse_thp_mode,
+    read_hugepage_pools,
+)
+from lab.host.hugepages import check_needs, size_text
+from lab.host.network import NetworkInfo, parse_network_xml
+from lab.variant import HugePageNeed
+
+if TYPE_CHECKING:
+    from lab.context import Context
+
+OK, WARN, MISSING = "ok", "warn", "missing"
+PREPARE = "lab host prepare"
+# What QEMU and the host need beside guest RAM, per guest (rough, generous).
+OVERHEAD_KIB = 256 * 1024
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    state: str
+    detail: str
+    fix: str = ""
+
+
+@dataclass
+class CheckFacts:
+    """Everything the check looks at, read off the host once."""
+
+    pair: list[str]
+    libvirt_error: str | None = None
+    qemu_binary: str | None = None
+    accel: AccelChoice | None = None
+    cpu_flags: set[str] = field(default_factory=set)
+    pools: list[Pool] = field(default_factory=list)
+    hugetlbfs: dict[int, list[str]] = field(default_factory=dict)
+    qemu_conf_mounts: list[str] = field(default_factory=list)
+    thp_enabled: str = ""
+    thp_defrag: str = ""
+    network_name: str = "lab"
+    network: NetworkInfo | None = None
+    network_active: bool = False
+    network_forwards: bool = False
+    nfs_server: str = nfs.GANESHA
+    nfs_program: str | None = None
+    nfs_serving: bool = False
+    iperf3: str | None = None
+    mem_available_kib: int = 0
+    memory_needed_kib: int = 0
+    cpus: int = 0
+    plan_error: str | None = None
+    needs: dict[str, list[HugePageNeed]] = field(default_factory=dict)
+    image: str | None = None
+    image_error: str | None = None
+    image_tool: str | None = None  # mmdebstrap, to build one
+
+
+def rows_from_facts(f: CheckFacts) -> list[Row]:
+    rows = [
+        Row("libvirtd", MISSING, f.libvirt_error, PREPARE)
+        if f.libvirt_error
+        else Row("libvirtd", OK, "reachable"),
+        Row("qemu", OK, f.qemu_binary)
+        if f.qemu_binary
+        else Row(
+            "qemu",
+            MISSING,
+            "qemu-system-x86_64 not found",
+            "apt-get install qemu-system-x86 qemu-utils",
+        ),
+    ]
+    if f.accel is not None:
+        if f.accel.is_tcg:
+            rows.append(
+                Row(
+                    "accelerator",
+                    WARN,
+                    f"TCG (software emulation): {f.accel.reason}; timings say nothing about KVM",
+                    f.accel.fix,
+                )
+            )
+        else:
+            rows.append(Row("accelerator", OK, f"KVM: {f.accel.reason}"))
+    gib = 1024**2
+    needs_1g = any(n.page_kib == gib for items in f.needs.values() for n in items)
+    if "pdpe1gb" in f.cpu_flags:
+        rows.append(Row("pdpe1gb", OK, "the CPU supports 1 GiB pages"))
+    else:
+        rows.append(
+            Row(
+                "pdpe1gb",
+                MISSING if needs_1g else WARN,
+                "the CPU has no 1 GiB pages (no pdpe1gb flag)",
+                "use 2 MiB variants (shp2m)" if needs_1g else "",
+            )
+        )
+    rows.extend(_pool_rows(f))
+    rows.extend(_hugetlbfs_rows(f))
+    rows.append(
+        Row(
+            "THP enabled",
+            WARN if f.thp_enabled == "never" else OK,
+            f.thp_enabled or "unknown",
+            "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled"
+            if f.thp_enabled == "never"
+            else "",
+        )
+    )
+    rows.append(Row("THP defrag", OK, f.thp_defrag or "unknown"))
+    rows.append(_network_row(f))
+    rows.append(_nfs_row(f))
+    rows.append(
+        Row("iperf3", OK, f.iperf3)
+        if f.iperf3
+        else Row(
+            "iperf3", WARN, "not installed: network workloads cannot run", "apt-get install iperf3"
+        )
+    )
+    enough = f.mem_available_kib >= f.memory_needed_kib
+    rows.append(
+        Row(
+            "memory",
+            OK if enough else MISSING,
+            f"{f.mem_available_kib // 1024} MiB available, the pair needs about"
+            f" {f.memory_needed_kib // 1024} MiB outside huge page pools",
+            "" if enough else "stop other guests or use --memory with less",
+        )
+    )
+    rows.append(
+        Row(
+            "CPUs", MISSING, f"{f.cpus} CPUs: {f.plan_error}", "use --vcpus 1 --reserve-host-cpus 0"
+        )
+        if f.plan_error
+        else Row("CPUs", OK, f"{f.cpus} CPUs, the pair's plan fits")
+    )
+    if f.image:
+        rows.append(Row("image", OK, f.image))
+    else:
+        fix = "lab image build" if f.image_tool else "apt-get install mmdebstrap; lab image build"
+        rows.append(Row("image", MISSING, f.image_error or "not built", fix))
+    return rows
+
+
+def _pool_rows(f: CheckFacts) -> list[Row]:
+    per_node = [p for p in f.pools if p.node is not None] or f.pools
+    problems = check_needs(f.needs, f.pools)
+    rows = []
+    for pool in per_node:
+        where = f"node {pool.node}" if pool.node is not None else "host"
+        mine = [
+            p
+            for p in problems
+            if f"{size_text(pool.page_kib)} page" in p
+            and (pool.node is None or f"on node {pool.node};" in p)
+        ]
+        detail = (
+            f"{size_text(pool.page_kib)} pages on {where}: {pool.total} total, {pool.free} free"
+        )
+        if mine:
+            fix = mine[0].split("Run: ", 1)[-1] if "Run: " in mine[0] else ""
+            rows.append(
+                Row(
+                    f"huge pages {size_text(pool.page_kib)} {where}",
+                    MISSING,
+                    f"{detail}; {mine[0].split('. Run:')[0]}",
+                    fix,
+                )
+            )
+        else:
+            rows.append(Row(f"huge pages {size_text(pool.page_kib)} {where}", OK, detail))
+    if not f.pools:
+        rows.append(Row("huge pages", WARN, "no huge page pools under /sys"))
+    return rows
+
+
+def _hugetlbfs_rows(f: CheckFacts) -> list[Row]:
+    sizes = sorted(
+        {n.page_kib for items in f.needs.values() for n in items}
+        | {p.page_kib for p in f.pools if p.total > 0 and p.node is None}
+    )
+    rows = []
+    for page_kib in sizes:
+        name = f"hugetlbfs {size_text(page_kib)}"
+        mounts = f.hugetlbfs.get(page_kib, [])
+        needed = any(n.page_kib == page_kib for items in f.needs.values() for n in items)
+        bad = MISSING if needed else WARN
+        if not mounts:
+            rows.append(Row(name, bad, "not mounted", PREPARE))
+        elif not set(mounts) & set(f.qemu_conf_mounts):
+            rows.append(
+                Row(
+                    name,
+                    bad,
+                    f"{', '.join(mounts)} mounted, but libvirt's hugetlbfs_mount does not list it",
+                    PREPARE,
+                )
+            )
+        else:
+            rows.append(Row(name, OK, f"{', '.join(mounts)}, in libvirt's hugetlbfs_mount"))
+    return rows
+
+
+def _network_row(f: CheckFacts) -> Row:
+    name = f"network {f.network_name}"
+    if f.network is None:
+        return Row(name, MISSING, "not defined", PREPARE)
+    if f.network_forwards:
+        return Row(
+            name,
+            MISSING,
+            "forwards traffic off the host (the lab needs it isolated)",
+            f"virsh net-destroy {f.network_name}; virsh net-undefine {f.network_name}; {PREPARE}",
+        )
+    if not f.network_active:
+        return Row(name, MISSING, "defined but not running", PREPARE)
+    return Row(
+        name,
+        OK,
+        f"isolated, bridge {f.network.bridge}, host {f.network.host_ip}/{f.network.prefix}",
+    )
+
+
+def _nfs_row(f: CheckFacts) -> Row:
+    name = f"NFS ({f.nfs_server})"
+    if not f.nfs_program:
+        return Row(
+            name,
+            WARN,
+            f"{nfs.server_program(f.nfs_server)} not installed: build workloads cannot run",
+            nfs.server_fix(f.nfs_server),
+        )
+    if not f.nfs_serving:
+        return Row(name, WARN, "installed, not serving the lab network", PREPARE)
+    host_ip = f.network.host_ip if f.network else "?"
+    return Row(name, OK, f"serving {host_ip}:{nfs.PSEUDO if f.nfs_server == nfs.GANESHA else ''}")
+
+
+def gather_facts(
+    ctx: Context, pair: list[str], sizing: object = None, layout_root: Path = Path("/")
+) -> CheckFacts:
+    """Read everything :func:`rows_from_facts` judges (side effects: reads only)."""
+    from lab.twinplan import plan_twins, read_accel_facts, request_from
+
+    host = ctx.host
+    f = CheckFacts(pair=pair, network_name=ctx.config.network)
+
+    def read(path: str) -> str:
+        try:
+            return host.read_text(layout_root / path)
+        except OSError:
+            return ""
+
+    conn = None
+    try:
+        conn = ctx.libvirt
+    except LabError as err:
+        f.libvirt_error = err.message
+    f.qemu_binary = host.which("qemu-system-x86_64")
+    accel_facts = read_accel_facts(layout_root)
+    f.accel = choose_accelerator(accel_facts, "auto")
+    f.cpu_flags = cpu_flags(accel_facts.cpuinfo)
+    f.pools = read_hugepage_pools(layout_root / "sys")
+    f.hugetlbfs = hugetlbfs_mounts(parse_mounts(read("proc/mounts")))
+    f.qemu_conf_mounts = parse_qemu_conf_hugetlbfs(read("etc/libvirt/qemu.conf"))
+    for attr, leaf in (("thp_enabled", "enabled"), ("thp_defrag", "defrag")):
+        with contextlib.suppress(ValueError):
+            setattr(f, attr, parse_thp_mode(read(f"sys/kernel/mm/transparent_hugepage/{leaf}")))
+    if conn is not None:
+        _network_facts(f, conn)
+    f.nfs_server = nfs.choose_server(read("proc/filesystems"))
+    f.nfs_program = host.which(nfs.server_program(f.nfs_server))
+    if f.network is not None:
+        f.nfs_serving = nfs.is_serving(f.network.host_ip)
+    f.iperf3 = host.which("iperf3")
+    f.mem_available_kib = parse_meminfo(read("proc/meminfo")).get("MemAvailable", 0)
+    f.cpus = os.cpu_count() or 0
+    request = request_from(sizing or object(), ctx, pair)
+    try:
+        twins = plan_twins(ctx, request)
+    except PlanError as err:
+        f.plan_error = err.message
+        # The memory needs do not depend on where the vCPUs go: plan them on any CPU.
+        twins = plan_twins(ctx, replace(request, vcpus=1, reserve_host_cpus=0))
+    f.needs = {g.variant.name: list(g.needs) for g in twins.guests}
+    f.memory_needed_kib = sum(
+        OVERHEAD_KIB + (0 if g.needs else g.spec.memory_kib) for g in twins.guests
+    )
+    _image_facts(f, ctx)
+    return f
+
+
+def _network_facts(f: CheckFacts, conn: object) -> None:
+    import libvirt
+
+    assert isinstance(conn, libvirt.virConnect)
+    try:
+        net = conn.networkLookupByName(f.network_name)
+    except libvirt.libvirtError:
+        return
+    f.network, f.network_forwards = parse_network_xml(net.XMLDesc(0))
+    f.network_active = bool(net.isActive())
+
+
+def _image_facts(f: CheckFacts, ctx: Context) -> None:
+    from lab.image import find_image
+
+    try:
+        image = find_image(Path(ctx.config.image_dir), ctx.config.image)
+        f.image = f"{image.name}: {image.directory}"
+    except LabError as err:
+        f.image_error = str(err)
+    f.image_tool = ctx.host.which("mmdebstrap")
+
+
+def check_host(ctx: Context, pair: list[str], sizing: object = None) -> list[Row]:
+    """The rows for ``pair``; ``sizing`` has the --vcpus/--memory/... options of `lab up`."""
+    return rows_from_facts(gather_facts(ctx, pair, sizing))
+
+
+def rows_json(rows: list[Row]) -> str:
+    ready = all(row.state != MISSING for row in rows)
+    return json.dumps({"ready": ready, "rows": [asdict(r) for r in rows]}, indent=2)
+
+
+def print_rows(ctx: Context, rows: list[Row]) -> None:
+    from rich.table import Table
+
+    styles = {OK: "green", WARN: "yellow", MISSING: "bold red"}
+    table = Table("requirement", "state", "detail", "fix")
+    for row in rows:
+        table.add_row(row.name, f"[{styles[row.state]}]{row.state}[/]", row.detail, row.fix)
+    ctx.out.print(table)
