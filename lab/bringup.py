@@ -23,6 +23,7 @@ from lab.labstate import GuestRecord, LabState, clear_state, load_state, save_st
 from lab.seed import GUEST_USER, SeedData, write_seed_iso
 from lab.twinplan import TwinRequest, Twins, plan_twins
 from lab.twins import Guest
+from lab.variant import HugePageNeed
 from lab.waiting import wait_for
 
 SYSFS = Path("/sys")
@@ -65,7 +66,9 @@ def _check_requirements(ctx: Context, twins: Twins) -> None:
     from lab.host.facts import read_hugepage_pools
     from lab.host.hugepages import check_needs
 
-    needs = [need for guest in twins.guests for need in guest.needs]
+    needs: dict[str, list[HugePageNeed]] = {}
+    for guest in twins.guests:  # named by variant: "shp1g needs 1 free 1 GiB page ..."
+        needs.setdefault(guest.variant.name, []).extend(guest.needs)
     problems = check_needs(needs, read_hugepage_pools(SYSFS))
     if problems:
         raise RequirementError("; ".join(problems))

@@ -22,8 +22,11 @@ class RunProgress:
         self.ctx = ctx
         self.n = n
         self.progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[stats]}"), console=ctx.err,
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[stats]}"),
+            console=ctx.err,
             disable=not ctx.err.is_terminal,
         )
         self.tasks: dict[str, TaskID] = {}
@@ -32,8 +35,10 @@ class RunProgress:
     def start(self, controller: Controller) -> None:
         for guest in controller.guests:
             self.tasks[guest.record.name] = self.progress.add_task(
-                f"{guest.record.name} ({guest.record.variant})", total=self.n,
-                completed=len(guest.completed), stats="",
+                f"{guest.record.name} ({guest.record.variant})",
+                total=self.n,
+                completed=len(guest.completed),
+                stats="",
             )
 
     def describe(self, controller: Controller, guest: GuestProgress) -> str:
@@ -73,8 +78,12 @@ class RunProgress:
         self.progress.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.progress.stop()
 
 

@@ -31,8 +31,14 @@ class LocalShell(GuestShell):
     def __init__(self, name: str) -> None:
         self.address = GuestAddress(name, "127.0.0.1", "", "lab", Path("/dev/null"))
 
-    def run(self, argv: Sequence[str], *, check: bool = True, timeout: float | None = None,
-            sudo: bool = False) -> Result:
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        check: bool = True,
+        timeout: float | None = None,
+        sudo: bool = False,
+    ) -> Result:
         done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
         result = Result(tuple(argv), done.returncode, done.stdout, done.stderr)
         if check and not result.ok:
@@ -75,38 +81,66 @@ class FastClock(Clock):
         time.sleep(min(seconds, 0.05))
 
 
-def make(tmp_path: Path, argv: list[str], n: int, max_failures: int = 10,
-         guests: tuple[str, ...] = ("lab-thp", "lab-shp1g")) -> tuple[Controller, Store]:
+def make(
+    tmp_path: Path,
+    argv: list[str],
+    n: int,
+    max_failures: int = 10,
+    guests: tuple[str, ...] = ("lab-thp", "lab-shp1g"),
+) -> tuple[Controller, Store]:
     ctx = Context(config=Config(state_dir=str(tmp_path / "state")), clock=FastClock())
     ctx.__dict__["libvirt"] = None  # no hypervisor: domain XML is optional context
-    records = [GuestRecord(g, g.removeprefix("lab-"), "52:54:00:00:00:0" + str(i), str(tmp_path),
-                           [i], 0, "", ip="127.0.0.1", facts={"cpus": 1})
-               for i, g in enumerate(guests)]
+    records = [
+        GuestRecord(
+            g,
+            g.removeprefix("lab-"),
+            "52:54:00:00:00:0" + str(i),
+            str(tmp_path),
+            [i],
+            0,
+            "",
+            ip="127.0.0.1",
+            facts={"cpus": 1},
+        )
+        for i, g in enumerate(guests)
+    ]
     state = LabState(records, "qemu", "test", "img", "h", "lab", "127.0.0.1", [0], 0.0)
     store = Store.open(tmp_path / "lab.db")
-    plan = RunPlan("s", ShellWorkload(argv), {}, n, "concurrent", max_failures,
-                   poll_interval=0.05, runner_dir=str(tmp_path / "runner"))
+    plan = RunPlan(
+        "s",
+        ShellWorkload(argv),
+        {},
+        n,
+        "concurrent",
+        max_failures,
+        poll_interval=0.05,
+        runner_dir=str(tmp_path / "runner"),
+    )
     controller = Controller(ctx, store, state, records, plan, lambda r: LocalShell(r.name))
     return controller, store
 
 
 def iterations(store: Store, controller: Controller) -> dict[str, list[int]]:
-    return {g.record.name: sorted(store.completed_iterations(controller.run_id, g.guest_id))
-            for g in controller.guests}
+    return {
+        g.record.name: sorted(store.completed_iterations(controller.run_id, g.guest_id))
+        for g in controller.guests
+    }
 
 
 def test_run_stores_exactly_n_samples_per_guest(tmp_path: Path) -> None:
     controller, store = make(tmp_path, ["true"], n=12)
     controller.run()
-    assert iterations(store, controller) == {"lab-thp": list(range(1, 13)),
-                                             "lab-shp1g": list(range(1, 13))}
+    assert iterations(store, controller) == {
+        "lab-thp": list(range(1, 13)),
+        "lab-shp1g": list(range(1, 13)),
+    }
     series = store.values(metric="wall_s")
     assert sorted(s.variant for s in series) == ["shp1g", "thp"]
     assert all(len(s.values) == 12 and (s.values > 0).all() for s in series)
 
 
 def test_same_command_resumes_and_ingesting_again_adds_nothing(tmp_path: Path) -> None:
-    controller, store = make(tmp_path, ["true"], n=5)
+    controller, _ = make(tmp_path, ["true"], n=5)
     controller.run()
     again, _ = make(tmp_path, ["true"], n=5)
     assert again.key == controller.key and again.run_id == controller.run_id
@@ -116,8 +150,9 @@ def test_same_command_resumes_and_ingesting_again_adds_nothing(tmp_path: Path) -
 
 
 def test_failures_are_recorded_and_the_run_gives_up_past_max_failures(tmp_path: Path) -> None:
-    controller, store = make(tmp_path, ["sh", "-c", "exit 3"], n=3, max_failures=4,
-                             guests=("lab-thp",))
+    controller, store = make(
+        tmp_path, ["sh", "-c", "exit 3"], n=3, max_failures=4, guests=("lab-thp",)
+    )
     with pytest.raises(RunFailed, match="more than --max-failures 4"):
         controller.run()
     (guest,) = controller.guests
