@@ -68,8 +68,13 @@ class Host:
     def spawn(self, argv: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
         """Start a long-running host process (a server for a run); the caller stops it."""
         with open(log, "ab") as out:
-            return subprocess.Popen([str(a) for a in argv], stdin=subprocess.DEVNULL,
-                                    stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            return subprocess.Popen(
+                [str(a) for a in argv],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
     def which(self, program: str) -> str | None:
         return shutil.which(program)

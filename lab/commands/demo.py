@@ -17,7 +17,8 @@ PAIR = "thp,shp1g"
 
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "demo", help="run a short real study end to end (prepare, build, up, run, compare)",
+        "demo",
+        help="run a short real study end to end (prepare, build, up, run, compare)",
         description="Prepare the host, build the base image (cached), bring a thp,shp1g pair"
         " up, run short sysbench-memory, iperf3, demo-build and null runs on both twins at"
         " once, compare them, write the report and bring the pair down again. Under TCG it"
@@ -37,8 +38,17 @@ def steps(n: int, db: str, reserve: int) -> list[list[str]]:
         ["image", "build"],
         ["down"],
         ["up", "--pair", PAIR, *sizing],
-        ["run", "sysbench-memory", *run, "-p", "time=5", "-p", "total_size=1G",
-         "-p", "block_size=1M"],
+        [
+            "run",
+            "sysbench-memory",
+            *run,
+            "-p",
+            "time=5",
+            "-p",
+            "total_size=1G",
+            "-p",
+            "block_size=1M",
+        ],
         ["run", "iperf3", *run, "-p", "duration=3"],
         ["run", "demo-build", *run],
         ["run", "null", *run],
@@ -63,8 +73,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         ctx.err.rule(f"lab {' '.join(step)}")
         status = main(step)
         if status != 0:
-            ctx.err.print(f"[bold red]lab demo: `lab {' '.join(step)}` failed ({status});"
-                          " the pair is left as it is: see `lab status`, then `lab down`.")
+            ctx.err.print(
+                f"[bold red]lab demo: `lab {' '.join(step)}` failed ({status});"
+                " the pair is left as it is: see `lab status`, then `lab down`."
+            )
             return status
     ctx.out.print(f"demo done: results in {db}, report under {Path(db).parent / 'report'}")
     return 0
