@@ -245,8 +245,8 @@ def _wait_ready(
     """Lease, then SSH, then cloud-init done; each layer with the time left and a clear error."""
     import libvirt
 
-    from lab.host.facts import parse_cloud_init_status
     from lab.host.network import lease_for
+    from lab.readiness import NOT_YET, parse_result, wait_argv
 
     timeout = float(ctx.config.boot_timeout)
     deadline = ctx.clock.monotonic() + timeout
@@ -291,11 +291,17 @@ def _wait_ready(
         f"SSH on {guest.name} ({ip})", ssh_up, timeout=left(), clock=ctx.clock, on_timeout=tail
     )
     mark("ssh")
-    done = shell.run(["cloud-init", "status", "--wait", "--long"], check=False, timeout=left())
-    status, errors = parse_cloud_init_status(done.stdout)
-    if status != "done" or errors:
+    wait_s = int(left())
+    done = shell.run(wait_argv(wait_s), check=False, timeout=wait_s + 30)
+    if done.returncode == NOT_YET:
         raise GuestError(
-            f"{guest.name}: cloud-init ended '{status}': {'; '.join(errors)[:400]}",
+            f"timed out after {timeout:.0f} s waiting for cloud-init to finish on {guest.name}",
+            hint=tail(),
+        )
+    result = parse_result(done.stdout)
+    if not result.ok:
+        raise GuestError(
+            f"{guest.name}: cloud-init finished with errors: {'; '.join(result.errors)[:400]}",
             hint=f"Full report: lab ssh {guest.name} cloud-init status --long",
         )
     mark("cloud-init")

@@ -59,8 +59,17 @@ _RECIPE_KEYS = {
     "customize": list,
     "disk_size": str,
     "cmdline": str,
+    "trim": list,
 }
 _REQUIRED = ("name", "suite", "packages")
+
+
+@dataclass(frozen=True)
+class Trim:
+    """One thing a lean guest leaves out, with the reason; ``run`` is a customize hook."""
+
+    why: str
+    run: str = ""
 
 
 @dataclass(frozen=True)
@@ -77,6 +86,7 @@ class Recipe:
     disk_bytes: int = 2 * 1024 * MIB
     cmdline: str = "root=/dev/vda rw console=ttyS0"
     description: str = ""
+    trims: tuple[Trim, ...] = ()
 
     @property
     def files(self) -> list[Path]:
@@ -106,6 +116,8 @@ def load_recipe(recipe_dir: Path) -> Recipe:
         expected = _RECIPE_KEYS[key]
         if not isinstance(value, expected):
             raise ConfigError(f"{path}: key {key!r} must be a {expected.__name__}")
+        if key == "trim":
+            continue
         if expected is list and not all(isinstance(item, str) for item in value):
             raise ConfigError(f"{path}: key {key!r} must be a list of strings")
     missing = [key for key in _REQUIRED if not data.get(key)]
@@ -127,7 +139,23 @@ def load_recipe(recipe_dir: Path) -> Recipe:
         disk_bytes=parse_size_kib(data.get("disk_size", "2G")) * 1024,
         cmdline=data.get("cmdline", Recipe.cmdline),
         description=data.get("description", ""),
+        trims=_trims(path, data.get("trim", [])),
     )
+
+
+def _trims(path: Path, entries: list[object]) -> tuple[Trim, ...]:
+    """``[[trim]]`` tables: a ``why`` (required) and an optional ``run`` hook."""
+    trims = []
+    for number, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict) or not isinstance(entry.get("why"), str):
+            raise ConfigError(f'{path}: [[trim]] number {number} needs a why = "..." string')
+        unknown = sorted(set(entry) - {"why", "run"})
+        if unknown or not isinstance(entry.get("run", ""), str):
+            raise ConfigError(
+                f"{path}: [[trim]] number {number}: only string keys why and run are known"
+            )
+        trims.append(Trim(why=entry["why"], run=entry.get("run", "")))
+    return tuple(trims)
 
 
 def recipe_hash(recipe_dir: Path, builder_version: str = BUILDER_VERSION) -> str:
@@ -192,6 +220,7 @@ def mmdebstrap_argv(recipe: Recipe, rootfs: Path, logfile: Path) -> list[str]:
         # upload: the file lands root-owned, whoever owns the checkout.
         argv.append(f"--customize-hook=upload {files_root / relative} /{relative}")
     argv.extend(f"--customize-hook={command}" for command in recipe.customize)
+    argv.extend(f"--customize-hook={trim.run}" for trim in recipe.trims if trim.run)
     argv.extend([recipe.suite, str(rootfs), *(recipe.mirrors or host_apt_sources())])
     return argv
 
@@ -335,8 +364,8 @@ class ImageBuilder:
             "files": [f"/{p}" for p in recipe.files],
             "customize": list(recipe.customize),
             "trims": [
-                "apt package lists and .deb cache removed (mmdebstrap cleanup)",
-                *(c for c in recipe.customize if c.startswith(("rm ", ": >"))),
+                {"why": "apt package lists and .deb cache removed", "run": "mmdebstrap cleanup"},
+                *({"why": t.why, "run": t.run} for t in recipe.trims),
             ],
         }
 

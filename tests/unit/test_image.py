@@ -143,13 +143,49 @@ def test_the_debian12_recipe_has_what_the_lab_needs() -> None:
         "python3",
     ):
         assert package in recipe.packages
-    assert recipe.cmdline == "root=/dev/vda rw console=ttyS0"
+    assert recipe.cmdline == "root=/dev/vda rw console=ttyS0 quiet"
     assert recipe.disk_bytes == 2048 * MIB
     files = {str(p) for p in recipe.files}
-    assert {"etc/cloud/cloud.cfg.d/90_lab.cfg", "etc/network/interfaces", "etc/fstab"} <= files
+    network = "etc/systemd/network/20-lab.network"
+    assert {"etc/cloud/cloud.cfg.d/90_lab.cfg", network, "etc/fstab"} <= files
     cloud = (IMAGES_DIR / "debian12/files/etc/cloud/cloud.cfg.d/90_lab.cfg").read_text()
     assert "datasource_list: [ NoCloud, None ]" in cloud
-    assert "auto /en*=lan" in (IMAGES_DIR / "debian12/files/etc/network/interfaces").read_text()
+    assert "DHCP=ipv4" in (IMAGES_DIR / "debian12/files" / network).read_text()
+    sshd = (IMAGES_DIR / "debian12/files/etc/ssh/sshd_config.d/lab.conf").read_text()
+    assert "PasswordAuthentication no" in sshd
+
+
+def test_every_cloud_init_module_the_seed_needs_stays_in_the_lean_image() -> None:
+    """The seed's keys are handled by these modules; a trim must not drop one."""
+    cloud = (IMAGES_DIR / "debian12/files/etc/cloud/cloud.cfg.d/90_lab.cfg").read_text()
+    modules = cloud.split("cloud_init_modules:")[1].split("cloud_config_modules")[0]
+    needed = {"users-groups": "users", "ssh": "ssh_keys", "update_etc_hosts": "hosts"}
+    for module in needed:
+        assert f"  - {module}\n" in modules
+
+
+def test_every_trim_of_the_lean_image_says_why() -> None:
+    recipe = load_recipe(IMAGES_DIR / "debian12")
+    assert len(recipe.trims) >= 5
+    assert all(len(trim.why) > 30 for trim in recipe.trims)
+    argv = mmdebstrap_argv(recipe, Path("/r"), Path("/l"))
+    for trim in recipe.trims:
+        if trim.run:
+            assert f"--customize-hook={trim.run}" in argv
+    # The initramfs is rebuilt after its configuration files are in place.
+    uploads = [i for i, a in enumerate(argv) if "initramfs-tools/modules" in a]
+    rebuild = argv.index('--customize-hook=chroot "$1" update-initramfs -u -k all')
+    assert uploads and max(uploads) < rebuild
+
+
+def test_a_trim_without_a_reason_is_refused(recipe: Path) -> None:
+    path = recipe / "recipe.toml"
+    path.write_text(path.read_text() + "[[trim]]\nrun = 'true'\n")
+    with pytest.raises(ConfigError, match="needs a why"):
+        load_recipe(recipe)
+    path.write_text(path.read_text().replace("run = 'true'", "why = 'x'\nhow = 'y'"))
+    with pytest.raises(ConfigError, match="only string keys why and run"):
+        load_recipe(recipe)
 
 
 def test_recipe_hash_follows_every_file_and_the_builder(recipe: Path) -> None:
