@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from lab.context import Context
 from lab.store.cli import add_db_argument, add_study_argument
+
+if TYPE_CHECKING:
+    from lab.stats.analysis import MetricComparison
 
 
 def register(subparsers: Any) -> None:
@@ -18,7 +23,10 @@ def register(subparsers: Any) -> None:
         " effect sizes; a verdict (faster, slower, equivalent or inconclusive against"
         " --threshold); and diagnostics of the samples (tails, outliers, autocorrelation,"
         " drift, warm-up). With more than two variants, every pair, Benjamini–Hochberg"
-        " corrected. A is the variant whose guest was stored first unless --baseline says.",
+        " corrected. A is the variant whose guest was stored first unless --baseline says."
+        " For synchronised runs (schedule or parameter `sync`) or with --paired, also the"
+        " paired analysis by iteration: paired t interval, Wilcoxon signed-rank p and how much"
+        " variance pairing removed.",
     )  # fmt: skip
     add_db_argument(parser)
     add_study_argument(parser)
@@ -41,6 +49,10 @@ def register(subparsers: Any) -> None:
         help="also show every result without the samples beyond Tukey's outer fences, side by side",
     )  # fmt: skip
     parser.add_argument(
+        "--paired", action="store_true",
+        help="also pair the samples by iteration number (automatic for synchronised runs)",
+    )  # fmt: skip
+    parser.add_argument(
         "--format", choices=("table", "markdown", "json", "csv"), default="table",
         help="output format (default: table)",
     )  # fmt: skip
@@ -51,6 +63,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from lab.errors import UsageError
     from lab.report import formats
     from lab.stats.analysis import analyse
+    from lab.stats.paired import synced_workloads
     from lab.stats.verdict import parse_percent
     from lab.store.cli import open_store, variant_order
 
@@ -58,6 +71,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     with open_store(args, ctx) as store:
         series = store.values(workload=args.workload, metric=args.metric, study=args.study)
         order = args.baseline.split(",") if args.baseline else variant_order(store, args.study)
+        paired = True if args.paired else synced_workloads(store.runs(args.study))
     if not series:
         wanted = ", ".join(
             f"{k} {v!r}"
@@ -72,13 +86,49 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             f"no samples in the store{' for ' + wanted if wanted else ''}",
             hint="Collect some with `lab run` or bring them in with `lab import FILE`",
         )
-    comparisons = analyse(series, args.confidence, threshold, order=order, trim=args.trim)
+    comparisons = analyse(
+        series, args.confidence, threshold, order=order, trim=args.trim, paired=paired
+    )
     if args.format == "table":
         formats.print_tables(ctx.out, comparisons)
     elif args.format == "markdown":
         ctx.out.file.write(formats.markdown(comparisons))
     elif args.format == "json":
-        ctx.out.file.write(formats.as_json(comparisons) + "\n")
+        ctx.out.file.write(_json(comparisons) + "\n")
     else:
-        ctx.out.file.write(formats.as_csv(comparisons))
+        ctx.out.file.write(formats.as_csv(comparisons) + _paired_csv(comparisons))
     return 0
+
+
+def _json(comparisons: Sequence[MetricComparison]) -> str:
+    """``formats.as_json`` with a ``paired`` list where the paired analysis ran."""
+    import json
+
+    from lab.report import formats
+    from lab.report.tables import paired_data
+
+    data = formats.as_json_data(comparisons)
+    for entry, c in zip(data, comparisons, strict=True):
+        if c.paired:
+            entry["paired"] = paired_data(c)
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def _paired_csv(comparisons: Sequence[MetricComparison]) -> str:
+    """Rows of the ``paired`` table in the long CSV layout of ``formats.as_csv`` (no header)."""
+    import csv
+    import io
+
+    from lab.report.tables import PAIRED_ROWS
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    for c in comparisons:
+        head = (c.study, c.workload, c.metric, c.unit, c.direction, c.subset)
+        for q in c.paired:
+            for row in PAIRED_ROWS:
+                value = row.get(q)
+                if isinstance(value, float):
+                    value = repr(value) if math.isfinite(value) else ""
+                writer.writerow((*head, "paired", f"{q.b} vs {q.a}", row.key, value))
+    return buf.getvalue()

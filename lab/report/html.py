@@ -24,7 +24,8 @@ from matplotlib.figure import Figure
 from lab import __version__
 from lab.report.plots import all_figures
 from lab.report.tables import TableData, block_tables, blocks, notes
-from lab.stats.analysis import ALL, MetricComparison
+from lab.stats.analysis import ALL, MetricComparison, with_paired
+from lab.stats.paired import synced_workloads
 from lab.store import GuestRecord, RunRecord, StudyRecord
 
 STYLE = """
@@ -189,11 +190,19 @@ def _when(stamp: float | None) -> str:
     return "–" if stamp is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp))
 
 
+def _synced(c: MetricComparison, meta: ReportMeta) -> bool:
+    return c.workload in synced_workloads(r for r in meta.runs if r.study == c.study)
+
+
 def render(
     comparisons: Sequence[MetricComparison], meta: ReportMeta, out_dir: Path, embed: bool = False
 ) -> Path:
-    """Write ``out_dir/index.html`` (and its figures) and return its path."""
+    """Write ``out_dir/index.html`` (and its figures) and return its path.
+
+    Workloads whose runs were synchronised get the paired analysis too, if not already there.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
+    comparisons = [with_paired(c) if _synced(c, meta) and not c.paired else c for c in comparisons]
     grouped = blocks(comparisons)
     verdicts = [
         f"<li><a href=\"#b{i}\">{_e(b[0].study)}: {_e(b[0].title)}</a>: "

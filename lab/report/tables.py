@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lab.stats.analysis import ALL, Arm, MetricComparison, Pair
+from lab.stats.analysis import ALL, Arm, MetricComparison, Pair, PairedPair
 
 Value = float | int | str | None
 
@@ -21,7 +21,8 @@ Value = float | int | str | None
 class Row:
     key: str  # a stable name for CSV and JSON
     label: str  # what the table shows
-    kind: str  # "value" (in the metric's unit), "count", "pct", "p", "ratio", "text", "level"
+    kind: str  # "value" (in the metric's unit), "count", "pct", "p", "ratio", "text", "level",
+    # "share" (a fraction shown in percent)
     get: Callable[[Any], Value]
 
 
@@ -51,6 +52,28 @@ DIFFERENCE_ROWS = (
     Row("cohen_d", "Cohen's d", "ratio", lambda p: p.difference.cohen_d),
     Row("cliff_delta", "Cliff's delta", "ratio", lambda p: p.difference.cliff_delta),
     Row("verdict", "Verdict", "text", lambda p: p.verdict.outcome.value),
+)  # fmt: skip
+
+
+PAIRED_ROWS = (
+    Row("pairs", "Pairs (iterations in both)", "count", lambda q: q.paired.n),
+    Row("unpaired_a", "  samples of A without a partner", "count", lambda q: q.paired.unpaired_a),
+    Row("unpaired_b", "  samples of B without a partner", "count", lambda q: q.paired.unpaired_b),
+    Row("paired_diff", "Paired difference (B − A)", "value", lambda q: q.paired.diff),
+    Row("paired_low", "  paired t CI low", "value", lambda q: q.paired.diff_ci[0]),
+    Row("paired_high", "  paired t CI high", "value", lambda q: q.paired.diff_ci[1]),
+    Row("welch_low", "  Welch CI low (independent)", "value", lambda q: q.welch_ci[0]),
+    Row("welch_high", "  Welch CI high (independent)", "value", lambda q: q.welch_ci[1]),
+    Row("paired_percent", "Paired change relative to A (%)", "pct", lambda q: q.paired.percent),
+    Row("paired_percent_low", "  CI low (%)", "pct", lambda q: q.paired.percent_ci[0]),
+    Row("paired_percent_high", "  CI high (%)", "pct", lambda q: q.paired.percent_ci[1]),
+    Row("paired_t_p", "Paired t p", "p", lambda q: q.paired.t_p),
+    Row("wilcoxon_p", "Wilcoxon signed-rank p", "p", lambda q: q.paired.wilcoxon_p),
+    Row("correlation", "Correlation of the pairs (r)", "ratio", lambda q: q.paired.correlation),
+    Row("variance_ratio", "var(B − A) / (var A + var B)", "ratio",
+        lambda q: q.paired.variance_ratio),
+    Row("variance_removed", "Variance removed by pairing", "share",
+        lambda q: q.paired.variance_removed),
 )  # fmt: skip
 
 
@@ -119,6 +142,8 @@ def format_value(value: Value, kind: str, decimals: int) -> str:
         return f"{int(value):,}"
     if kind == "level":
         return f"{value * 100:g}%"
+    if kind == "share":
+        return f"{value * 100:.1f}%"
     if kind == "value":
         return f"{value:,.{decimals}f}"
     if kind == "pct":
@@ -145,13 +170,16 @@ def _columns(block: Sequence[MetricComparison], subjects: str) -> list[tuple[str
     """(header, object) per column: arms or pairs, each subset side by side."""
     columns: list[tuple[str, Any]] = []
     first = block[0]
-    count = len(first.arms) if subjects == "arms" else len(first.pairs)
-    for i in range(count):
+    count = {"arms": len(first.arms), "pairs": len(first.pairs), "paired": len(first.paired)}
+    for i in range(count[subjects]):
         for c in block:
-            obj: Arm | Pair
+            obj: Arm | Pair | PairedPair
             if subjects == "arms":
                 obj = c.arms[i]
                 name = obj.label
+            elif subjects == "paired":
+                obj = c.paired[i]
+                name = f"{obj.b} vs {obj.a}"
             else:
                 obj = c.pairs[i]
                 name = f"{obj.b} vs {obj.a}"
@@ -198,6 +226,17 @@ def block_tables(block: Sequence[MetricComparison]) -> list[TableData]:
                 True,
             )
         )
+    if first.paired:
+        tables.append(
+            _table(
+                f"{first.title}: paired by iteration (synchronised runs) at"
+                f" {first.confidence * 100:g}% confidence",
+                PAIRED_ROWS,
+                _columns(block, "paired"),
+                decimals,
+                False,
+            )
+        )
     tables.append(
         _table(
             f"{first.title}: diagnostics", DIAGNOSTIC_ROWS, _columns(block, "arms"), decimals, False
@@ -229,7 +268,37 @@ def notes(block: Sequence[MetricComparison]) -> list[str]:
                 f"{arm.label}: drift measured on evenly spaced samples (Kendall τ on"
                 f" {d.kendall_points:,}, Theil–Sen on {d.theil_sen_points:,} of {d.n:,})"
             )
+    lines.extend(paired_note(q) for q in block[0].paired)
     pairs: Sequence[Pair] = block[0].pairs
     if pairs:
         lines.append("median CI: " + pairs[0].difference.bootstrap.describe())
     return lines
+
+
+def paired_note(q: PairedPair) -> str:
+    """How much pairing by iteration helped, in words."""
+    d = q.paired
+    head = f"paired {q.b} vs {q.a}: {d.n:,} iterations in both"
+    if d.n < 3 or not math.isfinite(d.variance_ratio):
+        return head + "; too few pairs to say what pairing removed"
+    welch = q.welch_ci[1] - q.welch_ci[0]
+    narrower = welch / (d.diff_ci[1] - d.diff_ci[0]) if d.diff_ci[1] > d.diff_ci[0] else math.nan
+    return (
+        f"{head}; pairing removed {d.variance_removed * 100:.1f} % of the variance of B − A"
+        f" (r = {d.correlation:.3f}); the paired interval is {narrower:.2f}× narrower than"
+        " Welch's"
+    )
+
+
+def paired_data(c: MetricComparison) -> list[dict[str, Value]]:
+    """The paired rows of a comparison for JSON: NaN as None, every row by its key."""
+    data: list[dict[str, Value]] = []
+    for q in c.paired:
+        entry: dict[str, Value] = {"a": q.a, "b": q.b, "confidence": q.paired.confidence}
+        for row in PAIRED_ROWS:
+            value = row.get(q)
+            entry[row.key] = (
+                None if isinstance(value, float) and not math.isfinite(value) else value
+            )
+        data.append(entry)
+    return data

@@ -4,5 +4,8 @@
 ``difference`` answers the question it did not (how big is the difference, with what
 uncertainty), ``verdict`` turns that into one of four outcomes, ``diagnostics`` checks the
 assumptions behind it, ``planning`` says how many samples a question needs, and ``analysis``
-puts them together per workload and metric.
+puts them together per workload and metric. The study design adds ``sequential`` (stopping
+early with an anytime-valid confidence sequence), ``paired`` (synchronised runs paired by
+iteration), ``warmup`` (declared and detected warm-up) and ``placement`` (the variant and the
+CPU placement effects of a counterbalanced swap, separately).
 """

@@ -4,14 +4,15 @@ Arms are the series (one per variant, or per guest when a variant has several). 
 there is one pair, B against the baseline A; with more, every pair, and the family of
 Brunner–Munzel p-values is corrected with Benjamini–Hochberg. ``trim`` adds, side by side,
 the same analysis without the samples beyond Tukey's outer fences (3 IQR) of each arm: outliers
-are reported, never silently dropped.
+are reported, never silently dropped. ``paired`` adds, for synchronised runs, the paired
+analysis of every pair of arms (``lab.stats.paired``) beside the independent one.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats
@@ -20,6 +21,7 @@ from lab.errors import UsageError
 from lab.stats.descriptive import Summary, check_confidence, summarize
 from lab.stats.diagnostics import Diagnostics, diagnose, tukey_fences
 from lab.stats.difference import BOOTSTRAP_SEED, Difference, compare
+from lab.stats.paired import PairedDifference, paired_difference
 from lab.stats.verdict import Verdict, decide
 from lab.store import Direction, Series
 
@@ -50,6 +52,16 @@ class Pair:
 
 
 @dataclass(frozen=True)
+class PairedPair:
+    """B against A paired by iteration, with the independent (Welch) interval beside it."""
+
+    a: str
+    b: str
+    paired: PairedDifference
+    welch_ci: tuple[float, float]
+
+
+@dataclass(frozen=True)
 class MetricComparison:
     study: str
     workload: str
@@ -61,6 +73,7 @@ class MetricComparison:
     threshold: float
     arms: tuple[Arm, ...]
     pairs: tuple[Pair, ...]
+    paired: tuple[PairedPair, ...] = ()  # only when the runs were synchronised
 
     @property
     def title(self) -> str:
@@ -89,6 +102,7 @@ def _analyse(
     level: float,
     threshold: float,
     seed: int,
+    paired: bool = False,
 ) -> MetricComparison:
     arms = []
     for s in group:
@@ -114,7 +128,7 @@ def _analyse(
             Pair(pr.a, pr.b, pr.difference, pr.verdict, float(q))
             for pr, q in zip(pairs, adjusted, strict=True)
         ]
-    return MetricComparison(
+    comparison = MetricComparison(
         study=first.study,
         workload=first.workload,
         metric=first.metric,
@@ -126,6 +140,21 @@ def _analyse(
         arms=tuple(arms),
         pairs=tuple(pairs),
     )
+    return with_paired(comparison) if paired else comparison
+
+
+def with_paired(c: MetricComparison) -> MetricComparison:
+    """The comparison with the paired analysis of every pair of its arms added."""
+    paired = tuple(
+        PairedPair(
+            a.label,
+            b.label,
+            paired_difference(a.iterations, a.values, b.iterations, b.values, c.confidence),
+            pair.difference.diff_ci,
+        )
+        for (a, b), pair in zip(itertools.combinations(c.arms, 2), c.pairs, strict=True)
+    )
+    return replace(c, paired=paired)
 
 
 def order_arms(group: Sequence[Series], baseline_order: Sequence[str]) -> list[Series]:
@@ -142,8 +171,13 @@ def analyse(
     order: Sequence[str] = (),
     trim: bool = False,
     seed: int = BOOTSTRAP_SEED,
+    paired: bool | Collection[str] = False,
 ) -> list[MetricComparison]:
-    """One comparison per (study, workload, metric), twice with ``trim``: all, then trimmed."""
+    """One comparison per (study, workload, metric), twice with ``trim``: all, then trimmed.
+
+    ``paired`` is True for every workload, or the names of the workloads whose runs were
+    synchronised (``lab.stats.paired.synced_workloads``).
+    """
     level = check_confidence(confidence)
     groups: dict[tuple[str, str, str], list[Series]] = {}
     for s in series:
@@ -157,7 +191,8 @@ def analyse(
                 f"{key[1]} · {key[2]}: {', '.join(small)} has fewer than 2 samples",
                 hint="Run more iterations (lab plan says how many) before comparing",
             )
-        result.append(_analyse(group, ALL, level, threshold, seed))
+        pair_them = paired if isinstance(paired, bool) else key[1] in paired
+        result.append(_analyse(group, ALL, level, threshold, seed, pair_them))
         if trim:
-            result.append(_analyse(group, TRIMMED, level, threshold, seed))
+            result.append(_analyse(group, TRIMMED, level, threshold, seed, pair_them))
     return result

@@ -154,3 +154,67 @@ def test_not_a_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
 def test_bad_threshold(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "compare", "--db", str(db), "--threshold", "lots")
     assert code == 2 and "threshold" in err
+
+
+def synced_store(path: Path, schedule: str | None = "sync", n: int = 400) -> Path:
+    """Twins disturbed together (a shared per-iteration term); B fails iterations 7 and 8."""
+    rng = np.random.default_rng(21)
+    common = rng.normal(0, 3, n)
+    values = {"thp": 100 + common + rng.normal(0, 1, n), "shp1g": 99 + common + rng.normal(0, 1, n)}
+    with Store.open(path) as store:
+        study = store.ensure_study("synced")
+        run = store.ensure_run(study, "s/sysbench", "sysbench", {}, schedule, n,
+                               [MetricInfo("total_time_s", "s", "lower")])  # fmt: skip
+        for variant, x in values.items():
+            guest = store.ensure_guest(study, f"lab-{variant}", variant)
+            store.record(run, guest, [
+                IterationRecord(i + 1, 1, variant == "thp" or i + 1 not in (7, 8),
+                                metrics={"total_time_s": float(v)})
+                for i, v in enumerate(x)
+            ])  # fmt: skip
+    return path
+
+
+def test_synchronised_run_adds_the_paired_analysis(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from scipy import stats
+
+    db = synced_store(tmp_path / "sync.db")
+    _, out, _ = run(capsys, "compare", "--db", str(db), "--format", "json", "--confidence", "99")
+    (c,) = json.loads(out)
+    (paired,) = c["paired"]
+    assert (paired["a"], paired["b"], paired["pairs"]) == ("thp", "shp1g", 398)
+    assert (paired["unpaired_a"], paired["unpaired_b"]) == (2, 0)
+    with Store.open(db) as store:
+        thp, shp = sorted(store.values(), key=lambda s: s.variant != "thp")
+    keep = ~np.isin(thp.iterations, [7, 8])
+    ref = stats.ttest_rel(shp.values, thp.values[keep])
+    ci = ref.confidence_interval(confidence_level=0.99)
+    assert (paired["paired_low"], paired["paired_high"]) == pytest.approx((ci.low, ci.high))
+    assert paired["wilcoxon_p"] == pytest.approx(
+        stats.wilcoxon(shp.values - thp.values[keep]).pvalue
+    )
+    assert paired["variance_ratio"] == pytest.approx(0.1, abs=0.05)  # 2 of 9 + 1 + 9 + 1
+    welch = c["pairs"][0]["difference"]["diff_ci"]
+    assert [paired["welch_low"], paired["welch_high"]] == pytest.approx(welch)
+    assert paired["paired_high"] - paired["paired_low"] < (welch[1] - welch[0]) / 2
+    _, table, _ = run(capsys, "compare", "--db", str(db))
+    assert "paired by iteration" in table and "Wilcoxon signed-rank p" in table
+    assert "pairing removed" in table and "narrower than Welch's" in table
+    _, text, _ = run(capsys, "compare", "--db", str(db), "--format", "csv")
+    rows = [r for r in csv.DictReader(io.StringIO(text)) if r["table"] == "paired"]
+    assert {r["statistic"] for r in rows} >= {"pairs", "wilcoxon_p", "variance_removed"}
+    assert next(r for r in rows if r["statistic"] == "pairs")["value"] == "398"
+
+
+def test_paired_only_when_synchronised_or_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = synced_store(tmp_path / "concurrent.db", schedule="concurrent", n=60)
+    _, out, _ = run(capsys, "compare", "--db", str(db), "--format", "json")
+    assert "paired" not in json.loads(out)[0]
+    _, out, _ = run(capsys, "compare", "--db", str(db), "--format", "json", "--paired", "--trim")
+    assert [len(c["paired"]) for c in json.loads(out)] == [1, 1]
+    _, md, _ = run(capsys, "compare", "--db", str(db), "--format", "markdown", "--paired")
+    assert "| Variance removed by pairing |" in md

@@ -74,3 +74,18 @@ def test_thin_and_smoothed() -> None:
     assert idx.size == 11 and idx[0] == 0 and idx[-1] == 999 and np.all(np.diff(idx) > 0)
     x, y = smoothed(np.arange(1, 101), np.r_[np.zeros(50), np.ones(50)], bins=2)
     assert x.tolist() == [25.5, 75.5] and y.tolist() == [0.0, 1.0]
+
+
+def test_synchronised_runs_get_the_paired_table(tmp_path: Path) -> None:
+    from tests.unit.test_compare import synced_store
+
+    db = synced_store(tmp_path / "sync.db", n=120)
+    assert main(["report", "--db", str(db), "--out", str(tmp_path / "r"), "--embed"]) == 0
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert "paired by iteration (synchronised runs)" in page
+    assert "Wilcoxon signed-rank p" in page and "Variance removed by pairing" in page
+    assert "pairing removed" in page and "narrower than Welch" in page
+
+
+def test_unsynchronised_runs_have_no_paired_table(report: Path) -> None:
+    assert "paired by iteration" not in report.read_text()

@@ -72,3 +72,21 @@ def test_metrics_are_compared_separately() -> None:
 def test_single_sample_arm_refused() -> None:
     with pytest.raises(UsageError, match="fewer than 2 samples"):
         analyse([series("a", np.array([1.0])), series("b", np.array([1.0, 2.0]))], 95, 0.01)
+
+
+def test_paired_for_the_named_workloads_only() -> None:
+    rng = np.random.default_rng(5)
+    common = rng.normal(0, 2, 200)
+    a, b = 100 + common + rng.normal(0, 1, 200), 99 + common + rng.normal(0, 1, 200)
+    arms = [series("thp", a), series("shp1g", b)]
+    (plain,) = analyse(arms, 95, 0.01, order=["thp"])
+    (synced,) = analyse(arms, 95, 0.01, order=["thp"], paired={"w"})
+    (other,) = analyse(arms, 95, 0.01, order=["thp"], paired={"x"})
+    assert plain.paired == () and other.paired == ()
+    (q,) = synced.paired
+    assert (q.a, q.b, q.paired.n) == ("thp", "shp1g", 200)
+    assert q.paired.diff == pytest.approx(synced.pairs[0].difference.diff)  # same samples
+    assert q.welch_ci == synced.pairs[0].difference.diff_ci
+    assert q.paired.diff_ci[1] - q.paired.diff_ci[0] < (q.welch_ci[1] - q.welch_ci[0]) / 1.5
+    full, trimmed = analyse(arms, 95, 0.01, order=["thp"], trim=True, paired=True)
+    assert len(full.paired) == len(trimmed.paired) == 1

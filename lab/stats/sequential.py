@@ -1,0 +1,329 @@
+"""Stopping a run early without losing the error rate: confidence sequences and planned looks.
+
+A fixed-n interval is valid at one planned n. Looking at it after every iteration and
+stopping as soon as it excludes zero ("stop at the first p < α") makes a false positive far
+likelier than α, because the study gets many chances. A *confidence sequence* is a sequence
+of intervals that all cover the true value at once, with probability at least 1 − α, so a
+run may stop at any look, for any reason, and the interval it stops on is still valid.
+
+The one here is Lai's t confidence sequence (T. L. Lai, "On confidence sequences", Annals of
+Statistics 4, 1976; revisited by H. Wang and A. Ramdas, "Anytime-valid t-tests and confidence
+sequences for Gaussian means with unknown variance", Sequential Analysis, 2025). For
+observations with mean μ and an unknown variance it mixes the likelihood ratio of the
+scale-invariant statistics over a normal prior on the standardised effect; that mixture is a
+nonnegative martingale when μ is true, so Ville's inequality bounds the chance that it ever
+reaches 1/α. Solved for μ, with mean x̄ₜ and sample sd sₜ of t observations:
+
+    μ ∈ x̄ₜ ± sₜ·√(k(t−1) / (t(t−k))),  k = (t+a)·(1 − (α·√(a/(t+a)))^(2/t)),
+
+and the whole line while t ≤ k. It is exact for normal data at every t ≥ 2 (no plug-in
+variance, hence no excess error at small t); for large t it is the normal-mixture boundary of
+Robbins (1970) and Howard et al. ("Time-uniform, nonparametric, nonasymptotic confidence
+sequences", Annals of Statistics 49, 2021), which the asymptotic confidence sequences of
+Waudby-Smith et al. (2021) extend to any distribution with a finite variance. The tuning
+a = t*/(−2 log α + log(1 − 2 log α)) makes the interval tightest near t* (Howard et al.'s
+choice of the mixture variance); here t* is half the maximum n unless the rule says.
+
+The observations are the differences Dᵢ = Bᵢ − Aᵢ of the i-th samples of the two variants,
+i.i.d. whether or not the runs were synchronised. The relative change uses the delta method
+on the log ratio of means, as ``lab.stats.difference`` does at a fixed n: log(B̄/Ā) with the
+sd of Bᵢ/B̄ − Aᵢ/Ā. The verdict (``lab.stats.verdict``) is then read from that wider interval.
+
+For a design with a few planned looks instead, ``obrien_fleming_boundaries`` gives the
+two-sided z boundaries of the Lan–DeMets O'Brien–Fleming-type alpha spending function,
+α/2 per side spent as 2 − 2Φ(z(1−α/4)/√t) at information fraction t (the convention of
+DeMets & Lan, "Interim analysis: the alpha spending function approach", Statistics in
+Medicine 13, 1994, and of R's gsDesign ``sfLDOF``), and ``classic_obrien_fleming`` those of
+O'Brien and Fleming (Biometrics 35, 1979), c·√(K/k). Both come from the recursive numerical
+integration of Armitage, McPherson and Rowe (JRSS A 132, 1969) over a grid.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from scipy import integrate, optimize, stats
+
+from lab.errors import UsageError
+from lab.stats.descriptive import check_confidence
+from lab.stats.verdict import Outcome, Verdict, decide, parse_percent
+from lab.store import Direction
+
+METHOD = "Lai's t confidence sequence"
+UNTIL_FORMS = "--until verdict, or --until 'ci-halfwidth<0.5%' (or an absolute '<0.2' in units)"
+_HALFWIDTH = re.compile(r"^\s*ci-halfwidth\s*<\s*([0-9]*\.?[0-9]+)\s*(%?)\s*$")
+
+
+def tuning(confidence: float, tuned_for: int) -> float:
+    """The mixture's prior precision a, which makes the sequence tightest near ``tuned_for``."""
+    alpha = 1.0 - check_confidence(confidence)
+    two_log = -2.0 * math.log(alpha)
+    return max(1, tuned_for) / (two_log + math.log1p(two_log))
+
+
+def radius(t: np.ndarray | int, confidence: float, tuned_for: int) -> np.ndarray:
+    """The half-width per unit of sample sd after t observations (inf while t is too small)."""
+    level = check_confidence(confidence)
+    alpha = 1.0 - level
+    a = tuning(level, tuned_for)
+    n = np.asarray(t, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        k = (n + a) * -np.expm1((2.0 / n) * (math.log(alpha) + 0.5 * np.log(a / (n + a))))
+        r = np.sqrt(k * (n - 1) / (n * (n - k)))
+    return np.where((n >= 2) & (n > k), r, np.inf)
+
+
+@dataclass(frozen=True)
+class SequentialInterval:
+    """B − A after n pairs, as a confidence sequence: valid at this n whenever one looks."""
+
+    n: int
+    confidence: float
+    tuned_for: int
+    diff: float
+    diff_ci: tuple[float, float]
+    percent: float
+    percent_ci: tuple[float, float]
+
+    @property
+    def halfwidth(self) -> float:
+        return (self.diff_ci[1] - self.diff_ci[0]) / 2
+
+    @property
+    def percent_halfwidth(self) -> float:
+        """Half the width of the relative interval, in percent of A's mean."""
+        return (self.percent_ci[1] - self.percent_ci[0]) / 2
+
+    @property
+    def method(self) -> str:
+        return f"{METHOD} at {self.confidence * 100:g} %, tuned for n={self.tuned_for}"
+
+
+def confidence_sequence(
+    a: Sequence[float] | np.ndarray,
+    b: Sequence[float] | np.ndarray,
+    confidence: float,
+    tuned_for: int,
+) -> SequentialInterval:
+    """The sequence's interval for B − A after the first min(len a, len b) pairs."""
+    n = min(len(a), len(b))
+    x = np.asarray(a, dtype=np.float64)[:n]
+    y = np.asarray(b, dtype=np.float64)[:n]
+    level = check_confidence(confidence)
+    nan2 = (math.nan, math.nan)
+    if n < 2:
+        return SequentialInterval(n, level, tuned_for, math.nan, nan2, math.nan, nan2)
+    d = y - x
+    sd = float(d.std(ddof=1))
+    # identical differences (quantised values, tiny n) say nothing about the spread yet
+    r = float(radius(n, level, tuned_for)) if sd > 0 else math.inf
+    diff = float(d.mean())
+    half = r * sd if sd > 0 else math.inf
+    mean_a, mean_b = float(x.mean()), float(y.mean())
+    percent, percent_ci = math.nan, nan2
+    if mean_a > 0 and mean_b > 0:
+        log_ratio = math.log(mean_b / mean_a)
+        log_half = r * float(np.std(y / mean_b - x / mean_a, ddof=1))
+        percent = math.expm1(log_ratio) * 100
+        percent_ci = (
+            math.expm1(log_ratio - log_half) * 100,
+            math.expm1(log_ratio + log_half) * 100,
+        )
+    return SequentialInterval(
+        n, level, tuned_for, diff, (diff - half, diff + half), percent, percent_ci
+    )
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """When a run may stop: a narrow enough interval, or a verdict; never beyond ``max_n``."""
+
+    kind: Literal["ci-halfwidth", "verdict"]
+    max_n: int
+    limit: float | None = None  # the half-width to reach: a fraction of A's mean if relative
+    relative: bool = True
+    tuned_for: int = 0  # 0: half of max_n
+
+    @property
+    def tuning_n(self) -> int:
+        return self.tuned_for or max(2, self.max_n // 2)
+
+    def describe(self) -> str:
+        if self.kind == "verdict":
+            return f"until a verdict, at most {self.max_n} iterations"
+        assert self.limit is not None
+        limit = f"{self.limit * 100:g} %" if self.relative else f"{self.limit:g}"
+        return f"until the interval's half-width is below {limit}, at most {self.max_n} iterations"
+
+
+def parse_until(text: str, max_n: int, tuned_for: int = 0) -> StopRule:
+    """``--until``: 'verdict' or 'ci-halfwidth<X%' (X in metric units without the %)."""
+    if max_n < 2:
+        raise UsageError(
+            f"--until needs a maximum of at least 2 iterations, not {max_n}",
+            hint="Give the most iterations the run may take with --n",
+        )
+    if text.strip() == "verdict":
+        return StopRule("verdict", max_n, tuned_for=tuned_for)
+    match = _HALFWIDTH.match(text)
+    if not match:
+        raise UsageError(f"cannot read the stopping rule {text!r}", hint=f"Write {UNTIL_FORMS}")
+    number, percent = match.groups()
+    if percent:
+        limit, relative = parse_percent(number + "%", "ci-halfwidth"), True
+    else:
+        limit, relative = float(number), False
+    if limit <= 0:
+        raise UsageError(f"the half-width in {text!r} must be above 0", hint=f"Write {UNTIL_FORMS}")
+    return StopRule("ci-halfwidth", max_n, limit, relative, tuned_for)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Whether the run stops after these samples, why, and how that was decided."""
+
+    stop: bool
+    reason: str
+    method: str  # for the output: "stopped by an anytime-valid confidence sequence (...)"
+    interval: SequentialInterval
+    verdict: Verdict
+
+
+def _width(rule: StopRule, seq: SequentialInterval) -> tuple[float, str, str]:
+    """The half-width the rule reads, as a number, as text and the limit as text."""
+    if rule.relative:
+        width = seq.percent_halfwidth / 100
+        return width, f"{width * 100:.3g} % of A's mean", f"{(rule.limit or 0) * 100:g} %"
+    return seq.halfwidth, f"{seq.halfwidth:.4g}", f"{rule.limit:g}"
+
+
+def check_stop(
+    rule: StopRule,
+    a: Sequence[float] | np.ndarray,
+    b: Sequence[float] | np.ndarray,
+    confidence: float,
+    threshold: float,
+    direction: Direction = "lower",
+    labels: tuple[str, str] = ("A", "B"),
+) -> Decision:
+    """Continue or stop, given every sample of A and of B so far (in iteration order).
+
+    ``threshold`` is the verdict's practical threshold as a fraction (0.01 for 1 %).
+    """
+    seq = confidence_sequence(a, b, confidence, rule.tuning_n)
+    verdict = decide(seq.percent_ci, direction, threshold, labels[0], labels[1], seq.confidence)
+    method = f"an anytime-valid confidence sequence ({seq.method})"
+    at = f"after {seq.n} pairs"
+    if seq.n < 2:
+        return Decision(False, f"{at}: too few for an interval", method, seq, verdict)
+    if rule.kind == "verdict":
+        progress = f"{at}: {verdict.text}"
+        met = verdict.outcome != Outcome.INCONCLUSIVE
+    else:
+        width, shown, limit = _width(rule, seq)
+        met = rule.limit is not None and width < rule.limit  # False while the width is inf
+        progress = (
+            f"{at}: the interval's half-width {shown} {'is below' if met else 'is not below'}"
+        )
+        progress += f" {limit}"
+    if met:
+        return Decision(True, progress, "stopped by " + method, seq, verdict)
+    if seq.n >= rule.max_n:
+        reason = (
+            f"{progress}, and the maximum of {rule.max_n} iterations is reached: {verdict.text}."
+            " Run more iterations (a higher --n) to narrow it further"
+        )
+        return Decision(True, reason, "stopped at the maximum n; the interval is from " + method,
+                        seq, verdict)  # fmt: skip
+    return Decision(False, progress, method, seq, verdict)
+
+
+_GRID = 501  # points of the continuation region per look: boundaries to 1e-5
+
+
+def _looks(looks: int | Sequence[float]) -> np.ndarray:
+    fractions = np.arange(1, looks + 1) / looks if isinstance(looks, int) else np.asarray(looks)
+    if fractions.size < 1 or np.any(np.diff(fractions) <= 0) or not 0 < fractions[-1] <= 1:
+        raise UsageError("the looks must be increasing information fractions in (0, 1]",
+                         hint="e.g. 5 equally spaced looks, or 0.25,0.5,0.75,1")  # fmt: skip
+    return fractions.astype(np.float64)
+
+
+def _crossing(z: float, t: float, step: float, grid: np.ndarray, density: np.ndarray) -> float:
+    """P(no crossing before this look and |Z| ≥ z at it, information t) with no difference.
+
+    ``density`` is that of the score S = Z·√t on ``grid`` at the previous look, among the
+    paths that have not crossed; ``step`` the sd of S's increment since then.
+    """
+    if not grid.size:
+        return float(2 * stats.norm.sf(z))
+    b = z * math.sqrt(t)
+    out = stats.norm.cdf((-b - grid) / step) + stats.norm.sf((b - grid) / step)
+    return float(integrate.trapezoid(density * out, grid))
+
+
+Choose = Callable[[int, Callable[[float], float]], float]
+
+
+def _boundaries(fractions: np.ndarray, choose: Choose) -> np.ndarray:
+    """z boundaries look by look; ``choose(k, crossing)`` picks look k's from crossing(z)."""
+    grid = density = np.empty(0)
+    previous = 0.0
+    bounds = []
+    for k, t in enumerate(fractions):
+        step = math.sqrt(t - previous)
+        z = choose(k, functools.partial(_crossing, t=t, step=step, grid=grid, density=density))
+        bounds.append(z)
+        new_grid = np.linspace(-z * math.sqrt(t), z * math.sqrt(t), _GRID)
+        if grid.size:
+            kernel = stats.norm.pdf((new_grid[:, None] - grid[None, :]) / step) / step
+            density = integrate.trapezoid(kernel * density[None, :], grid, axis=1)
+        else:
+            density = stats.norm.pdf(new_grid, 0, step)
+        grid, previous = new_grid, t
+    return np.array(bounds)
+
+
+def obrien_fleming_boundaries(looks: int | Sequence[float], confidence: float) -> np.ndarray:
+    """Lan–DeMets O'Brien–Fleming-type two-sided z boundaries at the planned looks."""
+    alpha = 1.0 - check_confidence(confidence)
+    fractions = _looks(looks)
+    z_quarter = float(stats.norm.isf(alpha / 4))
+
+    def spent(t: float) -> float:  # both sides
+        return float(4 * stats.norm.sf(z_quarter / math.sqrt(t)))
+
+    def choose(k: int, crossing: Callable[[float], float]) -> float:
+        target = spent(fractions[k]) - (spent(fractions[k - 1]) if k else 0.0)
+        return float(optimize.brentq(lambda z: crossing(z) - target, 0.01, 40, xtol=1e-10))
+
+    return _boundaries(fractions, choose)
+
+
+def crossing_probability(bounds: Sequence[float], looks: int | Sequence[float]) -> float:
+    """P(|Z_k| ≥ bounds[k] at some look) when there is no difference."""
+    given = [float(b) for b in bounds]
+    parts: list[float] = []
+
+    def choose(k: int, crossing: Callable[[float], float]) -> float:
+        parts.append(crossing(given[k]))
+        return given[k]
+
+    _boundaries(_looks(looks), choose)
+    return math.fsum(parts)
+
+
+def classic_obrien_fleming(looks: int, confidence: float) -> np.ndarray:
+    """O'Brien and Fleming's c·√(K/k), with c such that the boundaries spend exactly α."""
+    alpha = 1.0 - check_confidence(confidence)
+    shape = np.sqrt(looks / np.arange(1, looks + 1))
+    c = optimize.brentq(
+        lambda c: crossing_probability(c * shape, looks) - alpha, 0.5, 10, xtol=1e-8
+    )
+    return float(c) * shape
