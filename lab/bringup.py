@@ -175,6 +175,7 @@ def bring_up(ctx: Context, request: TwinRequest, phase: Phase = lambda g, p: Non
                 f"{guest.name} did not start: {err.get_error_message()}",
                 hint="Check `lab host check`; then `lab down` and retry",
             ) from None
+        phase(guest.name, "booting")
 
     def ready(guest: Guest, record: GuestRecord) -> GuestRecord:
         def mark(what: str) -> None:

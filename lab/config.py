@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from lab.errors import ConfigError
+from lab.errors import ConfigError, LabError
 from lab.paths import RESULTS_DIR
 
 
@@ -52,6 +52,12 @@ class Config:
     boot_timeout: int = field(
         default=600, metadata=_doc("seconds a guest may take to become ready")
     )
+
+    def __post_init__(self) -> None:
+        # Also for `replace(config, image=args.image)`: a bad value from the command line.
+        for f in fields(self):
+            if f.name in _CHECKS and getattr(self, f.name) != f.default:
+                check_value(f.name, getattr(self, f.name))
 
     def describe(self) -> list[tuple[str, str, str]]:
         """(key, value, documentation) for every key."""
@@ -95,7 +101,76 @@ def config_from_mapping(data: dict[str, Any], source: str = "config") -> Config:
         if type(value) is not expected:
             raise ConfigError(
                 f"{source}: key {key!r} must be a {expected.__name__},"
-                f" not {type(value).__name__} ({value!r})"
+                f" not {type(value).__name__} ({value!r})",
+                hint=f"{key}: {known[key].metadata['doc']}; default {known[key].default!r}",
             )
+        check_value(key, value, source)
         changes[key] = value
     return replace(Config(), **changes)
+
+
+def _at_least(low: int) -> Any:
+    def check(value: Any) -> None:
+        if value < low:
+            raise ValueError(f"must be {low} or more")
+
+    return check
+
+
+def _one_of(*choices: str) -> Any:
+    def check(value: Any) -> None:
+        if value not in choices:
+            raise ValueError(f"must be one of {', '.join(map(repr, choices))}")
+
+    return check
+
+
+def _name(kind: str) -> Any:
+    def check(value: Any) -> None:
+        from lab.names import check_name
+
+        check_name(kind, value)
+
+    return check
+
+
+def _size(value: Any) -> None:
+    from lab.units import parse_size_kib
+
+    parse_size_kib(value)
+
+
+def _subnet(value: Any) -> None:
+    from lab.host.network import parse_subnet
+
+    parse_subnet(value)
+
+
+# Values a type alone does not rule out: each check raises ValueError, TypeError or a LabError.
+_CHECKS: dict[str, Any] = {
+    "image": _name("image"),
+    "network": _name("network"),
+    "vcpus": _at_least(1),
+    "reserve_host_cpus": _at_least(0),
+    "boot_timeout": _at_least(1),
+    "memory": _size,
+    "accelerator": _one_of("auto", "kvm", "qemu"),
+    "subnet": _subnet,
+}
+
+
+def check_value(key: str, value: Any, source: str = "") -> None:
+    """Refuse a value of the right type that cannot work, naming ``source`` and ``key``."""
+    check = _CHECKS.get(key)
+    if check is None:
+        return
+    try:
+        check(value)
+    except (ValueError, TypeError, LabError) as err:
+        reason = err.message if isinstance(err, LabError) else str(err)
+        field = next(f for f in fields(Config) if f.name == key)
+        hint = getattr(err, "hint", None) or (
+            f"{key}: {field.metadata['doc']}; default {field.default!r}"
+        )
+        where = f"{source}: key {key!r} = {value!r}" if source else f"{key} {value!r}"
+        raise ConfigError(f"{where}: {reason}", hint=hint) from None

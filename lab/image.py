@@ -188,6 +188,37 @@ def qemu_img_info(host: Host, path: Path) -> dict[str, Any]:
     return info
 
 
+QCOW2_MAGIC = b"QFI\xfb"
+# What a file that is not qcow2 probably is, for the message (qemu-img calls the rest raw).
+_OTHER_MAGIC = ((b"KDMV", "vmdk"), (b"conectix", "vpc"), (b"vhdxfile", "vhdx"),
+                (b"<<< ", "vdi"), (b"\x89PNG", "PNG"), (b"\x7fELF", "ELF"))  # fmt: skip
+
+
+def check_importable(path: Path, name: str) -> None:
+    """Refuse, before anything runs or is written, a path that is no qcow2 file or a bad name."""
+    from lab.names import check_name
+
+    if not path.is_file():
+        raise UsageError(
+            f"{path} does not exist or is not a file",
+            hint="Give the path of a qcow2 cloud image, e.g. debian-12-genericcloud-amd64.qcow2",
+        )
+    try:
+        with open(path, "rb") as handle:
+            magic = handle.read(len(QCOW2_MAGIC))
+    except OSError as err:
+        raise UsageError(
+            f"cannot read {path}: {err.strerror}", hint="Check its permissions"
+        ) from None
+    if magic != QCOW2_MAGIC:
+        kind = next((k for m, k in _OTHER_MAGIC if magic == m[:4]), "raw")
+        raise UsageError(
+            f"{path} is a {kind} image, not qcow2 (a qcow2 file starts with QFI\\xfb)",
+            hint=f"Convert it first: qemu-img convert -O qcow2 {path} {path.stem}.qcow2",
+        )
+    check_name("image", name, "--name")
+
+
 def import_image(
     path: Path,
     image_dir: Path,
@@ -204,10 +235,7 @@ def import_image(
     say = log or (lambda _message: None)
     path = Path(path)
     image_dir = Path(image_dir)
-    if not path.is_file():
-        raise UsageError(f"{path} does not exist or is not a file")
-    if not name or "/" in name or name.startswith("."):
-        raise UsageError(f"image name {name!r} is not a plain file name")
+    check_importable(path, name)
     info = qemu_img_info(host, path)
     if info.get("format") != "qcow2":
         raise UsageError(

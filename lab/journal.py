@@ -168,9 +168,15 @@ def _num(data: Mapping[str, Any], key: str, line: str) -> float | None:
     value = data.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise _invalid(f"{key!r} should be a finite number, not {value!r}", line)
-    return float(value)
+    try:
+        number = float(value)  # an integer past a float's range raises OverflowError
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise _invalid(f"{key!r} should be a finite number, not {str(value)[:40]}", line)
+    return number
 
 
 def _int(data: Mapping[str, Any], key: str, line: str) -> int | None:

@@ -36,18 +36,38 @@ class KeyPair:
 
 
 def secure_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) with mode 0700 and return it."""
-    path.mkdir(parents=True, exist_ok=True)
+    """Create ``path`` with mode 0700 and return it.
+
+    Parents it has to make (the state directory) get 0755 whatever the umask: QEMU must
+    traverse them to the guests' disks, and nobody else may write into them.
+    """
+    for directory in reversed([path, *path.parents]):
+        if directory.exists():
+            continue
+        try:
+            directory.mkdir()
+        except FileExistsError:  # made meanwhile by someone else: theirs to set
+            continue
+        directory.chmod(0o755)
     os.chmod(path, 0o700)
     return path
 
 
 def write_private(path: Path, text: str) -> None:
-    """Write a secret so that it is never readable by others, not even for an instant."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    """Write a secret so that it is never readable by others, not even for an instant.
+
+    The text goes into a new file created with mode 0600 that then replaces ``path``: an
+    existing file with a looser mode is never written into.
+    """
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as handle:
         handle.write(text)
-    os.chmod(path, 0o600)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.chmod(tmp, 0o600)  # whatever the umask
+    tmp.replace(path)
 
 
 def lab_client_key(ssh_dir: Path) -> tuple[Path, str]:

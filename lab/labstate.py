@@ -59,6 +59,8 @@ def save_state(state_dir: Path, state: LabState) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(asdict(state), indent=2, sort_keys=True) + "\n")
+    # Public keys and addresses only, but nobody else may change what `lab down` destroys.
+    tmp.chmod(0o644)
     with open(tmp, "rb") as handle:
         os.fsync(handle.fileno())
     tmp.replace(path)

@@ -73,6 +73,10 @@ def write_seed_iso(data: SeedData, path: Path) -> None:
             io.BytesIO(content), len(content), iso_name, rr_name=name, joliet_path="/" + name
         )
     tmp = path.with_suffix(".tmp")
+    # It holds the guest's private host key: readable by root only. libvirt hands the
+    # file to QEMU's user when the guest starts (its DAC driver changes the owner).
+    tmp.touch(mode=0o600)
+    tmp.chmod(0o600)
     iso.write(str(tmp))
     iso.close()
     tmp.replace(path)

@@ -3,26 +3,36 @@
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 from lab.errors import UsageError
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(i?B)?\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)(i?B)?\s*$", re.IGNORECASE | re.ASCII)
 _FACTOR = {"": 1, "K": 1, "M": 1024, "G": 1024**2, "T": 1024**3}
+MAX_KIB = 1024**5  # an exbibyte: larger is a typo, not a machine
+MAX_CPU = 65535  # above the kernel's largest NR_CPUS
+_CPU_RANGE = re.compile(r"([0-9]{1,6})(?:-([0-9]{1,6}))?", re.ASCII)
 
 
 def parse_size_kib(text: str) -> int:
     """Parse ``1G``, ``512M``, ``1GiB`` or a bare number of KiB into KiB.
 
-    Suffixes are binary (1G = 1 GiB), as libvirt and the kernel use them.
+    Suffixes are binary (1G = 1 GiB), as libvirt and the kernel use them. The arithmetic is
+    exact (``1.5G`` is 1572864), so a size that is no whole number of KiB is refused.
     """
     match = _SIZE.match(text)
-    if not match:
+    if not match or len(match.group(1)) > 40:
         raise UsageError(
-            f"cannot read size {text!r}", hint="Write it as a number with K, M, G or T, e.g. 1G"
+            f"cannot read size {text[:60]!r}",
+            hint="Write it as a number with K, M, G or T, e.g. 1G",
         )
-    value = float(match.group(1)) * _FACTOR[match.group(2).upper()]
-    if value <= 0 or value != int(value):
-        raise UsageError(f"size {text!r} is not a positive whole number of KiB")
+    value = Decimal(match.group(1)) * _FACTOR[match.group(2).upper()]
+    if value <= 0 or value != value.to_integral_value():
+        raise UsageError(
+            f"size {text!r} is not a positive whole number of KiB", hint="e.g. 1G, 512M or 1536M"
+        )
+    if value > MAX_KIB:
+        raise UsageError(f"size {text!r} is larger than any machine", hint="e.g. 1G")
     return int(value)
 
 
@@ -42,12 +52,15 @@ def parse_cpuset(text: str) -> list[int]:
             continue
         if part.startswith("^"):
             raise UsageError(f"CPU list {text!r}: exclusions (^) are not supported")
-        lo, sep, hi = part.partition("-")
-        if not lo.isdigit() or (sep and not hi.isdigit()):
+        match = _CPU_RANGE.fullmatch(part)
+        if not match:
             raise UsageError(f"cannot read CPU list {text!r}", hint="Write it like 0-3,8")
-        start, end = int(lo), int(hi) if sep else int(lo)
+        start = int(match.group(1))
+        end = int(match.group(2)) if match.group(2) is not None else start
         if end < start:
             raise UsageError(f"CPU list {text!r}: range {part} runs backwards")
+        if end > MAX_CPU:
+            raise UsageError(f"CPU list {text!r}: CPU {end} is beyond any host's CPUs")
         cpus.update(range(start, end + 1))
     return sorted(cpus)
 

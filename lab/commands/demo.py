@@ -61,22 +61,29 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from pathlib import Path
 
     from lab.cli import main
+    from lab.errors import UsageError
     from lab.paths import RESULTS_DIR
+    from lab.runlock import run_lock
 
+    if args.n < 1:
+        raise UsageError(f"--n must be 1 or more, not {args.n}", hint="e.g. lab demo --n 5")
     db = args.db or str(RESULTS_DIR / "demo.db")
     # Keep one host CPU free when the host has one to spare; a 2-CPU host gives both away.
     reserve = 1 if (os.cpu_count() or 1) >= 3 else 0
     plan = steps(args.n, db, reserve)
     if not args.keep:
         plan.append(["down"])
-    for step in plan:
-        ctx.err.rule(f"lab {' '.join(step)}")
-        status = main(step)
-        if status != 0:
-            ctx.err.print(
-                f"[bold red]lab demo: `lab {' '.join(step)}` failed ({status});"
-                " the pair is left as it is: see `lab status`, then `lab down`."
-            )
-            return status
+    # Held for the whole demo (its `lab run` steps take it again): a second demo or a
+    # `lab run` started meanwhile is refused instead of downing or sharing this pair.
+    with run_lock(Path(ctx.config.state_dir), ["lab", "demo", "--n", str(args.n)], ctx.warn):
+        for step in plan:
+            ctx.err.rule(f"lab {' '.join(step)}")
+            status = main(step)
+            if status != 0:
+                ctx.err.print(
+                    f"[bold red]lab demo: `lab {' '.join(step)}` failed ({status});"
+                    " the pair is left as it is: see `lab status`, then `lab down`."
+                )
+                return status
     ctx.out.print(f"demo done: results in {db}, report under {Path(db).parent / 'report'}")
     return 0

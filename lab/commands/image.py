@@ -46,9 +46,10 @@ def register(subparsers: Any) -> None:
 
 def run_build(args: argparse.Namespace, ctx: Context) -> int:
     from lab.image import build_image
+    from lab.names import check_name
     from lab.paths import IMAGES_DIR
 
-    recipe = args.recipe or ctx.config.image
+    recipe = check_name("recipe", args.recipe or ctx.config.image, "--recipe")
     recipe_dir = IMAGES_DIR / recipe
     if not recipe_dir.is_dir():
         from lab.errors import UnknownNameError

@@ -49,7 +49,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from pathlib import Path
 
-    from lab.importers.ingest import ImportOptions, import_file
+    from lab.importers.ingest import ImportOptions, import_file, read_checked
     from lab.store.cli import open_store
 
     options = ImportOptions(
@@ -57,9 +57,11 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         guest=args.guest, host=args.host, unit=args.unit, direction=args.direction,
         skip_bad=args.skip_bad,
     )  # fmt: skip
+    # Every file is read and checked before the store is opened: a bad one changes nothing.
+    parsed = {name: read_checked(Path(name), options) for name in args.files}
     with open_store(args, ctx) as store:
         for name in args.files:
-            summary = import_file(store, Path(name), options)
+            summary = import_file(store, Path(name), options, parsed[name])
             for bad in summary.bad:
                 ctx.warn(f"{name}:{bad.line}: {bad.message} (skipped)")
             parts = [f"read {summary.read} sample(s) as {summary.format}"]

@@ -8,7 +8,7 @@ from typing import Any
 from lab.context import Context
 from lab.twinplan import add_twin_arguments, parse_pair, request_from
 
-PHASES = ("clone", "define", "start", "lease", "ssh", "cloud-init", "verified")
+PHASES = ("clone", "define", "start", "booting", "lease", "ssh", "cloud-init", "verified")
 
 
 def register(subparsers: Any) -> None:
@@ -38,11 +38,13 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from rich.table import Table
 
     from lab.bringup import bring_up
+    from lab.hostmemory import check_host_memory
     from lab.progress import PhaseBoard
 
     if args.image:
         ctx.config = replace(ctx.config, image=args.image)
     request = request_from(args, ctx, parse_pair(args.pair))
+    check_host_memory(ctx, request)  # variants, CPU plan and memory, before anything is made
     with PhaseBoard(ctx.err, PHASES) as board:
         result = bring_up(ctx, request, board.update)
     table = Table(

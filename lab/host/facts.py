@@ -215,6 +215,9 @@ def _strip_comment(text: str) -> str:
     return "".join(out).strip()
 
 
+_COUNT = re.compile(r"[0-9]{1,9}", re.ASCII)
+
+
 def parse_hugepages_option(text: str) -> list[tuple[int, int, int | None]]:
     """``1G:2,2M:0`` (``SIZE:COUNT[@NODE]``) -> [(page_kib, count, node or None)]."""
     wanted = []
@@ -224,7 +227,8 @@ def parse_hugepages_option(text: str) -> list[tuple[int, int, int | None]]:
             continue
         size, sep, rest = item.partition(":")
         count, at, node = rest.partition("@")
-        if not sep or not count.isdigit() or (at and not node.isdigit()):
+        # ASCII digits only: str.isdigit() also takes '²', which int() refuses.
+        if not sep or not _COUNT.fullmatch(count) or (at and not _COUNT.fullmatch(node)):
             raise UsageError(
                 f"cannot read huge page request {item!r}",
                 hint="Write SIZE:COUNT[@NODE], e.g. --hugepages 1G:2,2M:0",

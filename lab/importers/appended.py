@@ -172,8 +172,9 @@ def read_iperf3_json(text: str) -> Parsed:
         line = _line_of(text, index)
         try:
             obj, end = decoder.raw_decode(text, index)
-        except ValueError as err:
-            bad.append(BadLine(line, f"not a JSON object from iperf3 -J ({str(err)[:80]})"))
+        except (ValueError, RecursionError) as err:
+            why = "nested too deeply" if isinstance(err, RecursionError) else str(err)[:80]
+            bad.append(BadLine(line, f"not a JSON object from iperf3 -J ({why})"))
             # resynchronise at the next object that starts a line
             following = text.find("\n{", index + 1)
             if following < 0:

@@ -41,6 +41,18 @@ class MalformedInputError(UsageError):
         )
 
 
+class NotTextError(UsageError):
+    """A binary file given to `lab import`: nothing was read or stored."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        self.path = path
+        super().__init__(
+            f"{path} is not a text results file ({why}); nothing was stored",
+            hint="Import CSV, JSONL, or the text output of time, sysbench or iperf3"
+            " (see `lab import --help`)",
+        )
+
+
 @dataclass(frozen=True)
 class ImportOptions:
     format: str = "auto"
@@ -91,15 +103,31 @@ def detect_format(path: Path, text: str) -> str:
     )
 
 
-def read(path: Path, options: ImportOptions) -> Parsed:
+def read_text(path: Path) -> str:
+    """The file as text; a binary file (a NUL byte, or bytes that are not UTF-8) is refused."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as handle:
+            data = handle.read()
     except FileNotFoundError:
         raise UsageError(
             f"{path} does not exist", hint="Check the path of the results file"
         ) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise UsageError(f"cannot read {path}: {err}", hint="Import a text file (UTF-8)") from None
+    except OSError as err:
+        raise UsageError(
+            f"cannot read {path}: {err.strerror or err}", hint="Check the path and its permissions"
+        ) from None
+    if b"\0" in data:
+        raise NotTextError(path, f"it holds a NUL byte at offset {data.index(0)}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise NotTextError(
+            path, f"byte {data[err.start]:#04x} at offset {err.start} is not UTF-8"
+        ) from None
+
+
+def read(path: Path, options: ImportOptions) -> Parsed:
+    text = read_text(path)
     fmt = detect_format(path, text) if options.format == "auto" else options.format
     defaults: Defaults = {
         "variant": options.variant, "workload": options.workload, "guest": options.guest,
@@ -190,9 +218,27 @@ def _iterations(samples: list[Sample], first: int, bad: list[BadLine]) -> dict[i
     return by_iteration
 
 
-def import_file(store: Store, path: Path, options: ImportOptions) -> ImportSummary:
-    """Read ``path`` and store its samples in one transaction."""
+def read_checked(path: Path, options: ImportOptions) -> Parsed:
+    """:func:`read`, refusing a file without samples, or with malformed lines unless
+    ``skip_bad``: what can be told without the store, so a bad file never opens one."""
     parsed = read(path, options)
+    if parsed.bad and not options.skip_bad:
+        raise MalformedInputError(path, sorted(parsed.bad, key=lambda b: b.line))
+    if not parsed.samples:
+        raise UsageError(
+            f"no samples found in {path} (read as {parsed.format})",
+            hint="Check the file, or pass --format if it was detected wrongly",
+        )
+    return parsed
+
+
+def import_file(
+    store: Store, path: Path, options: ImportOptions, parsed: Parsed | None = None
+) -> ImportSummary:
+    """Read ``path`` (unless ``parsed`` is what it holds) and store its samples in one
+    transaction."""
+    if parsed is None:
+        parsed = read(path, options)
     summary = ImportSummary(path=path, format=parsed.format, read=len(parsed.samples))
     bad = list(parsed.bad)
     infos, unit_bad = _metric_infos(path, parsed.samples, options)

@@ -100,13 +100,32 @@ def _check_columns(columns: list[str], where: str) -> None:
         )
 
 
+def _rows(reader: csv.DictReader[str], bad: list[BadLine]) -> Iterator[dict[Any, Any]]:
+    """The reader's rows; a row the csv module cannot read at all is a bad line, not a crash."""
+    while True:
+        try:
+            yield next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:  # e.g. a field past the csv module's size limit
+            bad.append(BadLine(reader.line_num + 1, f"not readable as CSV ({err})"))
+
+
 def read_csv(text: str, name: str, defaults: Defaults) -> Parsed:
     reader = csv.DictReader(io.StringIO(text))
-    columns = [c.strip() for c in (reader.fieldnames or [])]
+    try:
+        header = reader.fieldnames or []
+    except csv.Error as err:
+        raise UsageError(
+            f"{name}:1: the header is not readable as CSV ({err})",
+            hint="The first line must name the columns, e.g. variant,workload,metric,value",
+        ) from None
+    columns = [c.strip() for c in header]
     _check_columns(columns, f"{name}:1")
     reader.fieldnames = columns
-    samples, bad = [], []
-    for row in reader:
+    samples: list[Sample] = []
+    bad: list[BadLine] = []
+    for row in _rows(reader, bad):
         line = reader.line_num
         if None in row:
             bad.append(BadLine(line, f"{len(row[None])} more field(s) than the header has"))
@@ -133,6 +152,9 @@ def read_jsonl(text: str, name: str, defaults: Defaults) -> Parsed:
             row = json.loads(raw)
         except ValueError as err:
             bad.append(BadLine(line, f"not JSON ({err.args[0] if err.args else err})"))
+            continue
+        except RecursionError:
+            bad.append(BadLine(line, "not a sample: JSON nested too deeply"))
             continue
         if not isinstance(row, dict):
             bad.append(BadLine(line, "not a JSON object"))

@@ -1,0 +1,482 @@
+"""Bad input is refused with one line that says what to do, and nothing changes on the host.
+
+Every test runs the real CLI entry point (:func:`lab.cli.main`) against libvirt's test
+driver through a connection that records every call, with a :class:`RecordingHost` as the
+host and the state, image and result folders in a temporary directory. After the refusal:
+no host command ran, no file was written through the host, no libvirt object was defined,
+created or changed, and none of the lab's folders was made.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import libvirt
+import pytest
+
+import lab.context
+from lab.cli import main
+from lab.context import Context
+from lab.hostexec import RecordingHost
+from lab.journal import JournalEntry, read_journal
+from lab.labstate import GuestRecord, LabState, save_state
+from lab.workload import RUNNER_FILES, GuestInfo, get_workload
+
+# libvirt calls that change something; reads (lookups, XML, capabilities) are fine.
+CHANGES = re.compile(
+    r"^(define|create|undefine|destroy|networkDefine|networkCreate|storage|interface|"
+    r"nodeDevice|secretDefine|nwfilter|restore|domainXMLFromNative|setMemory|migrate)"
+)
+MEMINFO_4G = (
+    "MemTotal:        8388608 kB\nMemFree:         4194304 kB\nMemAvailable:    4194304 kB\n"
+)
+
+
+class RecordingConnect:
+    """libvirt's test driver behind a proxy that remembers the name of every method called."""
+
+    def __init__(self, uri: str, calls: list[str]) -> None:
+        self._conn = libvirt.open(uri)
+        self._calls = calls
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._conn, name)
+        if callable(attr):
+            self._calls.append(name)
+        return attr
+
+
+@dataclass
+class Lab:
+    root: Path
+    config: Path
+    host: RecordingHost
+    calls: list[str] = field(default_factory=list)
+    made: set[str] = field(default_factory=set)  # files a test put there itself
+    status: int = 0
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / "state"
+
+    @property
+    def image_dir(self) -> Path:
+        return self.root / "images"
+
+    @property
+    def store(self) -> Path:
+        return self.root / "results" / "lab.db"
+
+    def files(self) -> set[str]:
+        return {str(p.relative_to(self.root)) for p in self.root.rglob("*")} - self.made
+
+    def lab(self, capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+        """Run `lab ARGV`, which must fail: its one line of stderr (``status``: its exit)."""
+        before = self.files()
+        self.status = main(list(argv))
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1, err
+        assert self.status != 0
+        self.assert_untouched(before)
+        return err[0]
+
+    def assert_untouched(self, before: set[str]) -> None:
+        assert self.host.commands == [], self.host.commands
+        assert self.host.written == {}
+        changed = [c for c in self.calls if CHANGES.match(c)]
+        assert changed == [], changed
+        assert self.files() == before, self.files() ^ before
+
+
+@pytest.fixture
+def lab_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
+    config = tmp_path / "lab.toml"
+    config.write_text(
+        'libvirt_uri = "test:///default"\n'
+        "reserve_host_cpus = 0\n"
+        f'state_dir = "{tmp_path / "state"}"\n'
+        f'image_dir = "{tmp_path / "images"}"\n'
+        f'store = "{tmp_path / "results" / "lab.db"}"\n'
+    )
+    monkeypatch.setenv("LAB_CONFIG", str(config))
+    env = Lab(tmp_path, config, RecordingHost(files={"/proc/meminfo": MEMINFO_4G}))
+    env.made = {"lab.toml"}
+    real_context = Context
+
+    def context(config: Any) -> Context:
+        return real_context(
+            config=config, host=env.host, connect=lambda uri: RecordingConnect(uri, env.calls)
+        )
+
+    monkeypatch.setattr(lab.context, "Context", context)
+    yield env
+
+
+def with_state(env: Lab) -> None:
+    """A lab that is up (as far as the state file says), for `lab run`."""
+    guests = [
+        GuestRecord(
+            f"lab-{v}", v, f"52:54:00:00:00:0{i}", str(env.root), [i], 0, "", ip="127.0.0.1"
+        )
+        for i, v in enumerate(("thp", "shp1g"))
+    ]
+    save_state(
+        env.state_dir, LabState(guests, "qemu", "t", "img", "h", "lab", "198.18.0.1", [0], 0)
+    )
+    env.made |= {"state", "state/lab.json"}
+
+
+# -- unknown names ---------------------------------------------------------------------------
+
+
+def test_unknown_variant(lab_env: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    err = lab_env.lab(capsys, "up", "--pair", "thp,shp3g")
+    assert lab_env.status == 2
+    assert err == "lab: error: unknown variant 'shp3g'. Known variants: shp1g, shp2m, thp"
+
+
+def test_unknown_workload(lab_env: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    err = lab_env.lab(capsys, "run", "sysbench-cpu", "--n", "3")
+    assert lab_env.status == 2
+    assert err.startswith("lab: error: unknown workload 'sysbench-cpu'. Known workloads: ")
+    assert "null" in err and "sysbench-memory" in err
+
+
+def test_unknown_guest(lab_env: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    with_state(lab_env)
+    err = lab_env.lab(capsys, "run", "null", "--n", "3", "--guests", "lab-thp;reboot")
+    assert lab_env.status == 2
+    assert err == "lab: error: unknown guest 'lab-thp;reboot'. Known guests: lab-shp1g, lab-thp"
+
+
+def test_unknown_workload_parameter(lab_env: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    with_state(lab_env)
+    err = lab_env.lab(capsys, "run", "null", "--n", "3", "-p", "time=5")
+    assert err == "lab: error: workload null has no parameter time. Its parameters: (none)"
+
+
+def test_a_parameter_of_the_wrong_type(lab_env: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    with_state(lab_env)
+    err = lab_env.lab(capsys, "run", "iperf3", "--n", "3", "-p", "duration=5; reboot")
+    assert "parameter duration must be an integer, not '5; reboot'" in err
+
+
+# -- numbers out of range ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", ["0", "-3"])
+def test_n_below_one(lab_env: Lab, capsys: pytest.CaptureFixture[str], n: str) -> None:
+    with_state(lab_env)
+    err = lab_env.lab(capsys, "run", "null", "--n", n)
+    assert lab_env.status == 2
+    assert err == f"lab: error: --n must be 1 or more, not {n}. e.g. --n 30"
+
+
+def test_negative_max_failures(lab_env: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    with_state(lab_env)
+    err = lab_env.lab(capsys, "run", "null", "--n", "3", "--max-failures", "-1")
+    assert err == "lab: error: --max-failures must be 0 or more, not -1"
+
+
+@pytest.mark.parametrize("option", ["1G:2;reboot", "1G:-1", "1G:²", "3X:1", "1G:2@node0", "1G"])
+def test_hugepages_option_that_cannot_be_read(
+    lab_env: Lab, capsys: pytest.CaptureFixture[str], option: str
+) -> None:
+    err = lab_env.lab(capsys, "host", "prepare", "--hugepages", option)
+    assert lab_env.status == 2
+    assert "Write SIZE:COUNT[@NODE], e.g. --hugepages 1G:2,2M:0" in err or "cannot read size" in err
+
+
+def test_demo_n_below_one_before_preparing_anything(
+    lab_env: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = lab_env.lab(capsys, "demo", "--n", "0")
+    assert err == "lab: error: --n must be 1 or more, not 0. e.g. lab demo --n 5"
+
+
+def test_memory_beyond_what_the_host_has(lab_env: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    err = lab_env.lab(capsys, "up", "--pair", "thp,thp", "--memory", "3G")
+    assert lab_env.status == 3
+    assert err == (
+        "lab: error: the guests need about 6656 MiB of host memory outside huge page pools"
+        " (lab-thp-a 3G, lab-thp-b 3G, plus 256 MiB each for QEMU), but the host has 4096 MiB"
+        " available. Use --memory 1792M or less, or stop other guests; `lab host check` shows"
+        " the memory row"
+    )
+
+
+def test_with_a_lab_up_the_fix_is_lab_down_not_less_memory(
+    lab_env: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with_state(lab_env)
+    err = lab_env.lab(capsys, "up", "--pair", "thp,shp1g", "--memory", "64G")
+    assert err == "lab: error: a lab is already up. See `lab status`; run `lab down` first"
+
+
+def test_without_memavailable_nothing_is_refused() -> None:
+    from lab.hostmemory import check_memory
+
+    check_memory([], "")
+    check_memory([], "MemTotal: 1 kB\n")
+
+
+def test_huge_page_backed_memory_is_not_counted_against_free_memory(
+    lab_env: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = lab_env.lab(capsys, "up", "--pair", "thp,shp1g", "--memory", "8G")
+    assert "(lab-thp 8G, plus 256 MiB each for QEMU)" in err
+    assert "Use --memory 3584M or less" in err
+
+
+@pytest.mark.parametrize(
+    ("memory", "message"),
+    [("0", "size '0' is not a positive whole number of KiB"), ("lots", "cannot read size 'lots'")],
+)
+def test_memory_that_is_no_size(
+    lab_env: Lab, capsys: pytest.CaptureFixture[str], memory: str, message: str
+) -> None:
+    err = lab_env.lab(capsys, "up", "--pair", "thp,shp1g", "--memory", memory)
+    assert message in err
+
+
+def test_more_vcpus_than_the_cpu_plan_allows(
+    lab_env: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = lab_env.lab(capsys, "up", "--pair", "thp,shp1g", "--vcpus", "64")
+    assert lab_env.status == 3
+    assert "2 guests x 64 vCPU(s) + 0 CPU(s) kept for the host = 128 CPUs, but the host has" in err
+    assert "Use fewer --vcpus" in err
+
+
+def test_zero_vcpus(lab_env: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    err = lab_env.lab(capsys, "up", "--pair", "thp,shp1g", "--vcpus", "0")
+    assert err == "lab: error: --vcpus must be 1 or more, not 0"
+
+
+# -- names that would become paths or reach other programs ---------------------------------------
+
+
+@pytest.mark.parametrize("name", ["../../etc", "a/b", "x;reboot", "$(id)", "-rf", ".hidden", ""])
+def test_image_name_in_lab_toml(
+    lab_env: Lab, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    lab_env.config.write_text(lab_env.config.read_text() + f"image = {json.dumps(name)}\n")
+    err = lab_env.lab(capsys, "up", "--pair", "thp,shp1g")
+    assert lab_env.status == 2
+    assert err.startswith(
+        f"lab: error: {lab_env.config}: key 'image' = {name!r}: image name {name!r}"
+        " is not a plain name. Use letters, digits"
+    )
+
+
+def test_network_name_in_lab_toml(lab_env: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    lab_env.config.write_text(lab_env.config.read_text() + 'network = "lab`reboot`"\n')
+    err = lab_env.lab(capsys, "host", "prepare")
+    assert f"{lab_env.config}: key 'network' = 'lab`reboot`': network name" in err
+
+
+def test_image_option_with_a_path(lab_env: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    err = lab_env.lab(capsys, "up", "--pair", "thp,shp1g", "--image", "../../etc/passwd")
+    assert "image '../../etc/passwd': image name '../../etc/passwd' is not a plain name" in err
+
+
+def test_recipe_option_with_a_path(lab_env: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    err = lab_env.lab(capsys, "image", "build", "--recipe", "../images/debian12")
+    assert "--recipe: recipe name '../images/debian12' is not a plain name" in err
+
+
+def test_import_name_with_shell_characters(
+    lab_env: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    disk = lab_env.root / "cloud.qcow2"
+    disk.write_bytes(b"QFI\xfb" + b"\0" * 100)
+    lab_env.made.add("cloud.qcow2")
+    err = lab_env.lab(capsys, "image", "import", str(disk), "--name", "a b;c")
+    assert "--name: image name 'a b;c' is not a plain name" in err
+
+
+# -- lab.toml ----------------------------------------------------------------------------------
+
+
+def test_lab_toml_unknown_key(lab_env: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    lab_env.config.write_text(lab_env.config.read_text() + 'memroy = "1G"\n')
+    err = lab_env.lab(capsys, "up", "--pair", "thp,shp1g")
+    assert lab_env.status == 2
+    assert err.startswith(f"lab: error: {lab_env.config}: unknown key 'memroy'. Known keys: ")
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('vcpus = "two"', "key 'vcpus' must be a int, not str ('two')"),
+        ("memory = 1024", "key 'memory' must be a str, not int (1024)"),
+        ("vcpus = 0", "key 'vcpus' = 0: must be 1 or more"),
+        ('accelerator = "xen"', "key 'accelerator' = 'xen': must be one of 'auto', 'kvm', 'qemu'"),
+        ('subnet = "10.0.0.1/8"', "key 'subnet' = '10.0.0.1/8': cannot use subnet"),
+        ("vcpus = ", "not valid TOML"),
+    ],
+)
+def test_lab_toml_wrong_type_or_value(
+    lab_env: Lab, capsys: pytest.CaptureFixture[str], line: str, message: str
+) -> None:
+    lab_env.config.write_text(lab_env.config.read_text() + line + "\n")
+    err = lab_env.lab(capsys, "up", "--pair", "thp,shp1g")
+    assert lab_env.status == 2
+    assert err.startswith(f"lab: error: {lab_env.config}: ")
+    assert message in err
+
+
+# -- files -------------------------------------------------------------------------------------
+
+
+def test_image_import_of_a_missing_file(lab_env: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = lab_env.root / "nope.qcow2"
+    err = lab_env.lab(capsys, "image", "import", str(missing))
+    assert err.startswith(f"lab: error: {missing} does not exist or is not a file. Give the path")
+
+
+@pytest.mark.parametrize(
+    ("content", "kind"),
+    [
+        (b"\0" * 4096, "raw"),
+        (b"\x89PNG\r\n\x1a\n" + b"\0" * 64, "PNG"),
+        (b"KDMV" + b"\1" * 64, "vmdk"),
+        (b"QFI", "raw"),
+        (b"", "raw"),
+    ],
+)
+def test_image_import_of_a_file_that_is_not_qcow2(
+    lab_env: Lab, capsys: pytest.CaptureFixture[str], content: bytes, kind: str
+) -> None:
+    path = lab_env.root / "disk.img"
+    path.write_bytes(content)
+    lab_env.made.add("disk.img")
+    err = lab_env.lab(capsys, "image", "import", str(path))
+    assert err == (
+        f"lab: error: {path} is a {kind} image, not qcow2 (a qcow2 file starts with QFI\\xfb)."
+        f" Convert it first: qemu-img convert -O qcow2 {path} disk.qcow2"
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (bytes(range(256)) * 8, "it holds a NUL byte at offset 0"),
+        (b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", "it holds a NUL byte at offset 8"),
+        (b"variant,workload,metric,value\n\xff\xfe\n", "byte 0xff at offset 30 is not UTF-8"),
+    ],
+)
+def test_import_of_binary_junk(
+    lab_env: Lab, capsys: pytest.CaptureFixture[str], content: bytes, why: str
+) -> None:
+    path = lab_env.root / "results.csv"
+    path.write_bytes(content)
+    lab_env.made.add("results.csv")
+    err = lab_env.lab(capsys, "import", str(path))
+    assert lab_env.status == 2
+    assert err.startswith(f"lab: error: {path} is not a text results file ({why}); nothing was")
+    assert not lab_env.store.exists()
+
+
+def test_import_of_random_bytes(lab_env: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    import random
+
+    path = lab_env.root / "random.bin"
+    path.write_bytes(random.Random(6).randbytes(10_000))
+    lab_env.made.add("random.bin")
+    err = lab_env.lab(capsys, "import", str(path))
+    assert f"{path} is not a text results file" in err and "nothing was stored" in err
+
+
+def test_import_of_a_malformed_file_opens_no_store(
+    lab_env: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = lab_env.root / "results.csv"
+    path.write_text("variant,workload,metric,value\nthp,w,m,fast\n")
+    lab_env.made.add("results.csv")
+    err = lab_env.lab(capsys, "import", str(path))
+    assert err.startswith(f"lab: error: {path}:2: value 'fast' is not a number; nothing was")
+    assert not lab_env.store.exists()
+
+
+# -- workload parameters reach the timed command literally -------------------------------------
+
+NASTY = [
+    "it's",
+    'say "hi"',
+    "a; reboot",
+    "$(touch /tmp/lab-pwned)",
+    "`id`",
+    "line\nbreak",
+    "tab\there",
+    "$HOME ${IFS} * ? ~ \\ | & > <",
+    "--help",
+    "",
+]
+WRITE_ARGV = "import json, sys; open(sys.argv[1], 'w').write(json.dumps(sys.argv[2:]))"
+
+
+def read_if(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
+
+
+def guest_info(root: Path) -> GuestInfo:
+    return GuestInfo("lab-thp", 1, 1048576, "198.18.0.1", 5201, "198.18.0.1:/lab", str(root))
+
+
+@pytest.mark.parametrize("value", NASTY)
+def test_parameters_become_one_argv_element_of_the_spec(tmp_path: Path, value: str) -> None:
+    workload = get_workload("demo-build")
+    spec = workload.spec(workload.resolve({"target": value}), guest_info(tmp_path))
+    assert spec["argv"][-1] == value
+
+
+def test_parameters_reach_the_command_literally_through_the_shell_hop_and_the_runner(
+    tmp_path: Path,
+) -> None:
+    """The spec travels as the controller sends it (one argument of a command that an SSH
+    server hands to ``sh -c``), and the real runner execs the argument list it holds."""
+    guest = tmp_path / "guest"
+    guest.mkdir()
+    for name, source in RUNNER_FILES.items():
+        (guest / name).write_bytes(source.read_bytes())
+    workload = get_workload("demo-build")
+    argvs = [
+        workload.spec(workload.resolve({"target": v}), guest_info(guest))["argv"] for v in NASTY
+    ]
+    out = guest / "argv.json"
+    spec = {
+        "workload": "demo-build",
+        "argv": [sys.executable, "-c", WRITE_ARGV, str(out), *[a[-1] for a in argvs]],
+        "cwd": str(guest),
+        "start_iteration": 1,
+        "end_iteration": 1,
+    }
+    spec_path = guest / "key.spec.json"
+    # Exactly how Controller.start_runner writes the spec, through `sh -c` as sshd would.
+    send = [sys.executable, "-c", "import sys; open(sys.argv[1], 'w').write(sys.argv[2])"]
+    command = shlex.join([*send, str(spec_path), json.dumps(spec)])
+    subprocess.run(["sh", "-c", command], check=True, timeout=30)
+    assert json.loads(spec_path.read_text()) == spec
+    runner = [sys.executable, "-I", "-S", str(guest / "runner.py")]
+    start = [*runner, "start", "--dir", str(guest / "run"), "--run-key", "key"]
+    subprocess.run(["sh", "-c", shlex.join([*start, "--spec", str(spec_path)])], check=True)
+    journal = guest / "run" / "key.journal"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        entries = [r for r in read_journal(read_if(journal)) if isinstance(r, JournalEntry)]
+        if entries:
+            break
+        time.sleep(0.02)
+    assert entries and entries[0].ok, entries
+    assert json.loads(out.read_text()) == NASTY
+    assert not Path("/tmp/lab-pwned").exists()
