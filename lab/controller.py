@@ -27,7 +27,7 @@ from lab.store import IterationRecord, MetricInfo, Store
 from lab.workload import RUNNER_FILES
 
 RUNNER_DIR = f"/home/{GUEST_USER}/lab-runner"
-SCHEDULES = ("concurrent", "alternate")
+SCHEDULES = ("concurrent", "alternate", "sync")
 STATUS_EVERY = 30.0  # seconds between asking every runner whether it still runs
 
 
@@ -51,15 +51,25 @@ class GuestProgress:
     check_runner: bool = True  # ask whether the runner runs (and start it if not)
     walls: list[float] = field(default_factory=list)
     values: list[float] = field(default_factory=list)  # first metric, for the running mean
+    by_iteration: dict[int, float] = field(default_factory=dict)  # first metric, for --until
     unreachable: bool = False
     journal_seen: bool = False  # the guest still has this run's journal
 
 
 def run_key(
-    study: str, workload: str, params: dict[str, Any], guests: list[str], n: int, schedule: str
+    study: str,
+    workload: str,
+    params: dict[str, Any],
+    guests: list[str],
+    n: int,
+    schedule: str,
+    until: str | None = None,
 ) -> str:
     """The same command on the same lab gives the same key: that is how it resumes."""
-    text = json.dumps([study, workload, params, sorted(guests), n, schedule], sort_keys=True)
+    asked: list[Any] = [study, workload, params, sorted(guests), n, schedule]
+    if until:  # only then, so that keys of runs without a rule stay what they were
+        asked.append(until)
+    text = json.dumps(asked, sort_keys=True)
     return f"{workload}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
 
 
@@ -100,6 +110,9 @@ class RunPlan:
     max_failures: int
     poll_interval: float = 1.0
     runner_dir: str = RUNNER_DIR  # where the runner and its journals live in the guest
+    until: str | None = None  # a stopping rule (lab.stats.sequential); n is then the maximum
+    confidence: float = 99.99  # percent, for the rule's interval and verdict
+    threshold: float = 0.01  # the verdict's practical threshold, a fraction
 
 
 class Controller:
@@ -124,6 +137,8 @@ class Controller:
         self.ctx, self.store, self.state, self.plan = ctx, store, state, plan
         self.shell_factory = shell_factory
         self.on_update = on_update
+        self.rule = self._stop_rule(guests)
+        self.decision: Any = None  # lab.stats.sequential.Decision once the rule stopped the run
         self.key = run_key(
             plan.study,
             plan.workload.name,
@@ -131,6 +146,7 @@ class Controller:
             [g.name for g in guests],
             plan.n,
             plan.schedule,
+            plan.until,
         )
         study_id = store.ensure_study(plan.study, description="lab run")
         self.metrics = [MetricInfo(m.name, m.unit, m.direction) for m in plan.workload.metrics]
@@ -156,6 +172,18 @@ class Controller:
             progress = GuestProgress(record, guest_id, shell_factory(record))
             progress.completed = store.completed_iterations(self.run_id, guest_id)
             self.guests.append(progress)
+
+    def _stop_rule(self, guests: list[GuestRecord]) -> Any:
+        if not self.plan.until:
+            return None
+        from lab.stats.sequential import parse_until
+
+        if len(guests) != 2 or guests[0].variant == guests[1].variant:
+            raise UsageError(
+                "--until compares two variants: it needs exactly two guests of different variants",
+                hint="Run on the pair (leave out --guests) or drop --until",
+            )
+        return parse_until(self.plan.until, self.plan.n)
 
     def _domain_xml(self, record: GuestRecord) -> str | None:
         try:
@@ -233,6 +261,7 @@ class Controller:
                     guest.walls.append(item.wall)
                 if self.metrics and self.metrics[0].name in item.metrics:
                     guest.values.append(item.metrics[self.metrics[0].name])
+                    guest.by_iteration[item.iteration] = item.metrics[self.metrics[0].name]
             else:
                 guest.failed_attempts += 1
                 guest.last_error = item.error or f"exit status {item.exit_status}"
@@ -242,7 +271,35 @@ class Controller:
     # --- the loop ---------------------------------------------------------------------
 
     def missing(self, guest: GuestProgress) -> list[int]:
+        if self.decision is not None and self.decision.stop:
+            return []
         return [i for i in range(1, self.plan.n + 1) if i not in guest.completed]
+
+    def stopped_by_rule(self) -> bool:
+        """Apply --until to what is stored: every pair of successful iterations so far."""
+        if self.rule is None:
+            return False
+        if self.decision is not None and self.decision.stop:
+            return True
+        from lab.stats.sequential import check_stop
+
+        first, second = self.guests
+        both = sorted(set(first.by_iteration) & set(second.by_iteration))
+        if len(both) < 2:
+            return False
+        metric = self.metrics[0]
+        self.decision = check_stop(
+            self.rule,
+            [first.by_iteration[i] for i in both],
+            [second.by_iteration[i] for i in both],
+            self.plan.confidence,
+            self.plan.threshold,
+            direction=metric.direction,
+            labels=(first.record.variant, second.record.variant),
+        )
+        if self.decision.stop:
+            self.stop_runners()
+        return bool(self.decision.stop)
 
     def eta_seconds(self, guest: GuestProgress) -> float | None:
         if not guest.walls:
@@ -254,8 +311,12 @@ class Controller:
         for guest in self.guests:
             self._with_guest(guest, self.install_runner)
             self._with_guest(guest, self.ingest)
+        if self.stopped_by_rule():  # a resumed run that had already reached its rule
+            return
         if self.plan.schedule == "alternate":
             self._run_alternate()
+        elif self.plan.schedule == "sync":
+            self._run_sync()
         else:
             self._run_concurrent()
 
@@ -277,6 +338,8 @@ class Controller:
             for guest in self.guests:
                 self._with_guest(guest, self.ingest)
             self.on_update(self)
+            if self.stopped_by_rule():
+                return
 
     def _run_alternate(self) -> None:
         """One guest at a time, iteration by iteration, as the reference study ran iperf3."""
@@ -293,6 +356,42 @@ class Controller:
                     if not started:
                         self.ctx.clock.sleep(self.plan.poll_interval)
                 self.on_update(self)
+            if self.stopped_by_rule():
+                return
+
+    def _run_sync(self) -> None:
+        """Iteration i starts on every guest at once, and i+1 only when all finished i.
+
+        The controller is the barrier: it starts each guest's runner for one iteration,
+        from one thread per guest so the starts leave within milliseconds of each other,
+        and waits for every journal to hold the iteration. Pairs of samples then share
+        their moment, so whatever disturbed the host disturbed both (lab compare --paired).
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
+        for iteration in range(1, self.plan.n + 1):
+            while todo := [g for g in self.guests if iteration not in g.completed]:
+                for guest in todo:
+                    self._check_failures(guest)
+                with ThreadPoolExecutor(max_workers=len(todo)) as pool:
+                    start = partial(self._start_one, iteration)
+                    started = list(pool.map(self._with_guest, todo, [start] * len(todo)))
+                while any(started) and any(self._with_guest(g, self._running) for g in todo):
+                    self.ctx.clock.sleep(self.plan.poll_interval / 4)
+                for guest in todo:
+                    self._with_guest(guest, self.ingest)
+                if not any(started):
+                    self.ctx.clock.sleep(self.plan.poll_interval)
+            self.on_update(self)
+            if self.stopped_by_rule():
+                return
+
+    def _start_one(self, iteration: int, guest: GuestProgress) -> bool:
+        """Start the runner for this one iteration (no store access: runs in a thread)."""
+        if self._running(guest):
+            return True
+        self.start_runner(guest, iteration, iteration)
+        return True
 
     def _running(self, guest: GuestProgress) -> bool:
         return bool(self.runner_status(guest).get("running"))

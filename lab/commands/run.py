@@ -20,14 +20,41 @@ def register(subparsers: Any) -> None:
         epilog="Workloads and their parameters: lab workloads",
     )
     parser.add_argument("workload", help="workload name (see `lab workloads`)")
-    parser.add_argument("--n", type=int, required=True, help="iterations per guest")
+    parser.add_argument(
+        "--n",
+        type=int,
+        required=True,
+        help="iterations per guest (with --until: the most it may take)",
+    )
     parser.add_argument("--guests", help="comma-separated guest names (default: all)")
     parser.add_argument(
         "--schedule",
-        choices=("concurrent", "alternate"),
+        choices=("concurrent", "alternate", "sync"),
         default="concurrent",
-        help="concurrent: all guests at once (default); alternate: one guest"
-        " at a time, iteration by iteration",
+        help="concurrent: all guests at once, each at its own pace (default); alternate: one"
+        " guest at a time, iteration by iteration; sync: iteration i starts on all guests"
+        " together and i+1 only when all finished i, so samples pair up (lab compare --paired)",
+    )
+    parser.add_argument(
+        "--until",
+        metavar="RULE",
+        help="stop before --n once the rule holds: 'verdict' (faster, slower or equivalent"
+        " by --threshold) or 'ci-halfwidth<0.5%%'. Checked after every pair of samples with"
+        " an anytime-valid confidence sequence, so looking often does not inflate the"
+        " false-positive rate (plain repeated t-tests would)",
+    )
+    parser.add_argument(
+        "--confidence",
+        type=float,
+        default=99.99,
+        metavar="PCT",
+        help="confidence level for --until, in percent (default 99.99, as the reference study)",
+    )
+    parser.add_argument(
+        "--threshold",
+        default="1%",
+        metavar="PCT",
+        help="practical threshold for --until verdict (default 1%%)",
     )
     parser.add_argument(
         "--param",
@@ -49,6 +76,21 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(run=run)
 
 
+def parse_threshold(text: str) -> float:
+    """'1%' or '0.01' as a fraction."""
+    from lab.errors import UsageError
+
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise UsageError(
+            f"--threshold {text!r} is not a number", hint="e.g. --threshold 1%"
+        ) from None
+    if not 0 < value < 1:
+        raise UsageError(f"--threshold {text!r} must lie between 0 and 100%")
+    return value
+
+
 def pair_items(pairs: list[str]) -> list[tuple[str, str]]:
     """``KEY=VALUE`` strings as pairs; the workload converts and checks the values."""
     from lab.errors import UsageError
@@ -62,6 +104,14 @@ def pair_items(pairs: list[str]) -> list[tuple[str, str]]:
     return items
 
 
+def command_line(args: argparse.Namespace) -> list[str]:
+    """The `lab run` command as typed (near enough), for a second run that is refused."""
+    argv = ["lab", "run", args.workload, "--n", str(args.n), "--study", args.study]
+    for pair in args.param:
+        argv += ["-p", pair]
+    return argv + (["--guests", args.guests] if args.guests else [])
+
+
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from pathlib import Path
 
@@ -69,13 +119,16 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from lab.controller import Controller, RunPlan
     from lab.errors import UsageError
     from lab.labstate import require_state
+    from lab.runlock import run_lock
     from lab.runprogress import RunProgress
     from lab.store import Store
     from lab.workload import get_workload
     from lab.workloadhost import host_side
 
     if args.n < 1:
-        raise UsageError(f"--n must be 1 or more, not {args.n}")
+        raise UsageError(f"--n must be 1 or more, not {args.n}", hint="e.g. --n 30")
+    if args.max_failures < 0:
+        raise UsageError(f"--max-failures must be 0 or more, not {args.max_failures}")
     workload = get_workload(args.workload)
     state = require_state(Path(ctx.config.state_dir))
     names = args.guests.split(",") if args.guests else [g.name for g in state.guests]
@@ -88,8 +141,12 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         n=args.n,
         schedule=args.schedule,
         max_failures=args.max_failures,
+        until=args.until,
+        confidence=args.confidence,
+        threshold=parse_threshold(args.threshold),
     )
     with (
+        run_lock(Path(ctx.config.state_dir), command_line(args), ctx.warn),
         Store.open(Path(args.db or ctx.config.store)) as store,
         host_side(ctx, workload, params, state, guests, plan.runner_dir),
         RunProgress(ctx, args.n) as progress,
@@ -106,6 +163,15 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                 "stopped. Every finished iteration is stored; run the same command again to resume."
             )
             return 130
+    if controller.decision is not None and controller.decision.stop:
+        done = min(len(g.completed) for g in controller.guests)
+        ctx.out.print(f"{controller.decision.method}: {controller.decision.reason}")
+        ctx.out.print(
+            f"run {controller.key}: stopped after {done} of at most {args.n} iterations per"
+            f" guest, stored in {args.db or ctx.config.store}. Next: lab compare"
+            f" --workload {args.workload} --paired"
+        )
+        return 0
     ctx.out.print(
         f"run {controller.key}: {args.n} iterations on {len(guests)} guests stored in"
         f" {args.db or ctx.config.store}. Next: lab compare --workload {args.workload}"

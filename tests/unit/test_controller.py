@@ -186,3 +186,132 @@ def test_partial_journal_line_waits_for_its_newline() -> None:
     done = '{"v":1,"event":"done","time":1.0}\n'
     records, used = split_journal(done + '{"v":1,"iter')
     assert len(records) == 1 and used == len(done)
+
+
+class PerGuestShell(LocalShell):
+    """Like LocalShell, but each guest gets its own runner folder and its own @SLEEP@."""
+
+    def __init__(self, name: str, runner_dir: str, sleep: str = "0") -> None:
+        super().__init__(name)
+        self.runner_dir, self.own, self.sleep = runner_dir, f"{runner_dir}-{name}", sleep
+
+    def _map(self, text: str) -> str:
+        return text.replace(self.runner_dir, self.own).replace("@SLEEP@", self.sleep)
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        check: bool = True,
+        timeout: float | None = None,
+        sudo: bool = False,
+    ) -> Result:
+        return super().run([self._map(a) for a in argv], check=check, timeout=timeout)
+
+    def put(self, local: Path, remote: str) -> None:
+        super().put(local, self._map(remote))
+
+
+def make_pair(
+    tmp_path: Path, n: int, schedule: str, sleeps: dict[str, str], until: str | None = None
+) -> tuple[Controller, Store]:
+    controller, store = make(tmp_path, ["sh", "-c", "sleep @SLEEP@"], n=n)
+    store.close()
+    plan = controller.plan
+    plan = RunPlan(
+        plan.study,
+        plan.workload,
+        {},
+        n,
+        schedule,
+        10,
+        poll_interval=0.05,
+        runner_dir=plan.runner_dir,
+        until=until,
+        confidence=95.0,
+        threshold=0.01,
+    )
+    store = Store.open(tmp_path / "lab.db")
+    records = [g.record for g in controller.guests]
+    controller = Controller(
+        controller.ctx,
+        store,
+        controller.state,
+        records,
+        plan,
+        lambda r: PerGuestShell(r.name, plan.runner_dir, sleeps[r.name]),
+    )
+    return controller, store
+
+
+def journal_times(
+    tmp_path: Path, controller: Controller
+) -> dict[str, dict[int, tuple[float, float]]]:
+    import json
+
+    times: dict[str, dict[int, tuple[float, float]]] = {}
+    for guest in controller.guests:
+        path = Path(f"{controller.plan.runner_dir}-{guest.record.name}/{controller.key}.journal")
+        for line in path.read_text().splitlines():
+            entry = json.loads(line)
+            if "iteration" in entry and "ended" in entry:
+                times.setdefault(guest.record.name, {})[entry["iteration"]] = (
+                    entry["started"],
+                    entry["ended"],
+                )
+    return times
+
+
+def test_sync_starts_each_iteration_on_both_guests_only_after_both_finished_the_last(
+    tmp_path: Path,
+) -> None:
+    sleeps = {"lab-thp": "0.05", "lab-shp1g": "0.3"}
+    controller, store = make_pair(tmp_path, 4, "sync", sleeps)
+    controller.run()
+    assert iterations(store, controller) == {"lab-thp": [1, 2, 3, 4], "lab-shp1g": [1, 2, 3, 4]}
+    times = journal_times(tmp_path, controller)
+    for i in range(1, 4):
+        slowest_end = max(times[g][i][1] for g in times)
+        next_start = min(times[g][i + 1][0] for g in times)
+        assert next_start >= slowest_end  # the barrier: nobody runs ahead
+        starts = [times[g][i][0] for g in times]
+        assert max(starts) - min(starts) < 0.25  # started together, not one after the other
+
+
+def test_until_verdict_stops_a_clear_difference_long_before_the_maximum(tmp_path: Path) -> None:
+    sleeps = {"lab-thp": "0.02", "lab-shp1g": "0.2"}
+    controller, store = make_pair(tmp_path, 60, "sync", sleeps, until="verdict")
+    controller.run()
+    decision = controller.decision
+    assert decision is not None and decision.stop
+    assert "confidence sequence" in decision.method
+    done = iterations(store, controller)
+    assert 2 <= len(done["lab-thp"]) < 60
+    # Re-running the same command finds the rule met and runs nothing more.
+    store.close()
+    again, store = make_pair(tmp_path, 60, "sync", sleeps, until="verdict")
+    assert again.key == controller.key
+    again.run()
+    assert iterations(store, again) == done
+
+
+def test_until_needs_two_guests_of_different_variants(tmp_path: Path) -> None:
+    from lab.errors import UsageError
+
+    controller, store = make(tmp_path, ["true"], n=5, guests=("lab-thp",))
+    plan = RunPlan("s", controller.plan.workload, {}, 5, "concurrent", 10, until="verdict")
+    with pytest.raises(UsageError, match="exactly two guests"):
+        Controller(
+            controller.ctx,
+            store,
+            controller.state,
+            [g.record for g in controller.guests],
+            plan,
+            lambda r: LocalShell(r.name),
+        )
+
+
+def test_run_key_includes_a_stopping_rule_only_when_there_is_one() -> None:
+    base = run_key("s", "null", {}, ["a", "b"], 10, "sync")
+    assert base == run_key("s", "null", {}, ["a", "b"], 10, "sync", None)
+    assert base != run_key("s", "null", {}, ["a", "b"], 10, "sync", "verdict")
