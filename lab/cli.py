@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "lab.commands.down",
     "lab.commands.workloads",
     "lab.commands.run",
+    "lab.commands.study",
     "lab.commands.import_",
     "lab.commands.compare",
     "lab.commands.plan",

@@ -43,6 +43,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
     from lab.errors import UsageError
     from lab.report.html import ReportMeta, render
+    from lab.report.images import image_summaries
     from lab.stats.analysis import analyse
     from lab.stats.verdict import parse_percent
     from lab.store.cli import open_store, store_path, variant_order
@@ -53,9 +54,11 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         series = store.values(workload=args.workload, metric=args.metric, study=args.study)
         order = args.baseline.split(",") if args.baseline else variant_order(store, args.study)
         studies = [s for s in store.studies() if args.study in (None, s.name)]
+        guests = store.guests(args.study)
         meta = ReportMeta(
-            store_path=str(path), studies=studies, guests=store.guests(args.study),
+            store_path=str(path), studies=studies, guests=guests,
             runs=store.runs(args.study), attempts=store.attempt_counts(args.study),
+            images=image_summaries(guests, Path(ctx.config.image_dir)),
         )  # fmt: skip
     if not series:
         raise UsageError(

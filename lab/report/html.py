@@ -22,6 +22,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from lab import __version__
+from lab.report.images import ImageSummary
 from lab.report.plots import all_figures
 from lab.report.tables import TableData, block_tables, blocks, notes
 from lab.stats.analysis import ALL, MetricComparison, with_paired
@@ -62,6 +63,7 @@ class ReportMeta:
     guests: Sequence[GuestRecord]
     runs: Sequence[RunRecord]
     attempts: dict[tuple[str, str], tuple[int, int]]
+    images: Sequence[ImageSummary] = ()  # the base images the guests were cloned from
 
 
 def _e(text: object) -> str:
@@ -124,12 +126,14 @@ def _metadata_html(meta: ReportMeta) -> str:
         "<table><caption>Studies</caption><tr><th>study</th><th>description</th>"
         "<th>study file</th><th>hash</th><th>created</th></tr>"
         + "".join(
-            f"<tr><td>{_e(s.name)}</td><td>{_e(s.description)}</td><td>{_e(s.study_file or '–')}"
+            f"<tr><td>{_e(s.name)}</td><td>{_e(s.description)}</td><td>{_study_file_link(s)}"
             f"</td><td>{_e((s.study_hash or '–')[:16])}</td><td>{_e(_when(s.created))}</td></tr>"
             for s in meta.studies
         )
         + "</table>"
     )
+    parts.extend(_study_file_html(s) for s in meta.studies if s.study_file)
+    parts.extend(_image_html(image) for image in meta.images)
     parts.append(
         "<table><caption>Runs</caption><tr><th>study</th><th>run</th><th>workload</th>"
         "<th>parameters</th><th>metrics</th><th>target n</th></tr>"
@@ -163,6 +167,45 @@ def _metadata_html(meta: ReportMeta) -> str:
             )
     parts.extend(_xml_diffs(meta.guests))
     return "\n".join(parts)
+
+
+def _study_file_link(study: StudyRecord) -> str:
+    if not study.study_file:
+        return "–"
+    return f'<a href="#study-file-{_e(_slug(study.name))}">stored (below)</a>'
+
+
+def _study_file_html(study: StudyRecord) -> str:
+    """The study file the study was run from, exactly as it was, with its sha256."""
+    return (
+        f'<h3 id="study-file-{_e(_slug(study.name))}">Study file of {_e(study.name)}</h3>'
+        f"<p>sha256 <code>{_e(study.study_hash or '–')}</code> (of the text below)</p>"
+        f"<pre>{_e(study.study_file)}</pre>"
+    )
+
+
+def _image_html(image: ImageSummary) -> str:
+    """A base image: its name and hash, and from its manifest the kernel, packages, trims."""
+    name = _e(image.name or "(unnamed)")
+    head = f"<h3>Base image {name}</h3><p>hash <code>{_e(image.hash)}</code>"
+    if not image.manifest_found:
+        return head + " (its manifest is not in this host's image cache)</p>"
+    packages = image.packages if image.packages is not None else "–"
+    parts = [
+        head + (f": {_e(image.description)}" if image.description else "") + "</p>",
+        "<table><caption>Image manifest</caption>"
+        f"<tr><td>kernel</td><td>{_e(image.kernel or '–')}</td></tr>"
+        f"<tr><td>packages</td><td class=n>{_e(packages)}</td></tr></table>",
+    ]
+    if image.trims:
+        items = "".join(
+            f"<li>{_e(why)}" + (f" <code>{_e(run)}</code>" if run else "") + "</li>"
+            for why, run in image.trims
+        )
+        parts.append(
+            f"<p>Trims (left out of or turned off in the image, and why):</p><ul>{items}</ul>"
+        )
+    return "".join(parts)
 
 
 def _xml_diffs(guests: Sequence[GuestRecord]) -> list[str]:

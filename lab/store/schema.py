@@ -4,6 +4,10 @@ Schema history (bump ``SCHEMA_VERSION`` and add a step to ``MIGRATIONS`` for eac
 old stores must stay readable, so a step upgrades a store in place, one version at a time):
 
     1  first version: meta, study, guest, run, metric, iteration, sample.
+
+``study.study_file`` holds the text of the study file a study was run from (``lab study
+run``), exactly as read, and ``study.study_hash`` its sha256; both stay NULL for studies made
+by ``lab run`` or ``lab import`` alone, and are filled in when a study file first runs.
 """
 
 from __future__ import annotations

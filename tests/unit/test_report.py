@@ -89,3 +89,81 @@ def test_synchronised_runs_get_the_paired_table(tmp_path: Path) -> None:
 
 def test_unsynchronised_runs_have_no_paired_table(report: Path) -> None:
     assert "paired by iteration" not in report.read_text()
+
+
+def _with_study_file_and_image(tmp_path: Path, manifest: dict[str, object] | None) -> Path:
+    """A store whose study ran from a study file, its guests cloned from one image."""
+    import json
+
+    image_hash = "423464de88071c0525c7600585e8fc85d08b96266a2f16920968cc4c9b0619af"
+    db = study_store(tmp_path / "lab.db", n=40)
+    with Store.open(db) as store:
+        study = store.ensure_study("hugepages", study_file='name = "hugepages"  # <b>\n',
+                                   study_hash="ab" * 32)  # fmt: skip
+        for variant in ("thp", "shp1g"):
+            facts = {"image": "debian12", "image_hash": image_hash}
+            store.ensure_guest(study, f"lab-{variant}", variant, host_facts=facts)
+    images = tmp_path / "images"
+    if manifest is not None:
+        folder = images / f"debian12-{image_hash[:12]}"
+        folder.mkdir(parents=True)
+        (folder / "manifest.json").write_text(json.dumps({"hash": image_hash, **manifest}))
+    config = tmp_path / "lab.toml"
+    config.write_text(f'image_dir = "{images}"\n')
+    return db
+
+
+def test_the_study_file_and_the_image_manifest_are_in_the_metadata(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manifest = {
+        "kernel_version": "6.1.0-56-cloud-amd64",
+        "packages": {"bash": "5.2", "sysbench": "1.0.20", "iperf3": "3.12"},
+        "trims": [{"why": "no background timers", "run": "systemctl mask fstrim.timer"},
+                  {"why": "datasource fixed to NoCloud", "run": ""}],
+    }  # fmt: skip
+    db = _with_study_file_and_image(tmp_path, manifest)
+    monkeypatch.setenv("LAB_CONFIG", str(tmp_path / "lab.toml"))
+    assert main(["report", "--db", str(db), "--out", str(tmp_path / "r"), "--embed"]) == 0
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert 'id="study-file-hugepages">Study file of hugepages</h3>' in page
+    assert "ab" * 32 in page
+    assert "<pre>name = &quot;hugepages&quot;  # &lt;b&gt;\n</pre>" in page  # exactly, escaped
+    assert page.count("<h3>Base image debian12</h3>") == 1  # one image for both guests
+    assert "<td>kernel</td><td>6.1.0-56-cloud-amd64</td>" in page
+    assert "<td>packages</td><td class=n>3</td>" in page
+    assert "<li>no background timers <code>systemctl mask fstrim.timer</code></li>" in page
+    assert "<li>datasource fixed to NoCloud</li>" in page
+
+
+def test_without_the_manifest_the_image_hash_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = _with_study_file_and_image(tmp_path, None)
+    monkeypatch.setenv("LAB_CONFIG", str(tmp_path / "lab.toml"))
+    assert main(["report", "--db", str(db), "--out", str(tmp_path / "r"), "--embed"]) == 0
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert "<code>423464de88071c0525c7600585e8fc85d08b96266a2f16920968cc4c9b0619af</code>" in page
+    assert "not in this host's image cache" in page and "Image manifest" not in page
+
+
+def test_image_summaries_read_only_the_exact_image() -> None:
+    from lab.report.images import image_summaries, summary_from_manifest
+
+    old = summary_from_manifest("debian12", "h", {"trims": ["package lists removed"]})
+    assert old.trims == (("package lists removed", ""),) and old.manifest_found
+    assert old.kernel is None and old.packages is None
+    assert summary_from_manifest("debian12", "h", None).manifest_found is False
+    assert image_summaries([], Path("/nonexistent")) == []
+
+
+def test_a_manifest_of_another_hash_is_not_used(tmp_path: Path) -> None:
+    from lab.report.images import read_manifest
+
+    folder = tmp_path / "debian12-aaaaaaaaaaaa"
+    folder.mkdir()
+    (folder / "manifest.json").write_text('{"hash": "aaaaaaaaaaaaXX"}')
+    assert read_manifest(tmp_path, "debian12", "aaaaaaaaaaaaYY") is None
+    assert read_manifest(tmp_path, "debian12", "aaaaaaaaaaaaXX") == {"hash": "aaaaaaaaaaaaXX"}
+    (folder / "manifest.json").write_text("not json")
+    assert read_manifest(tmp_path, "debian12", "aaaaaaaaaaaaXX") is None

@@ -200,3 +200,16 @@ def test_transaction_groups_writes_and_rolls_back_all(tmp_path: Path) -> None:
             store.record(run, guest, [IterationRecord(2, 1, True, metrics={"nope": 1.0})])
         store.record(run, guest, [_ok(3, 1.0)])
     assert store.completed_iterations(run, guest) == {1, 3}
+
+
+def test_study_file_text_and_hash_survive_later_runs_and_reopening(tmp_path: Path) -> None:
+    """`lab study run` stores the file; the `lab run` steps it calls name the study only."""
+    text = '# études: "thp" vs "shp1g"\r\nname = "hp"\n\n[[workload]]\nname = "null"\nn = 3\n'
+    path = tmp_path / "lab.db"
+    with Store.open(path) as store:
+        study = store.ensure_study("hp", "a study", study_file=text, study_hash="f" * 64)
+        assert store.ensure_study("hp", description="lab run") == study  # a `lab run` step
+        assert store.ensure_study("hp", study_file=text, study_hash="f" * 64) == study
+    with Store.open(path) as store:
+        (stored,) = store.studies()
+    assert (stored.description, stored.study_file, stored.study_hash) == ("a study", text, "f" * 64)

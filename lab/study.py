@@ -1,0 +1,394 @@
+"""A study file: the whole design of an A/B study in one TOML file, checked before anything runs.
+
+``lab study check FILE`` validates it and prints the plan; ``lab study run FILE`` brings the
+twins up (when no lab is up), runs every ``[[workload]]`` in file order with ``lab run``
+and writes the report. The file's text and its sha256 are stored with the results, so a
+report says exactly which design produced it, and a changed file cannot silently continue
+a study made from another one.
+
+Top-level keys (key, type and default, meaning)::
+
+    name               string, required    the study's name in the result store (a plain name:
+                                           letters, digits, '.', '_', '-')
+    description        string, ""          what the study asks, for the report
+    variants           2 strings, required the twins' variants (`lab variants`); the first is
+                                           the baseline A, e.g. ["thp", "shp1g"]
+    vcpus              integer, required   vCPUs per guest
+    memory             string, required    memory per guest, e.g. "12G"
+    image              string, lab.toml's  the base image the twins are cloned from
+    reserve_host_cpus  integer, lab.toml's host CPUs kept free of vCPUs
+    confidence         number, 99.99       confidence level in percent, of the verdicts and
+                                           of the `until` rules
+    threshold          string, "1%"        the smallest change that matters (with its % sign)
+    [[workload]]       tables, at least 1  the runs, in the order they run
+
+Keys of each ``[[workload]]`` table::
+
+    name               string, required    a workload (`lab workloads`), at most once per
+                                           study: the analysis pools a study's runs of one
+    params             table, {}           its parameters, checked against those it declares
+    n                  integer, required   iterations per guest; with `until`, the most
+    until              string, none        a stopping rule as `lab run --until` takes it:
+                                           "verdict" or "ci-halfwidth<0.5%"
+    schedule           string, concurrent  "concurrent" (both guests at once), "alternate"
+                                           (one guest at a time) or "sync" (iteration i starts
+                                           on both together, so the samples pair up)
+
+Unknown keys and wrong types are refused with the file, the key and what to write instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from lab.errors import ConfigError, LabError
+from lab.workload import GuestInfo, ParamValue, Workload
+
+SCHEDULES = ("concurrent", "alternate", "sync")
+DEFAULT_CONFIDENCE = 99.99
+DEFAULT_THRESHOLD = "1%"
+WORKLOAD_EXAMPLE = 'Write [[workload]] tables, e.g. [[workload]] name = "null" n = 30'
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of a study file: the TOML types it takes and what it means."""
+
+    types: tuple[type, ...]
+    required: bool
+    doc: str
+
+    @property
+    def type_name(self) -> str:
+        names = {str: "a string", int: "an integer", float: "a number", list: "a list",
+                 dict: "a table"}  # fmt: skip
+        return " or ".join(names[t] for t in self.types)
+
+
+STUDY_KEYS: Mapping[str, Key] = {
+    "name": Key((str,), True, "the study's name in the result store"),
+    "description": Key((str,), False, "what the study asks"),
+    "variants": Key((list,), True, 'the twins\' two variants, e.g. ["thp", "shp1g"]'),
+    "vcpus": Key((int,), True, "vCPUs per guest"),
+    "memory": Key((str,), True, 'memory per guest, e.g. "12G"'),
+    "image": Key((str,), False, "base image name (default: image of lab.toml)"),
+    "reserve_host_cpus": Key((int,), False, "host CPUs kept free of vCPUs (default: lab.toml)"),
+    "confidence": Key((int, float), False, "confidence level in percent, e.g. 99.99"),
+    "threshold": Key((str,), False, 'smallest change that matters, e.g. "1%"'),
+    "workload": Key((list,), True, "the [[workload]] tables, run in file order"),
+}
+
+WORKLOAD_KEYS: Mapping[str, Key] = {
+    "name": Key((str,), True, "a workload (see `lab workloads`)"),
+    "params": Key((dict,), False, "its parameters, e.g. params = { time = 10 }"),
+    "n": Key((int,), True, "iterations per guest (with until: the most it may take)"),
+    "until": Key((str,), False, "a stopping rule: 'verdict' or 'ci-halfwidth<0.5%'"),
+    "schedule": Key((str,), False, "concurrent, alternate or sync"),
+}
+
+
+@dataclass(frozen=True)
+class StudyWorkload:
+    """One ``[[workload]]`` of a study: what ``lab run`` is asked to do."""
+
+    name: str
+    params: Mapping[str, ParamValue]  # as the file gives them, in file order
+    n: int
+    schedule: str = "concurrent"
+    until: str | None = None
+
+    def describe(self) -> str:
+        """'n = 24000' or 'until a verdict, at most 24000 iterations'."""
+        if self.until is None:
+            return f"n = {self.n}"
+        from lab.stats.sequential import parse_until
+
+        return parse_until(self.until, self.n).describe()
+
+
+@dataclass(frozen=True)
+class Study:
+    """A validated study file; ``text`` and ``sha256`` are what the store keeps."""
+
+    name: str
+    variants: tuple[str, str]
+    vcpus: int
+    memory: str
+    workloads: tuple[StudyWorkload, ...]
+    description: str = ""
+    image: str | None = None  # None: the configured image
+    reserve_host_cpus: int | None = None  # None: the configured reserve
+    confidence: float = DEFAULT_CONFIDENCE
+    threshold: str = DEFAULT_THRESHOLD
+    path: Path | None = None
+    text: str = ""
+    sha256: str = field(default="")
+
+
+def load_study(
+    path: str | Path,
+    workloads: Mapping[str, Workload] | None = None,
+    variants: Collection[str] | None = None,
+) -> Study:
+    """Read and validate the study file at ``path`` (also hashed, byte for byte).
+
+    ``workloads`` and ``variants`` default to the registered plug-ins.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(
+            f"no study file at {path}", hint="See studies/*.toml for examples"
+        ) from None
+    except OSError as err:
+        raise ConfigError(f"cannot read the study file {path}: {err.strerror or err}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text", hint="A study file is TOML") from None
+    study = parse_study(text, str(path), workloads, variants)
+    return replace(study, path=path)
+
+
+def parse_study(
+    text: str,
+    source: str = "study file",
+    workloads: Mapping[str, Workload] | None = None,
+    variants: Collection[str] | None = None,
+) -> Study:
+    """The :class:`Study` that ``text`` describes; ``source`` names it in every error."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{source}: not valid TOML ({err})") from None
+    _check_keys(data, STUDY_KEYS, source, "")
+    if workloads is None:
+        from lab.workload import load_workloads
+
+        workloads = load_workloads()
+    if variants is None:
+        from lab.variants import load_variants
+
+        variants = list(load_variants())
+    name = _checked(source, "name", data["name"], _plain("study"))
+    pair = _checked(source, "variants", data["variants"], _variants(variants))
+    vcpus = _checked(source, "vcpus", data["vcpus"], _at_least(1))
+    memory = _checked(source, "memory", data["memory"], _size)
+    image = data.get("image")
+    if image is not None:
+        _checked(source, "image", image, _plain("image"))
+    reserve = data.get("reserve_host_cpus")
+    if reserve is not None:
+        _checked(source, "reserve_host_cpus", reserve, _at_least(0))
+    confidence = float(
+        _checked(source, "confidence", data.get("confidence", DEFAULT_CONFIDENCE), _level)
+    )
+    threshold = _checked(source, "threshold", data.get("threshold", DEFAULT_THRESHOLD), _percent)
+    tables = data["workload"]
+    if not tables:
+        raise ConfigError(f"{source}: no [[workload]] tables", hint=WORKLOAD_EXAMPLE)
+    guest = _dry_guest(vcpus, memory)
+    runs: list[StudyWorkload] = []
+    for number, table in enumerate(tables, 1):
+        run = _workload(source, number, table, workloads, guest)
+        earlier = next((i for i, r in enumerate(runs, 1) if r.name == run.name), None)
+        if earlier is not None:
+            raise ConfigError(
+                f"{source}: [[workload]] {number} runs {run.name} again ([[workload]] {earlier}"
+                " already does)",
+                hint="The analysis pools every run of a workload in a study: give other"
+                " parameters a study of their own",
+            )
+        runs.append(run)
+    return Study(
+        name=name,
+        description=_checked(source, "description", data.get("description", ""), None),
+        variants=(pair[0], pair[1]),
+        vcpus=vcpus,
+        memory=memory,
+        image=image,
+        reserve_host_cpus=reserve,
+        confidence=confidence,
+        threshold=threshold,
+        workloads=tuple(runs),
+        text=text,
+        sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+    )
+
+
+def _workload(
+    source: str,
+    number: int,
+    table: object,
+    workloads: Mapping[str, Workload],
+    guest: GuestInfo,
+) -> StudyWorkload:
+    where = f"[[workload]] {number}"
+    if not isinstance(table, dict):
+        raise ConfigError(
+            f"{source}: key 'workload' must be [[workload]] tables, not {type(table).__name__}",
+            hint=WORKLOAD_EXAMPLE,
+        )
+    if "n" not in table and "until" in table:
+        raise ConfigError(
+            f"{source}: {where}: until needs n, the most iterations the run may take",
+            hint=f"e.g. n = 1000 beside until = {table['until']!r}",
+        )
+    if "n" not in table and "name" in table:
+        raise ConfigError(
+            f"{source}: {where} ({table['name']}) has neither n nor until",
+            hint="Give n = ITERATIONS, or until = 'verdict' with n as the most it may take",
+        )
+    _check_keys(table, WORKLOAD_KEYS, source, f"{where}: ")
+    name = table["name"]
+    try:
+        from lab.workload import get_workload
+
+        workload = get_workload(name, workloads)
+    except LabError as err:
+        raise ConfigError(f"{source}: {where}: {err.message}", hint=err.hint) from None
+    where = f"{where} ({name})"
+    params: dict[str, ParamValue] = {}
+    for key, value in table.get("params", {}).items():
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise ConfigError(
+                f"{source}: {where}: params.{key} must be a string, an integer or a number,"
+                f" not {type(value).__name__} ({value!r})",
+                hint=f"e.g. params = {{ {key} = 10 }} (see `lab workloads`)",
+            )
+        params[key] = value
+    n = _checked(source, f"{where}: n", table["n"], _at_least(1))
+    until = table.get("until")
+    if until is not None:
+        from lab.stats.sequential import parse_until
+
+        _checked(source, f"{where}: until", until, lambda v: parse_until(v, n))
+    schedule = _checked(source, f"{where}: schedule", table.get("schedule", "concurrent"),
+                        _one_of(SCHEDULES))  # fmt: skip
+    try:
+        # Parameters against what the workload declares, then what it would run: a missing
+        # required parameter (gdb-build's source) is found now, not after hours of runs.
+        # As text, as `lab run -p KEY=VALUE` reads them: time = 2.5 is refused here too.
+        resolved = workload.resolve({key: str(value) for key, value in params.items()})
+        workload.spec(resolved, guest)
+    except LabError as err:
+        raise ConfigError(f"{source}: {where}: {err.message}", hint=err.hint) from None
+    return StudyWorkload(
+        name=name, params=MappingProxyType(params), n=n, schedule=schedule, until=until
+    )
+
+
+def _check_keys(data: Mapping[str, Any], keys: Mapping[str, Key], source: str, where: str) -> None:
+    for key, value in data.items():
+        if key not in keys:
+            raise ConfigError(
+                f"{source}: {where}unknown key {key!r}", hint=f"Known keys: {', '.join(keys)}"
+            )
+        spec = keys[key]
+        if isinstance(value, bool) or not isinstance(value, spec.types):
+            raise ConfigError(
+                f"{source}: {where}key {key!r} must be {spec.type_name},"
+                f" not {type(value).__name__} ({value!r})",
+                hint=f"{key}: {spec.doc}",
+            )
+    missing = [key for key, spec in keys.items() if spec.required and key not in data]
+    if missing:
+        raise ConfigError(
+            f"{source}: {where}missing {', '.join(missing)}",
+            hint="; ".join(f"{key}: {keys[key].doc}" for key in missing),
+        )
+
+
+def _checked(source: str, key: str, value: Any, check: Callable[[Any], Any] | None) -> Any:
+    """``value`` once ``check`` accepts it; else an error naming ``source`` and ``key``."""
+    if check is None:
+        return value
+    try:
+        check(value)
+    except (ValueError, TypeError, LabError) as err:
+        reason = err.message if isinstance(err, LabError) else str(err)
+        hint = getattr(err, "hint", None)
+        raise ConfigError(f"{source}: {key} = {value!r}: {reason}", hint=hint) from None
+    return value
+
+
+def _at_least(low: int) -> Callable[[int], None]:
+    def check(value: int) -> None:
+        if value < low:
+            raise ValueError(f"must be {low} or more")
+
+    return check
+
+
+def _one_of(choices: tuple[str, ...]) -> Callable[[str], None]:
+    def check(value: str) -> None:
+        if value not in choices:
+            raise ValueError(f"must be one of {', '.join(map(repr, choices))}")
+
+    return check
+
+
+def _plain(kind: str) -> Callable[[str], None]:
+    def check(value: str) -> None:
+        from lab.names import check_name
+
+        check_name(kind, value)
+
+    return check
+
+
+def _variants(known: Collection[str]) -> Callable[[list[Any]], None]:
+    def check(value: list[Any]) -> None:
+        if len(value) != 2 or not all(isinstance(v, str) for v in value):
+            raise ValueError('must be two variant names, e.g. ["thp", "shp1g"]')
+        if value[0] == value[1]:
+            raise ValueError("names the same variant twice: the twins must differ")
+        unknown = [v for v in value if v not in known]
+        if unknown:
+            raise ValueError(
+                f"unknown variant {unknown[0]!r} (known variants: {', '.join(sorted(known))})"
+            )
+
+    return check
+
+
+def _size(value: str) -> None:
+    from lab.units import parse_size_kib
+
+    parse_size_kib(value)
+
+
+def _level(value: float) -> None:
+    if not 50 <= value < 100:
+        raise ValueError("must be a percentage from 50 up to (not including) 100, e.g. 99.99")
+
+
+def _percent(value: str) -> None:
+    from lab.stats.verdict import parse_percent
+
+    if not value.rstrip().endswith("%"):
+        raise ValueError('must be a percentage with its % sign, e.g. "1%"')
+    if parse_percent(value) <= 0:
+        raise ValueError('must be above 0 %, e.g. "1%"')
+
+
+def _dry_guest(vcpus: int, memory: str) -> GuestInfo:
+    """A guest of the study's size, to ask each workload what it would run there."""
+    from lab.units import parse_size_kib
+
+    return GuestInfo(
+        name="lab-study-check",
+        vcpus=vcpus,
+        memory_kib=parse_size_kib(memory),
+        host_ip="198.18.0.1",
+        iperf_port=5201,
+        nfs_export="198.18.0.1:/lab",
+        work_dir="/home/lab/lab-runner",
+    )

@@ -1,0 +1,54 @@
+"""`lab study run studies/demo.toml` on the real pair: every workload, the file, the report."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from lab.paths import PROJECT_ROOT
+from lab.study import load_study
+from tests.integration.conftest import Pair
+from tests.integration.test_run import samples
+
+pytestmark = pytest.mark.integration
+
+DEMO = PROJECT_ROOT / "studies" / "demo.toml"
+FIRST_METRIC = {"sysbench-memory": "total_time_s", "iperf3": "sender_bits_per_s",
+                "demo-build": "wall_s"}  # fmt: skip
+
+
+def test_the_demo_study_runs_every_workload_stores_its_file_and_writes_the_report(
+    pair: Pair, tmp_path: Path
+) -> None:
+    db = tmp_path / "lab.db"
+    study = load_study(DEMO)
+    # The pair that is up (thp,shp1g, 1 vCPU each) is the study's: it is used, not replaced.
+    done = pair.lab("study", "run", str(DEMO), "--db", str(db), timeout=3600)
+    assert "using the lab that is up" in done.stderr
+    for workload in study.workloads:
+        got = samples(db, workload.name, FIRST_METRIC[workload.name])
+        assert {name: [i for i, _ in v] for name, v in got.items()} == {
+            "lab-thp": list(range(1, workload.n + 1)),
+            "lab-shp1g": list(range(1, workload.n + 1)),
+        }, workload.name
+    with sqlite3.connect(db) as conn:
+        text, digest = conn.execute(
+            "SELECT study_file, study_hash FROM study WHERE name = ?", (study.name,)
+        ).fetchone()
+    assert digest == hashlib.sha256(DEMO.read_bytes()).hexdigest() and text == DEMO.read_text()
+    page = (tmp_path / f"report-{study.name}" / "index.html").read_text()
+    assert "paired by iteration (synchronised runs)" in page  # demo-build ran with sync
+    assert f"Study file of {study.name}" in page and digest in page
+    assert "Base image" in page
+
+    # Running it again resumes: every run is complete, so nothing is added.
+    pair.lab("study", "run", str(DEMO), "--db", str(db), timeout=1800)
+    for workload in study.workloads:
+        got = samples(db, workload.name, FIRST_METRIC[workload.name])
+        assert {name: len(v) for name, v in got.items()} == {
+            "lab-thp": workload.n,
+            "lab-shp1g": workload.n,
+        }

@@ -1,0 +1,432 @@
+"""Study files: loading, every refusal, the plan's command lines, running it with fake steps."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from lab.cli import build_parser, main
+from lab.commands.study import (
+    StudySteps,
+    describe_plan,
+    estimate_seconds,
+    format_duration,
+    record_study,
+    report_argv,
+    report_dir,
+    run_argv,
+    run_study,
+)
+from lab.config import Config
+from lab.context import Context
+from lab.errors import ConfigError, LabError, StoreError, UsageError
+from lab.labstate import GuestRecord, LabState
+from lab.paths import PROJECT_ROOT
+from lab.store import Store
+from lab.store.schema import SCHEMA
+from lab.study import Study, load_study, parse_study
+from lab.twinplan import TwinRequest
+from lab.variants import load_variants
+from lab.workload import load_workloads
+
+STUDIES = PROJECT_ROOT / "studies"
+WORKLOADS = load_workloads()
+VARIANTS = list(load_variants())
+
+HEAD = """\
+name = "s"
+variants = ["thp", "shp1g"]
+vcpus = 1
+memory = "1G"
+"""
+ONE = """
+[[workload]]
+name = "null"
+n = 3
+"""
+
+
+def study(text: str) -> Study:
+    return parse_study(text, "s.toml", WORKLOADS, VARIANTS)
+
+
+@pytest.fixture(autouse=True)
+def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "lab.toml"
+    path.write_text(f'libvirt_uri = "test:///default"\nstate_dir = "{tmp_path / "state"}"\n')
+    monkeypatch.setenv("LAB_CONFIG", str(path))
+    return path
+
+
+# -- loading -----------------------------------------------------------------------------------
+
+
+def test_a_small_study_with_its_defaults() -> None:
+    got = study(HEAD + ONE)
+    assert (got.name, got.variants, got.vcpus, got.memory) == ("s", ("thp", "shp1g"), 1, "1G")
+    assert (got.confidence, got.threshold, got.image, got.reserve_host_cpus) == (
+        99.99, "1%", None, None,
+    )  # fmt: skip
+    (run,) = got.workloads
+    assert (run.name, dict(run.params), run.n, run.schedule, run.until) == (
+        "null", {}, 3, "concurrent", None,
+    )  # fmt: skip
+    assert got.sha256 == hashlib.sha256((HEAD + ONE).encode()).hexdigest()
+
+
+@pytest.mark.parametrize("name", ["demo.toml", "thp-vs-shp1g.toml"])
+def test_shipped_study_files_validate(name: str) -> None:
+    path = STUDIES / name
+    got = load_study(path)
+    assert got.path == path and got.text == path.read_text()
+    assert got.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert got.variants == ("thp", "shp1g") and got.workloads
+
+
+def test_shipped_demo_is_short_and_the_reference_study_as_he_ran_it() -> None:
+    demo = load_study(STUDIES / "demo.toml")
+    assert [(w.name, w.n, w.schedule) for w in demo.workloads] == [
+        ("sysbench-memory", 5, "concurrent"), ("iperf3", 5, "concurrent"),
+        ("demo-build", 5, "sync"),
+    ]  # fmt: skip
+    assert dict(demo.workloads[0].params) == {"time": 2, "total_size": "256M", "block_size": "1M"}
+    ref = load_study(STUDIES / "thp-vs-shp1g.toml")
+    assert (ref.vcpus, ref.memory, ref.confidence) == (14, "12G", 99.99)
+    sysbench, iperf3, gdb = ref.workloads
+    assert dict(sysbench.params) == {"block_size": "64M", "total_size": "4096G", "time": 500,
+                                     "threads": 14}  # fmt: skip
+    assert (sysbench.n, iperf3.n, iperf3.schedule) == (5000, 37000, "alternate")
+    assert (gdb.name, gdb.n, gdb.until, gdb.params["jobs"]) == ("gdb-build", 24000, "verdict", 12)
+
+
+@pytest.mark.parametrize("name", ["demo.toml", "thp-vs-shp1g.toml"])
+def test_lab_study_check_accepts_the_shipped_files(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "lab.db"
+    assert main(["study", "check", str(STUDIES / name), "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert out.rstrip().endswith(": valid")
+    for workload in load_study(STUDIES / name).workloads:
+        assert f"lab run {workload.name} --n {workload.n}" in out
+    assert not db.exists()  # check reads a store that exists; it never makes one
+
+
+# -- refusals: each names the file and the key, and says what to write -------------------------
+
+
+def head(old: str, new: str) -> str:
+    """A study whose top-level keys have ``old`` replaced by ``new``."""
+    return HEAD.replace(old, new) + ONE
+
+
+def work(name: str = "null", extra: str = "", n: str = "n = 3\n") -> str:
+    """A study with one [[workload]] of ``name``, its ``n`` line and ``extra`` lines."""
+    return HEAD + f'\n[[workload]]\nname = "{name}"\n{n}{extra}'
+
+
+WL = r"\[\[workload\]\]"
+REFUSALS = [
+    ("unknown top-level key", HEAD + "colour = 1\n" + ONE,
+     r"s\.toml: unknown key 'colour'.*Known keys: name"),
+    ("unknown workload key", work(extra="repeat = 2\n"), WL + r" 1: unknown key 'repeat'"),
+    ("wrong type", head("vcpus = 1", 'vcpus = "1"'), r"key 'vcpus' must be an integer, not str"),
+    ("bool is not an integer", head("vcpus = 1", "vcpus = true"), r"'vcpus' must be an integer"),
+    ("n of the wrong type", work(n='n = "3"\n'), WL + r" 1: key 'n' must be an integer"),
+    ("params not a table", work(extra='params = "time=2"\n'), r"key 'params' must be a table"),
+    ("unknown workload", work("fio"),
+     WL + r" 1: unknown workload 'fio'.*Known workloads: .*sysbench-memory"),
+    ("unknown parameter", work("iperf3", "params = { seconds = 2 }\n"),
+     r"\(iperf3\): workload iperf3 has no parameter seconds.*duration"),
+    ("parameter of the wrong type", work("iperf3", 'params = { duration = "x" }\n'),
+     r"parameter duration must be an integer"),
+    ("integer parameter given a fraction", work("iperf3", "params = { duration = 2.5 }\n"),
+     r"parameter duration must be an integer, not '2.5'"),
+    ("parameter that is a list", work("iperf3", "params = { duration = [2] }\n"),
+     r"params\.duration must be a string, an integer or a number"),
+    ("n and until both missing", work(n=""), WL + r" 1 \(null\) has neither n nor until"),
+    ("until without n", work(n='until = "verdict"\n'), r"until needs n"),
+    ("unknown schedule", work(extra='schedule = "parallel"\n'),
+     r"schedule = 'parallel': must be one of 'concurrent', 'alternate', 'sync'"),
+    ("bad until rule", work(extra='until = "soon"\n'),
+     r"until = 'soon': cannot read the stopping rule"),
+    ("until with too small a maximum", work(n="n = 1\n", extra='until = "verdict"\n'),
+     r"at least 2 iterations"),
+    ("n below 1", work(n="n = 0\n"), r"n = 0: must be 1 or more"),
+    ("unknown variant", head('"shp1g"', '"shp3g"'), r"unknown variant 'shp3g'"),
+    ("one variant", head(', "shp1g"', ""), r"must be two variant names"),
+    ("twins that do not differ", head('"shp1g"', '"thp"'), r"same variant twice"),
+    ("missing name", head('name = "s"\n', ""), r"s\.toml: missing name"),
+    ("study name that is a path", head('"s"', '"../s"'), r"not a plain name"),
+    ("memory that is no size", head('"1G"', '"lots"'), r"memory = 'lots'"),
+    ("threshold without %", HEAD + 'threshold = "0.01"\n' + ONE, r"with its % sign"),
+    ("confidence of 100", HEAD + "confidence = 100\n" + ONE, r"confidence = 100"),
+    ("no workloads", HEAD + "workload = []\n", r"no " + WL + " tables"),
+    ("workload not a table", HEAD + "workload = [1]\n", r"must be " + WL + " tables"),
+    ("a workload twice", HEAD + ONE + ONE, WL + r" 2 runs null again"),
+    ("gdb-build without its source", work("gdb-build"), r"gdb-build needs its source"),
+    ("not TOML", HEAD + "[[workload]\n", r"s\.toml: not valid TOML"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("why", "text", "message"), REFUSALS, ids=[r[0] for r in REFUSALS])
+def test_refusals_name_the_file_and_the_key(why: str, text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as refused:
+        study(text)
+    assert str(refused.value).startswith("s.toml: ")
+
+
+def test_check_of_a_bad_file_is_one_line_and_status_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(HEAD + ONE + 'schedule = "parallel"\n')
+    assert main(["study", "check", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"lab: error: {path}: [[workload]] 1 (null)")
+    assert main(["study", "check", str(tmp_path / "none.toml")]) == 2
+    assert "no study file at" in capsys.readouterr().err
+
+
+# -- the plan ----------------------------------------------------------------------------------
+
+
+def test_run_argv_is_the_lab_run_command_the_real_parser_accepts() -> None:
+    demo = load_study(STUDIES / "demo.toml")
+    argv = run_argv(demo, demo.workloads[0], "/r/lab.db")
+    assert argv == [
+        "run", "sysbench-memory", "--n", "5", "--schedule", "concurrent", "--study", "demo",
+        "--db", "/r/lab.db", "-p", "time=2", "-p", "total_size=256M", "-p", "block_size=1M",
+    ]  # fmt: skip
+    args = build_parser().parse_args(argv)
+    assert (args.workload, args.n, args.schedule, args.study, args.db) == (
+        "sysbench-memory", 5, "concurrent", "demo", "/r/lab.db",
+    )  # fmt: skip
+    assert args.param == ["time=2", "total_size=256M", "block_size=1M"] and args.until is None
+    sync = build_parser().parse_args(run_argv(demo, demo.workloads[2], "/r/lab.db"))
+    assert sync.schedule == "sync" and sync.param == []
+
+
+def test_an_until_workload_passes_its_rule_and_the_study_s_confidence_and_threshold() -> None:
+    settings = 'confidence = 99.9\nthreshold = "0.5%"\n'
+    got = study(HEAD + settings + ONE + 'until = "ci-halfwidth<1%"\n')
+    argv = run_argv(got, got.workloads[0], "lab.db")
+    assert argv[argv.index("--until") + 1] == "ci-halfwidth<1%"
+    assert argv[argv.index("--confidence") + 1] == "99.9"
+    assert argv[argv.index("--threshold") + 1] == "0.5%"
+    args = build_parser().parse_args(argv)
+    assert (args.until, args.confidence, args.threshold, args.n) == ("ci-halfwidth<1%", 99.9,
+                                                                     "0.5%", 3)  # fmt: skip
+
+
+def test_the_report_goes_beside_the_store_in_a_folder_named_after_the_study() -> None:
+    demo = load_study(STUDIES / "demo.toml")
+    assert report_dir(demo, "/r/lab.db") == Path("/r/report-demo")
+    args = build_parser().parse_args(report_argv(demo, "/r/lab.db"))
+    assert (args.out, args.study, args.db, args.baseline) == (
+        "/r/report-demo", "demo", "/r/lab.db", "thp,shp1g",
+    )  # fmt: skip
+    assert (args.confidence, args.threshold) == (99.99, "1%")
+
+
+def test_estimates_from_stored_iteration_times() -> None:
+    got = study(HEAD + ONE + ONE.replace("null", "iperf3") + 'schedule = "alternate"\n')
+    null, iperf3 = got.workloads
+    assert estimate_seconds(null, None) is None
+    assert estimate_seconds(null, 10.0) == 30.0
+    assert estimate_seconds(iperf3, 10.0) == 60.0  # one guest after the other
+    assert [format_duration(s) for s in (5, 125, 7260, 90000)] == [
+        "5 s", "2 min 05 s", "2 h 01 min", "1 d 1 h",
+    ]  # fmt: skip
+    lines = describe_plan(got, "lab.db", {"null": 10.0, "iperf3": 10.0})
+    assert lines[-1] == "  estimated time: 1 min 30 s"
+    lines = describe_plan(got, "lab.db", {"null": 10.0})
+    assert "time unknown" in lines[-4] and lines[-1].startswith("  estimated time: unknown")
+
+
+# -- running it, with fake steps ---------------------------------------------------------------
+
+
+@dataclass
+class FakeLab:
+    """Records what `lab study run` asked for; a lab is up once bring_up was called."""
+
+    state: LabState | None = None
+    ups: list[TwinRequest] = field(default_factory=list)
+    parsed: list[list[str]] = field(default_factory=list)
+    commands: list[list[str]] = field(default_factory=list)
+    fail: dict[str, int] = field(default_factory=dict)  # workload -> exit status
+
+    def steps(self) -> StudySteps:
+        return StudySteps(lab_state=lambda: self.state, bring_up=self.up,
+                          parse=self.parsed.append, command=self.command)  # fmt: skip
+
+    def up(self, request: TwinRequest) -> None:
+        self.ups.append(request)
+        self.state = lab_state(request.variants, request.vcpus)
+
+    def command(self, argv: list[str]) -> int:
+        self.commands.append(argv)
+        return self.fail.get(argv[1], 0)
+
+
+def lab_state(variants: list[str], vcpus: int = 1, image: str = "debian12") -> LabState:
+    guests = [
+        GuestRecord(f"lab-{v}", v, "52:54:00:00:00:01", "/d", list(range(vcpus)), 0, "key")
+        for v in variants
+    ]
+    return LabState(guests, "qemu", "test", image, "h", "lab", "198.18.0.1", [0], 0.0)
+
+
+def context(tmp_path: Path) -> Context:
+    quiet = Console(file=io.StringIO())
+    config = Config(state_dir=str(tmp_path / "state"), reserve_host_cpus=0)
+    return Context(config=config, out=quiet, err=quiet)
+
+
+def test_run_brings_the_pair_up_runs_each_step_in_order_then_the_report(tmp_path: Path) -> None:
+    demo = load_study(STUDIES / "demo.toml")
+    db = str(tmp_path / "lab.db")
+    lab = FakeLab()
+    assert run_study(context(tmp_path), demo, db, lab.steps()) == 0
+    assert lab.ups == [TwinRequest(["thp", "shp1g"], 1, "1G", 0)]
+    plan = [run_argv(demo, w, db) for w in demo.workloads] + [report_argv(demo, db)]
+    assert lab.commands == plan
+    assert lab.parsed == plan  # every step checked before the first ran
+    with Store.open(db) as store:
+        (stored,) = store.studies()
+    assert (stored.name, stored.description) == ("demo", demo.description)
+    assert (stored.study_file, stored.study_hash) == (demo.text, demo.sha256)
+
+
+def test_running_again_resumes_by_calling_every_step_again_with_the_same_argv(
+    tmp_path: Path,
+) -> None:
+    demo = load_study(STUDIES / "demo.toml")
+    db = str(tmp_path / "lab.db")
+    lab = FakeLab(fail={"iperf3": 130})  # Ctrl-C during the second step
+    assert run_study(context(tmp_path), demo, db, lab.steps()) == 130
+    assert [argv[1] for argv in lab.commands] == ["sysbench-memory", "iperf3"]
+    first = list(lab.commands)
+    lab.commands.clear()
+    lab.fail.clear()
+    assert run_study(context(tmp_path), demo, db, lab.steps()) == 0
+    assert len(lab.ups) == 1  # the pair that is up is used
+    assert lab.commands[:2] == first  # each `lab run` resumes by itself
+    assert [argv[1] for argv in lab.commands] == ["sysbench-memory", "iperf3", "demo-build",
+                                                  "--db"]  # fmt: skip
+    with Store.open(db) as store:
+        assert len(store.studies()) == 1
+
+
+@pytest.mark.parametrize(
+    ("state", "message"),
+    [
+        (lab_state(["thp", "shp2m"]), r"variants shp2m,thp; the study 'demo' needs thp,shp1g"),
+        (lab_state(["thp", "shp1g"], vcpus=2), r"2 vCPUs per guest; the study 'demo' asks for 1"),
+    ],
+)
+def test_a_different_lab_that_is_up_is_refused(
+    tmp_path: Path, state: LabState, message: str
+) -> None:
+    demo = load_study(STUDIES / "demo.toml")
+    lab = FakeLab(state=state)
+    with pytest.raises(UsageError, match=message) as refused:
+        run_study(context(tmp_path), demo, str(tmp_path / "lab.db"), lab.steps())
+    assert "lab down" in str(refused.value)
+    assert lab.commands == [] and lab.ups == []
+
+
+def test_another_image_up_is_refused(tmp_path: Path) -> None:
+    got = study(HEAD + 'image = "fedora32"\n' + ONE)
+    lab = FakeLab(state=lab_state(["thp", "shp1g"]))
+    with pytest.raises(UsageError, match=r"runs image 'debian12'.*asks for 'fedora32'"):
+        run_study(context(tmp_path), got, str(tmp_path / "lab.db"), lab.steps())
+
+
+def test_a_step_the_command_line_refuses_stops_the_study_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    from lab.commands.study import InProcessCli
+
+    got = study(HEAD + ONE)
+    lab = FakeLab()
+    cli = InProcessCli(context(tmp_path))
+
+    def parse(argv: list[str]) -> object:
+        return cli.parse([*argv, "--no-such-option"] if argv[0] == "run" else argv)
+
+    steps = StudySteps(lab.steps().lab_state, lab.up, parse, lab.command)
+    with pytest.raises(UsageError, match=r"refuses the step `lab run null --n 3"):
+        run_study(context(tmp_path), got, str(tmp_path / "lab.db"), steps)
+    assert lab.ups == [] and lab.commands == []
+
+
+def test_a_changed_study_file_is_refused_before_the_pair_comes_up(tmp_path: Path) -> None:
+    db = str(tmp_path / "lab.db")
+    lab = FakeLab()
+    assert run_study(context(tmp_path), study(HEAD + ONE), db, lab.steps()) == 0
+    changed = study(HEAD + ONE.replace("n = 3", "n = 4"))
+    lab = FakeLab()
+    with pytest.raises(StoreError, match=r"made from a different study file.*new name"):
+        run_study(context(tmp_path), changed, db, lab.steps())
+    assert lab.ups == [] and lab.commands == []
+
+
+def test_lab_study_run_of_a_bad_file_changes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(HEAD + ONE.replace("n = 3\n", ""))
+    db = tmp_path / "lab.db"
+    assert main(["study", "run", str(path), "--db", str(db)]) == 2
+    assert "has neither n nor until" in capsys.readouterr().err
+    assert not db.exists() and not (tmp_path / "state").exists()
+
+
+# -- the stored study file ---------------------------------------------------------------------
+
+
+def test_the_study_file_and_its_hash_round_trip_through_the_store(tmp_path: Path) -> None:
+    got = load_study(STUDIES / "thp-vs-shp1g.toml")
+    db = tmp_path / "lab.db"
+    with Store.open(db) as store:
+        first = record_study(store, got)
+        assert record_study(store, got) == first  # the same file again: the same study
+    with Store.open(db) as store:
+        (stored,) = store.studies()
+    assert stored.study_file == (STUDIES / "thp-vs-shp1g.toml").read_text()
+    digest = hashlib.sha256((STUDIES / "thp-vs-shp1g.toml").read_bytes()).hexdigest()
+    assert stored.study_hash == digest
+    assert load_study_from_text(stored.study_file).sha256 == stored.study_hash
+
+
+def load_study_from_text(text: str) -> Study:
+    return parse_study(text, "stored", WORKLOADS, VARIANTS)
+
+
+def test_a_store_of_an_older_lab_takes_the_study_file_of_a_study_begun_by_lab_run(
+    tmp_path: Path,
+) -> None:
+    """A store made before study files (schema 1, study rows by `lab run`) needs no
+    migration: the study file and hash go into the study's own columns when it first runs."""
+    db = tmp_path / "old.db"
+    conn = sqlite3.connect(db)
+    conn.executescript(SCHEMA)
+    conn.execute("INSERT INTO meta(key, value) VALUES ('schema_version', '1')")
+    conn.execute("INSERT INTO study(name, created, description) VALUES ('s', 0, 'lab run')")
+    conn.commit()
+    conn.close()
+    got = study(HEAD + ONE)
+    with Store.open(db) as store:
+        study_id = record_study(store, got)
+        (stored,) = store.studies()
+    assert (stored.id, stored.study_hash, stored.study_file) == (study_id, got.sha256, got.text)
+    with Store.open(db) as store, pytest.raises(LabError, match="different study file"):
+        record_study(store, study(HEAD + ONE.replace("n = 3", "n = 5")))
