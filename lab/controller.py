@@ -22,6 +22,7 @@ from lab.errors import GuestError, LabError, UsageError
 from lab.guestssh import GuestShell
 from lab.journal import JournalEntry, JournalEvent, complete_length, parse_journal_line
 from lab.labstate import GuestRecord, LabState
+from lab.placement import Placement, SwapSchedule, check_swap_plan
 from lab.seed import GUEST_USER
 from lab.store import IterationRecord, MetricInfo, Store
 from lab.workload import RUNNER_FILES
@@ -64,11 +65,14 @@ def run_key(
     n: int,
     schedule: str,
     until: str | None = None,
+    swap_every: int | None = None,
 ) -> str:
     """The same command on the same lab gives the same key: that is how it resumes."""
     asked: list[Any] = [study, workload, params, sorted(guests), n, schedule]
     if until:  # only then, so that keys of runs without a rule stay what they were
         asked.append(until)
+    if swap_every:  # likewise
+        asked.append({"swap_every": swap_every})
     text = json.dumps(asked, sort_keys=True)
     return f"{workload}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
 
@@ -113,6 +117,7 @@ class RunPlan:
     until: str | None = None  # a stopping rule (lab.stats.sequential); n is then the maximum
     confidence: float = 99.99  # percent, for the rule's interval and verdict
     threshold: float = 0.01  # the verdict's practical threshold, a fraction
+    swap_every: int | None = None  # sync only: swap the twins' CPU sets every K iterations
 
 
 class Controller:
@@ -134,6 +139,8 @@ class Controller:
             raise UsageError(
                 f"unknown schedule {plan.schedule!r}", hint=f"Use one of: {', '.join(SCHEDULES)}"
             )
+        if plan.swap_every is not None:
+            check_swap_plan(plan.schedule, guests, plan.swap_every)
         self.ctx, self.store, self.state, self.plan = ctx, store, state, plan
         self.shell_factory = shell_factory
         self.on_update = on_update
@@ -147,6 +154,7 @@ class Controller:
             plan.n,
             plan.schedule,
             plan.until,
+            plan.swap_every,
         )
         study_id = store.ensure_study(plan.study, description="lab run")
         self.metrics = [MetricInfo(m.name, m.unit, m.direction) for m in plan.workload.metrics]
@@ -172,6 +180,8 @@ class Controller:
             progress = GuestProgress(record, guest_id, shell_factory(record))
             progress.completed = store.completed_iterations(self.run_id, guest_id)
             self.guests.append(progress)
+        placement = Placement(ctx.libvirt, guests, state.emulator_cpus) if plan.swap_every else None
+        self.swaps = SwapSchedule(placement, plan.swap_every or 0, store, self.run_id)
 
     def _stop_rule(self, guests: list[GuestRecord]) -> Any:
         if not self.plan.until:
@@ -311,6 +321,10 @@ class Controller:
         for guest in self.guests:
             self._with_guest(guest, self.install_runner)
             self._with_guest(guest, self.ingest)
+        with self.swaps.in_force(self.ctx.warn):  # then back on their own CPUs
+            self._run_schedule()
+
+    def _run_schedule(self) -> None:
         if self.stopped_by_rule():  # a resumed run that had already reached its rule
             return
         if self.plan.schedule == "alternate":
@@ -373,6 +387,8 @@ class Controller:
             while todo := [g for g in self.guests if iteration not in g.completed]:
                 for guest in todo:
                     self._check_failures(guest)
+                # between iterations, no runner running: the CPU sets of --swap-every
+                self.swaps.before(iteration, [(g.record.name, g.guest_id) for g in todo])
                 with ThreadPoolExecutor(max_workers=len(todo)) as pool:
                     start = partial(self._start_one, iteration)
                     started = list(pool.map(self._with_guest, todo, [start] * len(todo)))
@@ -440,6 +456,7 @@ class Controller:
                 guest, lambda g: g.shell.run(self.runner("stop"), check=False, timeout=60)
             )
             self._with_guest(guest, self.ingest)
+        self.swaps.finish(warn=self.ctx.warn)  # the runners are stopped: own CPUs again
 
 
 def default_db(ctx: Context, explicit: str | None) -> Path:

@@ -33,6 +33,8 @@ Keys of each ``[[workload]]`` table::
     schedule           string, concurrent  "concurrent" (both guests at once), "alternate"
                                            (one guest at a time) or "sync" (iteration i starts
                                            on both together, so the samples pair up)
+    swap_every         integer, none       with schedule "sync" only: swap the twins' CPU
+                                           sets every K iterations (`lab run --swap-every`)
 
 Unknown keys and wrong types are refused with the file, the key and what to write instead.
 """
@@ -90,6 +92,7 @@ WORKLOAD_KEYS: Mapping[str, Key] = {
     "n": Key((int,), True, "iterations per guest (with until: the most it may take)"),
     "until": Key((str,), False, "a stopping rule: 'verdict' or 'ci-halfwidth<0.5%'"),
     "schedule": Key((str,), False, "concurrent, alternate or sync"),
+    "swap_every": Key((int,), False, "with schedule 'sync': swap the CPU sets every K iterations"),
 }
 
 
@@ -102,6 +105,7 @@ class StudyWorkload:
     n: int
     schedule: str = "concurrent"
     until: str | None = None
+    swap_every: int | None = None  # sync only: swap the twins' CPU sets every K iterations
 
     def describe(self) -> str:
         """'n = 24000' or 'until a verdict, at most 24000 iterations'."""
@@ -272,6 +276,15 @@ def _workload(
         _checked(source, f"{where}: until", until, lambda v: parse_until(v, n))
     schedule = _checked(source, f"{where}: schedule", table.get("schedule", "concurrent"),
                         _one_of(SCHEDULES))  # fmt: skip
+    swap_every = table.get("swap_every")
+    if swap_every is not None:
+        _checked(source, f"{where}: swap_every", swap_every, _at_least(1))
+        if schedule != "sync":
+            raise ConfigError(
+                f'{source}: {where}: swap_every needs schedule = "sync", not {schedule!r}:'
+                " the CPU sets are swapped between synchronised iterations",
+                hint='Add schedule = "sync", or drop swap_every',
+            )
     try:
         # Parameters against what the workload declares, then what it would run: a missing
         # required parameter (gdb-build's source) is found now, not after hours of runs.
@@ -281,8 +294,9 @@ def _workload(
     except LabError as err:
         raise ConfigError(f"{source}: {where}: {err.message}", hint=err.hint) from None
     return StudyWorkload(
-        name=name, params=MappingProxyType(params), n=n, schedule=schedule, until=until
-    )
+        name=name, params=MappingProxyType(params), n=n, schedule=schedule, until=until,
+        swap_every=swap_every,
+    )  # fmt: skip
 
 
 def _check_keys(data: Mapping[str, Any], keys: Mapping[str, Key], source: str, where: str) -> None:

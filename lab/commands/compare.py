@@ -26,7 +26,9 @@ def register(subparsers: Any) -> None:
         " corrected. A is the variant whose guest was stored first unless --baseline says."
         " For synchronised runs (schedule or parameter `sync`) or with --paired, also the"
         " paired analysis by iteration: paired t interval, Wilcoxon signed-rank p and how much"
-        " variance pairing removed.",
+        " variance pairing removed. For runs that swapped the twins' CPU sets (lab run"
+        " --swap-every), also the variant effect and the placement effect (which CPU set)"
+        " told apart by a two-way model, each with its interval.",
     )  # fmt: skip
     add_db_argument(parser)
     add_study_argument(parser)
@@ -62,7 +64,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from lab.errors import UsageError
     from lab.report import formats
-    from lab.stats.analysis import analyse
+    from lab.stats.analysis import analyse, with_placement
     from lab.stats.paired import synced_workloads
     from lab.stats.verdict import parse_percent
     from lab.store.cli import open_store, variant_order
@@ -72,6 +74,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         series = store.values(workload=args.workload, metric=args.metric, study=args.study)
         order = args.baseline.split(",") if args.baseline else variant_order(store, args.study)
         paired = True if args.paired else synced_workloads(store.runs(args.study))
+        placements = store.placement_labels(args.workload, args.metric, args.study)
     if not series:
         wanted = ", ".join(
             f"{k} {v!r}"
@@ -89,6 +92,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     comparisons = analyse(
         series, args.confidence, threshold, order=order, trim=args.trim, paired=paired
     )
+    if placements:
+        comparisons = with_placement(comparisons, series, placements)
     if args.format == "table":
         formats.print_tables(ctx.out, comparisons)
     elif args.format == "markdown":
@@ -96,21 +101,26 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     elif args.format == "json":
         ctx.out.file.write(_json(comparisons) + "\n")
     else:
-        ctx.out.file.write(formats.as_csv(comparisons) + _paired_csv(comparisons))
+        ctx.out.file.write(
+            formats.as_csv(comparisons) + _paired_csv(comparisons) + _placement_csv(comparisons)
+        )
     return 0
 
 
 def _json(comparisons: Sequence[MetricComparison]) -> str:
-    """``formats.as_json`` with a ``paired`` list where the paired analysis ran."""
+    """``formats.as_json`` with a ``paired`` list where the paired analysis ran, and a
+    ``placement`` object where the CPU sets were swapped."""
     import json
 
     from lab.report import formats
-    from lab.report.tables import paired_data
+    from lab.report.tables import paired_data, placement_data
 
     data = formats.as_json_data(comparisons)
     for entry, c in zip(data, comparisons, strict=True):
         if c.paired:
             entry["paired"] = paired_data(c)
+        if c.placement is not None:
+            entry["placement"] = placement_data(c)
     return json.dumps(data, indent=2, ensure_ascii=False)
 
 
@@ -131,4 +141,27 @@ def _paired_csv(comparisons: Sequence[MetricComparison]) -> str:
                 if isinstance(value, float):
                     value = repr(value) if math.isfinite(value) else ""
                 writer.writerow((*head, "paired", f"{q.b} vs {q.a}", row.key, value))
+    return buf.getvalue()
+
+
+def _placement_csv(comparisons: Sequence[MetricComparison]) -> str:
+    """Rows of the ``placement`` table in the long CSV layout (no header)."""
+    import csv
+    import io
+
+    from lab.report.tables import PLACEMENT_ROWS
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    for c in comparisons:
+        q = c.placement
+        if q is None:
+            continue
+        head = (c.study, c.workload, c.metric, c.unit, c.direction, c.subset)
+        for row in PLACEMENT_ROWS:
+            value = row.get(q)
+            if isinstance(value, float):
+                value = repr(value) if math.isfinite(value) else ""
+            writer.writerow((*head, "placement", f"{q.b} vs {q.a}", row.key,
+                             "" if value is None else value))  # fmt: skip
     return buf.getvalue()

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from lab.errors import UsageError
     from lab.report.html import ReportMeta, render
     from lab.report.images import image_summaries
-    from lab.stats.analysis import analyse
+    from lab.stats.analysis import analyse, with_placement
     from lab.stats.verdict import parse_percent
     from lab.store.cli import open_store, store_path, variant_order
 
@@ -55,6 +55,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         order = args.baseline.split(",") if args.baseline else variant_order(store, args.study)
         studies = [s for s in store.studies() if args.study in (None, s.name)]
         guests = store.guests(args.study)
+        placements = store.placement_labels(args.workload, args.metric, args.study)
         meta = ReportMeta(
             store_path=str(path), studies=studies, guests=guests,
             runs=store.runs(args.study), attempts=store.attempt_counts(args.study),
@@ -66,6 +67,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             hint="Collect some with `lab run` or bring them in with `lab import FILE`",
         )
     comparisons = analyse(series, args.confidence, threshold, order=order, trim=args.trim)
+    if placements:  # the twins swapped CPU sets (lab run --swap-every): a Placement table
+        comparisons = with_placement(comparisons, series, placements)
     out = Path(args.out) if args.out else path.parent / "report"
     try:
         index = render(comparisons, meta, out, embed=args.embed)

@@ -44,6 +44,17 @@ def register(subparsers: Any) -> None:
         " false-positive rate (plain repeated t-tests would)",
     )
     parser.add_argument(
+        "--swap-every",
+        type=int,
+        metavar="K",
+        help="with --schedule sync: swap the two twins' CPU sets (live vCPU pins; the"
+        " emulator threads keep their shared CPUs) every K iterations, so iterations"
+        " K+1..2K, 3K+1..4K, ... run on each other's CPUs and the rest on their own. Each"
+        " sample's placement is stored, and lab compare and lab report then show the"
+        " effect of the variant and the effect of the CPU set separately, so 'which CPUs'"
+        " cannot pass for 'which variant'. The pins are put back when the run ends",
+    )
+    parser.add_argument(
         "--confidence",
         type=float,
         default=99.99,
@@ -129,10 +140,18 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         raise UsageError(f"--n must be 1 or more, not {args.n}", hint="e.g. --n 30")
     if args.max_failures < 0:
         raise UsageError(f"--max-failures must be 0 or more, not {args.max_failures}")
+    if args.swap_every is not None:
+        from lab.placement import check_swap_schedule
+
+        check_swap_schedule(args.schedule, args.swap_every)
     workload = get_workload(args.workload)
     state = require_state(Path(ctx.config.state_dir))
     names = args.guests.split(",") if args.guests else [g.name for g in state.guests]
     guests = [state.guest(name) for name in names]
+    if args.swap_every is not None:
+        from lab.placement import check_swap_plan
+
+        check_swap_plan(args.schedule, guests, args.swap_every)
     params = workload.resolve(dict(pair_items(args.param)))
     plan = RunPlan(
         study=args.study,
@@ -144,6 +163,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         until=args.until,
         confidence=args.confidence,
         threshold=parse_threshold(args.threshold),
+        swap_every=args.swap_every,
     )
     with (
         run_lock(Path(ctx.config.state_dir), command_line(args), ctx.warn),

@@ -78,6 +78,8 @@ def run_argv(study: Study, workload: StudyWorkload, db: str) -> list[str]:
     if workload.until is not None:
         argv += ["--until", workload.until, "--confidence", str(study.confidence),
                  "--threshold", study.threshold]  # fmt: skip
+    if workload.swap_every is not None:
+        argv += ["--swap-every", str(workload.swap_every)]
     return argv
 
 

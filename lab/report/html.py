@@ -237,12 +237,26 @@ def _synced(c: MetricComparison, meta: ReportMeta) -> bool:
     return c.workload in synced_workloads(r for r in meta.runs if r.study == c.study)
 
 
+def _placement_summary(block: Sequence[MetricComparison]) -> str:
+    """For runs that swapped the twins' CPU sets: what the CPU set did, beside the verdict."""
+    q = next((c.placement for c in block if c.placement is not None), None)
+    if q is None:
+        return ""
+    e = q.effects.placement
+    return _e(
+        f"; CPU set (Placement table): on {q.b}'s CPUs instead of {q.a}'s {e.estimate:+.4g}"
+        f" ({q.effects.confidence * 100:g}% CI {e.ci[0]:+.4g} to {e.ci[1]:+.4g})"
+    )
+
+
 def render(
     comparisons: Sequence[MetricComparison], meta: ReportMeta, out_dir: Path, embed: bool = False
 ) -> Path:
     """Write ``out_dir/index.html`` (and its figures) and return its path.
 
     Workloads whose runs were synchronised get the paired analysis too, if not already there.
+    Comparisons with a placement analysis (``with_placement``: the twins swapped CPU sets)
+    get a Placement table and the CPU set's effect beside their verdict.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     comparisons = [with_paired(c) if _synced(c, meta) and not c.paired else c for c in comparisons]
@@ -253,6 +267,7 @@ def render(
             f'<span class="{p.verdict.outcome.value}">{_e(p.verdict.text)}</span>'
             for p in b[0].pairs
         )
+        + _placement_summary(b)
         + "</li>"
         for i, b in enumerate(grouped)
     ]  # fmt: skip

@@ -1,4 +1,4 @@
-"""The rows of the three tables of ``lab compare``, defined once for every output format.
+"""The rows of the tables of ``lab compare``, defined once for every output format.
 
 Each row is a label and a function of an arm (or a pair) returning a raw value; the text
 formats round it for reading, CSV and JSON keep it as it is. Numbers are shown with as many
@@ -12,7 +12,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lab.stats.analysis import ALL, Arm, MetricComparison, Pair, PairedPair
+from lab.stats.analysis import (
+    ALL,
+    Arm,
+    MetricComparison,
+    Pair,
+    PairedPair,
+    PlacementPair,
+    cpu_set_name,
+)
 
 Value = float | int | str | None
 
@@ -74,6 +82,60 @@ PAIRED_ROWS = (
         lambda q: q.paired.variance_ratio),
     Row("variance_removed", "Variance removed by pairing", "share",
         lambda q: q.paired.variance_removed),
+)  # fmt: skip
+
+
+def _cell(variant: str, on: str, what: str) -> Callable[[PlacementPair], Value]:
+    """A cell of the placement model: ``variant`` ("a"/"b") on the CPUs of ``on``."""
+
+    def get(q: PlacementPair) -> Value:
+        key = (getattr(q, variant), cpu_set_name(getattr(q, on)))
+        return q.effects.cells[key] if what == "n" else q.effects.cell_means[key]
+
+    return get
+
+
+def _effect(which: str, part: str) -> Callable[[PlacementPair], Value]:
+    def get(q: PlacementPair) -> Value:
+        effect = getattr(q.effects, which)
+        if effect is None:
+            return None
+        return {"estimate": effect.estimate, "low": effect.ci[0], "high": effect.ci[1],
+                "percent": effect.percent, "p": effect.p}[part]  # fmt: skip
+
+    return get
+
+
+PLACEMENT_ROWS = (
+    Row("placed", "Samples with a placement", "count", lambda q: q.effects.n),
+    Row("unplaced", "  without one (left out)", "count", lambda q: q.unplaced),
+    Row("a_on_a", "Mean of A on A's CPUs (own)", "value", _cell("a", "a", "mean")),
+    Row("a_on_a_n", "  samples", "count", _cell("a", "a", "n")),
+    Row("a_on_b", "Mean of A on B's CPUs (swapped)", "value", _cell("a", "b", "mean")),
+    Row("a_on_b_n", "  samples", "count", _cell("a", "b", "n")),
+    Row("b_on_b", "Mean of B on B's CPUs (own)", "value", _cell("b", "b", "mean")),
+    Row("b_on_b_n", "  samples", "count", _cell("b", "b", "n")),
+    Row("b_on_a", "Mean of B on A's CPUs (swapped)", "value", _cell("b", "a", "mean")),
+    Row("b_on_a_n", "  samples", "count", _cell("b", "a", "n")),
+    Row("variant_effect", "Variant effect (B − A), CPU sets balanced", "value",
+        _effect("variant", "estimate")),
+    Row("variant_low", "  CI low", "value", _effect("variant", "low")),
+    Row("variant_high", "  CI high", "value", _effect("variant", "high")),
+    Row("variant_percent", "  relative to A (%)", "pct", _effect("variant", "percent")),
+    Row("variant_p", "  p", "p", _effect("variant", "p")),
+    Row("placement_effect", "Placement effect (B's CPUs − A's), variants balanced", "value",
+        _effect("placement", "estimate")),
+    Row("placement_low", "  CI low", "value", _effect("placement", "low")),
+    Row("placement_high", "  CI high", "value", _effect("placement", "high")),
+    Row("placement_percent", "  relative to A (%)", "pct",
+        _effect("placement", "percent")),
+    Row("placement_p", "  p", "p", _effect("placement", "p")),
+    Row("interaction", "Interaction (variant effect on B's CPUs − on A's)", "value",
+        _effect("interaction", "estimate")),
+    Row("interaction_low", "  CI low", "value", _effect("interaction", "low")),
+    Row("interaction_high", "  CI high", "value", _effect("interaction", "high")),
+    Row("interaction_p", "  p", "p", _effect("interaction", "p")),
+    Row("residual_sd", "Residual standard deviation", "value", lambda q: q.effects.residual_sd),
 )  # fmt: skip
 
 
@@ -237,6 +299,18 @@ def block_tables(block: Sequence[MetricComparison]) -> list[TableData]:
                 False,
             )
         )
+    placed = next((c.placement for c in block if c.placement is not None), None)
+    if placed is not None:
+        tables.append(
+            _table(
+                f"{first.title}: Placement: variant and CPU set told apart (the twins swapped"
+                f" CPU sets) at {placed.effects.confidence * 100:g}% confidence",
+                PLACEMENT_ROWS,
+                [(f"{placed.b} vs {placed.a}", placed)],
+                decimals,
+                False,
+            )
+        )
     tables.append(
         _table(
             f"{first.title}: diagnostics", DIAGNOSTIC_ROWS, _columns(block, "arms"), decimals, False
@@ -269,6 +343,7 @@ def notes(block: Sequence[MetricComparison]) -> list[str]:
                 f" {d.kendall_points:,}, Theil–Sen on {d.theil_sen_points:,} of {d.n:,})"
             )
     lines.extend(paired_note(q) for q in block[0].paired)
+    lines.extend(placement_note(c.placement) for c in block if c.placement is not None)
     pairs: Sequence[Pair] = block[0].pairs
     if pairs:
         lines.append("median CI: " + pairs[0].difference.bootstrap.describe())
@@ -288,6 +363,31 @@ def paired_note(q: PairedPair) -> str:
         f" (r = {d.correlation:.3f}); the paired interval is {narrower:.2f}× narrower than"
         " Welch's"
     )
+
+
+def placement_note(q: PlacementPair) -> str:
+    """The two effects in words, with the model that separated them."""
+    e = q.effects
+    v, p = e.variant, e.placement
+    level = f"{e.confidence * 100:g}%"
+    return (
+        f"placement {q.b} vs {q.a}: on {q.b}'s CPUs instead of {q.a}'s {p.estimate:+.4g}"
+        f" ({level} CI {p.ci[0]:+.4g} to {p.ci[1]:+.4g}); the variant, CPU sets balanced,"
+        f" {v.estimate:+.4g} ({level} CI {v.ci[0]:+.4g} to {v.ci[1]:+.4g}); {e.method}"
+    )
+
+
+def placement_data(c: MetricComparison) -> dict[str, Value] | None:
+    """The placement rows of a comparison for JSON: NaN as None, every row by its key."""
+    q = c.placement
+    if q is None:
+        return None
+    entry: dict[str, Value] = {"a": q.a, "b": q.b, "confidence": q.effects.confidence,
+                               "method": q.effects.method}  # fmt: skip
+    for row in PLACEMENT_ROWS:
+        value = row.get(q)
+        entry[row.key] = None if isinstance(value, float) and not math.isfinite(value) else value
+    return entry
 
 
 def paired_data(c: MetricComparison) -> list[dict[str, Value]]:

@@ -6,12 +6,14 @@ Brunner–Munzel p-values is corrected with Benjamini–Hochberg. ``trim`` adds,
 the same analysis without the samples beyond Tukey's outer fences (3 IQR) of each arm: outliers
 are reported, never silently dropped. ``paired`` adds, for synchronised runs, the paired
 analysis of every pair of arms (``lab.stats.paired``) beside the independent one.
+``with_placement`` adds, for runs that swapped the twins' CPU sets (``lab run --swap-every``),
+the variant effect and the placement effect told apart (``lab.stats.placement``).
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -22,8 +24,10 @@ from lab.stats.descriptive import Summary, check_confidence, summarize
 from lab.stats.diagnostics import Diagnostics, diagnose, tukey_fences
 from lab.stats.difference import BOOTSTRAP_SEED, Difference, compare
 from lab.stats.paired import PairedDifference, paired_difference
+from lab.stats.placement import PlacementEffects, placement_effects
 from lab.stats.verdict import Verdict, decide
 from lab.store import Direction, Series
+from lab.store.reads import SeriesKey, series_key
 
 ALL = "all samples"
 TRIMMED = "without far-out outliers (beyond 3 IQR)"
@@ -62,6 +66,16 @@ class PairedPair:
 
 
 @dataclass(frozen=True)
+class PlacementPair:
+    """B against A with the CPU placement as a second factor (own CPU sets or swapped)."""
+
+    a: str
+    b: str
+    effects: PlacementEffects
+    unplaced: int  # samples of A or B without a placement (runs without a swap), left out
+
+
+@dataclass(frozen=True)
 class MetricComparison:
     study: str
     workload: str
@@ -74,6 +88,7 @@ class MetricComparison:
     arms: tuple[Arm, ...]
     pairs: tuple[Pair, ...]
     paired: tuple[PairedPair, ...] = ()  # only when the runs were synchronised
+    placement: PlacementPair | None = None  # only when the runs swapped the CPU sets
 
     @property
     def title(self) -> str:
@@ -195,4 +210,67 @@ def analyse(
         result.append(_analyse(group, ALL, level, threshold, seed, pair_them))
         if trim:
             result.append(_analyse(group, TRIMMED, level, threshold, seed, pair_them))
+    return result
+
+
+OWN, SWAPPED = "own", "swapped"  # as lab.placement labels them
+
+
+def cpu_set_name(variant: str) -> str:
+    """The placement level of a sample: the CPU set it ran on, named by the twin owning it."""
+    return f"{variant}'s CPUs"
+
+
+def with_placement(
+    comparisons: Sequence[MetricComparison],
+    series: Sequence[Series],
+    labels: Mapping[SeriesKey, np.ndarray],
+) -> list[MetricComparison]:
+    """The comparisons, each with its placement analysis where the samples allow one.
+
+    ``labels`` are the placement of each sample of a series ("own" or "swapped"), keyed by
+    ``lab.store.reads.series_key`` (``Store.placement_labels``). The model's placement
+    factor is *which CPU set* a sample ran on: A's own, or B's (A swapped, B own). So the
+    placement effect is what moving from A's CPUs to B's does, averaged over the variants,
+    and the variant effect is B − A with the CPU sets balanced out. A comparison gets one
+    when it has exactly two variants, all samples of its arms (not the trimmed subset)
+    and samples of each variant on both CPU sets; everything else is returned as it was.
+    """
+    by_key = {series_key(s): s for s in series}
+    result = []
+    for c in comparisons:
+        variants = list(dict.fromkeys(a.variant for a in c.arms))
+        chosen = [by_key.get((c.study, c.workload, c.metric, a.variant, a.host, a.guest))
+                  for a in c.arms]  # fmt: skip
+        if c.subset != ALL or len(variants) != 2 or any(s is None for s in chosen):
+            result.append(c)
+            continue
+        values: list[np.ndarray] = []
+        var: list[str] = []
+        cpu_sets: list[str] = []
+        seen: set[str] = set()
+        unplaced = 0
+        for s in chosen:
+            assert s is not None
+            got = labels.get(series_key(s), np.full(s.values.size, "", dtype=str))
+            keep = np.isin(got, (OWN, SWAPPED))
+            unplaced += int(np.sum(~keep))
+            seen.update(got[keep].tolist())
+            other = variants[1] if s.variant == variants[0] else variants[0]
+            values.append(s.values[keep])
+            var.extend([s.variant] * int(keep.sum()))
+            cpu_sets.extend(cpu_set_name(s.variant if g == OWN else other) for g in got[keep])
+        if seen != {OWN, SWAPPED}:
+            result.append(c)
+            continue
+        try:
+            effects = placement_effects(
+                np.concatenate(values), var, cpu_sets, c.confidence,
+                baseline=variants[0], first_placement=cpu_set_name(variants[0]),
+            )  # fmt: skip
+        except UsageError:  # a variant never ran on one of the CPU sets, or too few samples
+            result.append(c)
+            continue
+        pair = PlacementPair(variants[0], variants[1], effects, unplaced)
+        result.append(replace(c, placement=pair))
     return result

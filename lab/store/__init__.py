@@ -14,10 +14,13 @@ Layout (``meta.schema_version``; history in :mod:`lab.store.schema`)::
     iteration every attempt of every iteration, failed ones included, with timing,
               exit status, boot id, the tail of the output and its source (file:line)
     sample    one value per metric, only for attempts that succeeded
+    placement which CPU set ("own" or "swapped") a guest ran an iteration on, for runs
+              that swap the twins' CPU sets (``lab run --swap-every``)
 
 Iterations and attempts are numbered from 1.
 
-Schema history: 1 = first version (see :mod:`lab.store.schema` for how to add one).
+Schema history: 1 = first version; 2 = the placement table (see :mod:`lab.store.schema`
+for how to add one).
 """
 
 from lab.store.db import Store

@@ -307,6 +307,24 @@ class Store(Reads):
             )
         return new
 
+    def record_placement(
+        self, run_id: int, guest_id: int, iteration: int, label: str, cpus: Sequence[int]
+    ) -> None:
+        """Store the placement ("own" or "swapped") a guest runs an iteration in.
+
+        ``cpus`` is the host CPU of each vCPU, in vCPU order. Recording an iteration again
+        replaces what was there: a repeated iteration ran in the placement recorded last.
+        """
+        if label not in ("own", "swapped"):
+            raise StoreError(f"placement {label!r} is neither 'own' nor 'swapped'")
+        with self._transaction() as conn:
+            self._check_batch(conn, run_id, guest_id, set())
+            conn.execute(
+                "INSERT OR REPLACE INTO placement(run_id, guest_id, iteration, label, cpus)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (run_id, guest_id, iteration, label, ",".join(str(c) for c in cpus)),
+            )
+
     def _check_batch(
         self, conn: sqlite3.Connection, run_id: int, guest_id: int, metrics: set[str]
     ) -> None:

@@ -19,6 +19,14 @@ from lab.store.records import (
     StudyRecord,
 )
 
+SeriesKey = tuple[str, str, str, str, str, str]  # study, workload, metric, variant, host, guest
+
+
+def series_key(series: Series) -> SeriesKey:
+    """What tells one series of :meth:`Reads.values` from another."""
+    return (series.study, series.workload, series.metric, series.variant, series.host,
+            series.guest)  # fmt: skip
+
 
 def _unjson(text: str | None) -> Any:
     return None if text is None else json.loads(text)
@@ -77,22 +85,7 @@ class Reads:
         One series per (study, workload, metric, unit, direction, variant, host, guest);
         samples of several runs of the same workload are concatenated in run order.
         """
-        where, args = [], []
-        for column, value in (("r.workload", workload), ("m.name", metric), ("st.name", study)):
-            if value is not None:
-                where.append(f"{column}=?")
-                args.append(value)
-        # The groups are few; the samples are many and are read by an index-only scan each.
-        groups = self._conn.execute(
-            "SELECT st.name, r.workload, m.name, m.unit, m.direction, g.variant, g.host, g.name,"
-            " r.id, g.id, (SELECT COUNT(*) FROM sample s WHERE s.run_id=r.id AND s.metric=m.name"
-            " AND s.guest_id=g.id) AS n"
-            " FROM run r JOIN study st ON st.id=r.study_id JOIN metric m ON m.run_id=r.id"
-            " JOIN guest g ON g.study_id=r.study_id"
-            + (" WHERE " + " AND ".join(where) if where else "")
-            + " ORDER BY st.name, r.workload, m.name, g.variant, g.host, g.name, r.created, r.id",
-            args,
-        ).fetchall()
+        groups = self._series_groups(workload, metric, study)
         series: list[Series] = []
         for key, members in itertools.groupby(groups, key=lambda g: g[:8]):
             parts = [self._series_arrays(g[8], g[9], g[2], g[10]) for g in members if g[10]]
@@ -108,6 +101,65 @@ class Reads:
                 )
             )  # fmt: skip
         return series
+
+    def _series_groups(
+        self, workload: str | None, metric: str | None, study: str | None
+    ) -> list[Any]:
+        """(study, workload, metric, unit, direction, variant, host, guest, run id, guest id,
+        samples) for every run and guest, in the order :meth:`values` concatenates them."""
+        where, args = [], []
+        for column, value in (("r.workload", workload), ("m.name", metric), ("st.name", study)):
+            if value is not None:
+                where.append(f"{column}=?")
+                args.append(value)
+        # The groups are few; the samples are many and are read by an index-only scan each.
+        return self._conn.execute(
+            "SELECT st.name, r.workload, m.name, m.unit, m.direction, g.variant, g.host, g.name,"
+            " r.id, g.id, (SELECT COUNT(*) FROM sample s WHERE s.run_id=r.id AND s.metric=m.name"
+            " AND s.guest_id=g.id) AS n"
+            " FROM run r JOIN study st ON st.id=r.study_id JOIN metric m ON m.run_id=r.id"
+            " JOIN guest g ON g.study_id=r.study_id"
+            + (" WHERE " + " AND ".join(where) if where else "")
+            + " ORDER BY st.name, r.workload, m.name, g.variant, g.host, g.name, r.created, r.id",
+            args,
+        ).fetchall()
+
+    def placement_labels(
+        self, workload: str | None = None, metric: str | None = None, study: str | None = None
+    ) -> dict[SeriesKey, np.ndarray]:
+        """The placement ("own", "swapped") of every sample, aligned with :meth:`values`.
+
+        One array per series that has any placement recorded, keyed by :func:`series_key`
+        and in the order of the series' values; "" where a sample has none (a run without
+        ``--swap-every`` pooled with one that had it). Series without any are left out.
+        """
+        placed = {int(r[0]) for r in self._conn.execute("SELECT DISTINCT run_id FROM placement")}
+        if not placed:
+            return {}
+        labels: dict[SeriesKey, np.ndarray] = {}
+        groups = self._series_groups(workload, metric, study)
+        for key, members in itertools.groupby(groups, key=lambda g: g[:8]):
+            counted = [g for g in members if g[10]]
+            if not any(g[8] in placed for g in counted):
+                continue
+            parts = [
+                self._placement_array(g[8], g[9], g[2]) if g[8] in placed else [""] * g[10]
+                for g in counted
+            ]
+            st, wl, name, _, _, variant, host, guest = key
+            labels[(st, wl, name, variant, host, guest)] = np.array(
+                [label for part in parts for label in part], dtype=str
+            )
+        return labels
+
+    def _placement_array(self, run_id: int, guest_id: int, metric: str) -> list[str]:
+        cur = self._conn.execute(
+            "SELECT p.label FROM sample s INDEXED BY sample_series LEFT JOIN placement p"
+            " ON p.run_id=s.run_id AND p.guest_id=s.guest_id AND p.iteration=s.iteration"
+            " WHERE s.run_id=? AND s.metric=? AND s.guest_id=? ORDER BY s.iteration",
+            (run_id, metric, guest_id),
+        )
+        return [row[0] or "" for row in cur]
 
     def _series_arrays(
         self, run_id: int, guest_id: int, metric: str, n: int

@@ -4,6 +4,9 @@ Schema history (bump ``SCHEMA_VERSION`` and add a step to ``MIGRATIONS`` for eac
 old stores must stay readable, so a step upgrades a store in place, one version at a time):
 
     1  first version: meta, study, guest, run, metric, iteration, sample.
+    2  ``placement``: which CPU placement ("own" or "swapped") each guest ran each iteration
+       of a run in, with the host CPU of each vCPU (``lab run --swap-every``). Runs without
+       a swap have no rows; a v1 store gains the empty table.
 
 ``study.study_file`` holds the text of the study file a study was run from (``lab study
 run``), exactly as read, and ``study.study_hash`` its sha256; both stay NULL for studies made
@@ -17,11 +20,12 @@ from pathlib import Path
 
 from lab.errors import StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
-SCHEMA = """
+# Version 1 as it was: never edit it (tests build old stores from it).
+SCHEMA_V1 = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE study(
     id INTEGER PRIMARY KEY,
@@ -90,7 +94,23 @@ CREATE TABLE sample(
 CREATE INDEX sample_series ON sample(run_id, metric, guest_id, iteration, value);
 """
 
-MIGRATIONS: dict[int, str] = {}  # from-version -> SQL that upgrades it by one step
+# cpus: the host CPU of each vCPU in vCPU order, comma-separated ("3,4": vCPU 0 on CPU 3).
+PLACEMENT_TABLE = """
+CREATE TABLE IF NOT EXISTS placement(
+    run_id INTEGER NOT NULL REFERENCES run(id),
+    guest_id INTEGER NOT NULL REFERENCES guest(id),
+    iteration INTEGER NOT NULL,
+    label TEXT NOT NULL CHECK(label IN ('own', 'swapped')),
+    cpus TEXT,
+    PRIMARY KEY(run_id, guest_id, iteration)
+);
+"""
+
+SCHEMA = SCHEMA_V1 + PLACEMENT_TABLE  # what a new store gets: the latest version
+
+MIGRATIONS: dict[int, str] = {  # from-version -> SQL that upgrades it by one step
+    1: PLACEMENT_TABLE,
+}
 
 
 def statements(script: str) -> list[str]:

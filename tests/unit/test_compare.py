@@ -218,3 +218,87 @@ def test_paired_only_when_synchronised_or_asked(
     assert [len(c["paired"]) for c in json.loads(out)] == [1, 1]
     _, md, _ = run(capsys, "compare", "--db", str(db), "--format", "markdown", "--paired")
     assert "| Variance removed by pairing |" in md
+
+
+# -- counterbalanced placement (lab run --swap-every) --------------------------------------------
+
+VARIANT_EFFECT, PLACEMENT_EFFECT = -2.0, 3.0  # B − A, and on B's CPUs − on A's
+
+
+def placement_store(path: Path, n: int = 400, swap_every: int = 10) -> Path:
+    """A sync run with swapped CPU sets: B is 2 s faster, and B's CPUs are 3 s slower.
+
+    Without the swap the two effects would be one (+1 s, "B is slower"); with it the model
+    must find each on its own.
+    """
+    from lab.placement import placement_for
+
+    rng = np.random.default_rng(7)
+    with Store.open(path) as store:
+        study = store.ensure_study("placed")
+        run = store.ensure_run(study, "p/sysbench", "sysbench", {}, "sync", n,
+                               [MetricInfo("total_time_s", "s", "lower")])  # fmt: skip
+        for variant, other, cpu in (("thp", "shp1g", 2), ("shp1g", "thp", 3)):
+            guest = store.ensure_guest(study, f"lab-{variant}", variant)
+            records = []
+            for i in range(1, n + 1):
+                label = placement_for(i, swap_every)
+                on = variant if label == "own" else other
+                value = 100.0 + (VARIANT_EFFECT if variant == "shp1g" else 0.0)
+                value += (PLACEMENT_EFFECT if on == "shp1g" else 0.0) + rng.normal(0, 1)
+                records.append(IterationRecord(i, 1, True, metrics={"total_time_s": value}))
+                store.record_placement(run, guest, i, label, [cpu if label == "own" else 5 - cpu])
+            store.record(run, guest, records)
+    return path
+
+
+def test_swapped_cpu_sets_give_the_variant_and_the_placement_effect_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = placement_store(tmp_path / "placed.db")
+    code, out, _ = run(capsys, "compare", "--db", str(db), "--format", "json")
+    assert code == 0
+    (c,) = json.loads(out)
+    p = c["placement"]
+    assert (p["a"], p["b"], p["placed"], p["unplaced"]) == ("thp", "shp1g", 800, 0)
+    assert p["variant_low"] < VARIANT_EFFECT < p["variant_high"]
+    assert p["placement_low"] < PLACEMENT_EFFECT < p["placement_high"]
+    assert p["variant_effect"] == pytest.approx(VARIANT_EFFECT, abs=0.3)
+    assert p["placement_effect"] == pytest.approx(PLACEMENT_EFFECT, abs=0.3)
+    assert p["interaction_low"] < 0 < p["interaction_high"]
+    assert p["residual_sd"] == pytest.approx(1.0, abs=0.15)
+    assert (p["a_on_a_n"], p["a_on_b_n"], p["b_on_b_n"], p["b_on_a_n"]) == (200, 200, 200, 200)
+    assert p["b_on_b"] == pytest.approx(100 + VARIANT_EFFECT + PLACEMENT_EFFECT, abs=0.3)
+    assert c["paired"] and c["pairs"]  # the rest of the output is still there
+    _, text, _ = run(capsys, "compare", "--db", str(db), "--format", "csv")
+    rows = {r["statistic"]: r for r in csv.DictReader(io.StringIO(text))
+            if r["table"] == "placement"}  # fmt: skip
+    assert float(rows["placement_effect"]["value"]) == pytest.approx(p["placement_effect"])
+    assert rows["placed"]["subject"] == "shp1g vs thp"
+    _, table, _ = run(capsys, "compare", "--db", str(db))
+    table = " ".join(table.split())  # as read, whatever rich wrapped
+    assert "Placement: variant and CPU set told apart" in table
+    assert "Placement effect (B's CPUs − A's)" in table
+    assert "placement shp1g vs thp: on shp1g's CPUs instead of thp's +3" in table
+    _, md, _ = run(capsys, "compare", "--db", str(db), "--format", "markdown", "--trim")
+    assert md.count("Placement: variant and CPU set told apart") == 1  # all samples only
+    assert "| Variant effect (B − A), CPU sets balanced |" in md
+
+
+def test_without_placement_labels_the_output_is_as_before(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out, _ = run(capsys, "compare", "--db", str(db), "--format", "json")
+    assert all("placement" not in c for c in json.loads(out))
+    _, text, _ = run(capsys, "compare", "--db", str(db), "--format", "csv")
+    assert "placement" not in {r["table"] for r in csv.DictReader(io.StringIO(text))}
+    _, table, _ = run(capsys, "compare", "--db", str(db))
+    assert "Placement" not in table and "placement" not in table
+
+
+def test_placement_with_one_placement_only_adds_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = placement_store(tmp_path / "short.db", n=8, swap_every=10)  # never got to swap
+    _, out, _ = run(capsys, "compare", "--db", str(db), "--format", "json")
+    assert "placement" not in json.loads(out)[0]

@@ -91,6 +91,26 @@ def test_unsynchronised_runs_have_no_paired_table(report: Path) -> None:
     assert "paired by iteration" not in report.read_text()
 
 
+def test_swapped_cpu_sets_get_the_placement_table_and_a_line_by_the_verdict(
+    tmp_path: Path,
+) -> None:
+    from tests.unit.test_compare import placement_store
+
+    db = placement_store(tmp_path / "placed.db", n=120)
+    assert main(["report", "--db", str(db), "--out", str(tmp_path / "r"), "--embed"]) == 0
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert "Placement: variant and CPU set told apart" in page
+    assert "Placement effect (B&#x27;s CPUs − A&#x27;s), variants balanced" in page
+    assert "Mean of B on A&#x27;s CPUs (swapped)" in page
+    assert "CPU set (Placement table): on shp1g&#x27;s CPUs instead of thp&#x27;s +" in page
+    assert "paired by iteration" in page  # a sync run: the paired table is there too
+
+
+def test_runs_without_a_swap_have_no_placement_table(report: Path) -> None:
+    page = report.read_text()
+    assert "Placement" not in page and "CPU set" not in page
+
+
 def _with_study_file_and_image(tmp_path: Path, manifest: dict[str, object] | None) -> Path:
     """A store whose study ran from a study file, its guests cloned from one image."""
     import json

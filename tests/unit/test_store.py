@@ -33,8 +33,8 @@ def test_open_creates_folder_schema_and_pragmas(tmp_path: Path) -> None:
     store, *_ = _store(tmp_path)
     conn = sqlite3.connect(tmp_path / "sub" / "lab.db")
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert tables == {"meta", "study", "guest", "run", "metric", "iteration", "sample"}
-    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("1",)
+    assert tables == {"meta", "study", "guest", "run", "metric", "iteration", "sample", "placement"}
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("2",)
     assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert store._conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
     assert store._conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
@@ -213,3 +213,75 @@ def test_study_file_text_and_hash_survive_later_runs_and_reopening(tmp_path: Pat
     with Store.open(path) as store:
         (stored,) = store.studies()
     assert (stored.description, stored.study_file, stored.study_hash) == ("a study", text, "f" * 64)
+
+
+# -- schema 2: the placement of each iteration (lab run --swap-every) --------------------------
+
+
+def test_a_version_1_store_opens_migrated_with_its_samples_and_a_placement_table(
+    tmp_path: Path,
+) -> None:
+    from lab.store.schema import SCHEMA_V1
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(SCHEMA_V1)
+    conn.executescript(
+        "INSERT INTO meta(key, value) VALUES ('schema_version', '1');"
+        "INSERT INTO study(id, name) VALUES (1, 'hp');"
+        "INSERT INTO guest(id, study_id, name, variant) VALUES (1, 1, 'lab-thp', 'thp');"
+        "INSERT INTO run(id, study_id, key, workload) VALUES (1, 1, 'k', 'sysbench');"
+        "INSERT INTO metric VALUES (1, 'time', 's', 'lower');"
+        "INSERT INTO iteration(run_id, guest_id, iteration, attempt, ok) VALUES (1, 1, 1, 1, 1);"
+        "INSERT INTO sample VALUES (1, 1, 1, 'time', 2.5);"
+    )
+    conn.commit()
+    conn.close()
+    with Store.open(path) as store:
+        (series,) = store.values()
+        assert series.values.tolist() == [2.5]
+        assert store.placement_labels() == {}  # the table is there, and empty
+        store.record_placement(1, 1, 1, "swapped", [3])
+        labels = store.placement_labels()
+    assert labels[("hp", "sysbench", "time", "thp", "local", "lab-thp")].tolist() == ["swapped"]
+    conn = sqlite3.connect(path)
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert "placement" in tables
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("2",)
+    assert conn.execute("SELECT * FROM placement").fetchall() == [(1, 1, 1, "swapped", "3")]
+    conn.close()
+    with Store.open(path) as again:  # opening again changes nothing
+        assert again.integrity_check() == ["ok"]
+
+
+def test_placement_of_a_repeated_iteration_is_the_last_recorded(tmp_path: Path) -> None:
+    store, _, run, guest = _store(tmp_path)
+    store.record_placement(run, guest, 1, "own", [2, 3])
+    store.record_placement(run, guest, 1, "swapped", [4, 5])
+    rows = store._conn.execute("SELECT iteration, label, cpus FROM placement").fetchall()
+    assert rows == [(1, "swapped", "4,5")]
+    with pytest.raises(StoreError, match="neither 'own' nor 'swapped'"):
+        store.record_placement(run, guest, 2, "elsewhere", [1])
+    with pytest.raises(StoreError, match="no run id 99"):
+        store.record_placement(99, guest, 1, "own", [1])
+
+
+def test_placement_labels_line_up_with_the_samples_of_each_series(tmp_path: Path) -> None:
+    store, study, run, thp = _store(tmp_path)
+    shp = store.ensure_guest(study, "lab-shp1g", "shp1g")
+    again = store.ensure_run(study, "hp/sysbench-2", "sysbench", {"threads": 1}, "sync", 4, [TIME])
+    store.record(run, thp, [_ok(i, 10.0 + i) for i in (1, 2)])  # a run without a swap
+    store.record(again, thp, [_ok(i, 20.0 + i) for i in (1, 2, 4)])  # iteration 3 failed
+    store.record(again, shp, [_ok(i, 30.0 + i) for i in (1, 2, 3, 4)])
+    for guest in (thp, shp):
+        for i, label in enumerate(("own", "swapped", "swapped", "own"), 1):
+            store.record_placement(again, guest, i, label, [i])
+    series = {s.variant: s for s in store.values()}
+    labels = store.placement_labels()
+    thp_labels = labels[("hp", "sysbench", "time", "thp", "local", "lab-thp")]
+    assert series["thp"].values.tolist() == [11.0, 12.0, 21.0, 22.0, 24.0]
+    assert thp_labels.tolist() == ["", "", "own", "swapped", "own"]  # the first run had none
+    shp_labels = labels[("hp", "sysbench", "time", "shp1g", "local", "lab-shp1g")]
+    assert shp_labels.tolist() == ["own", "swapped", "swapped", "own"]
+    assert store.placement_labels(workload="iperf3") == {}
+    assert set(store.placement_labels(study="hp")) == set(labels)

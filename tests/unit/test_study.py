@@ -29,7 +29,7 @@ from lab.errors import ConfigError, LabError, StoreError, UsageError
 from lab.labstate import GuestRecord, LabState
 from lab.paths import PROJECT_ROOT
 from lab.store import Store
-from lab.store.schema import SCHEMA
+from lab.store.schema import SCHEMA_V1
 from lab.study import Study, load_study, parse_study
 from lab.twinplan import TwinRequest
 from lab.variants import load_variants
@@ -225,6 +225,37 @@ def test_an_until_workload_passes_its_rule_and_the_study_s_confidence_and_thresh
                                                                      "0.5%", 3)  # fmt: skip
 
 
+def test_a_sync_workload_may_swap_the_cpu_sets_and_passes_it_to_lab_run() -> None:
+    got = study(HEAD + ONE + 'schedule = "sync"\nswap_every = 5\n')
+    (run,) = got.workloads
+    assert (run.schedule, run.swap_every) == ("sync", 5)
+    argv = run_argv(got, run, "lab.db")
+    assert argv[argv.index("--swap-every") + 1] == "5"
+    args = build_parser().parse_args(argv)
+    assert (args.schedule, args.swap_every) == ("sync", 5)
+    plain = study(HEAD + ONE)
+    assert plain.workloads[0].swap_every is None
+    assert "--swap-every" not in run_argv(plain, plain.workloads[0], "lab.db")
+
+
+SWAP_REFUSALS = [
+    ("without sync", 'swap_every = 5\n',
+     r"\(null\): swap_every needs schedule = \"sync\", not 'concurrent'"),
+    ("with alternate", 'schedule = "alternate"\nswap_every = 5\n', r"not 'alternate'"),
+    ("below 1", 'schedule = "sync"\nswap_every = 0\n', r"swap_every = 0: must be 1 or more"),
+    ("not an integer", 'schedule = "sync"\nswap_every = "5"\n',
+     r"key 'swap_every' must be an integer, not str"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("why", "extra", "message"), SWAP_REFUSALS,
+                         ids=[r[0] for r in SWAP_REFUSALS])  # fmt: skip
+def test_swap_every_refusals_name_the_file_and_the_key(why: str, extra: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as refused:
+        study(work(extra=extra))
+    assert str(refused.value).startswith("s.toml: ")
+
+
 def test_the_report_goes_beside_the_store_in_a_folder_named_after_the_study() -> None:
     demo = load_study(STUDIES / "demo.toml")
     assert report_dir(demo, "/r/lab.db") == Path("/r/report-demo")
@@ -418,7 +449,7 @@ def test_a_store_of_an_older_lab_takes_the_study_file_of_a_study_begun_by_lab_ru
     migration: the study file and hash go into the study's own columns when it first runs."""
     db = tmp_path / "old.db"
     conn = sqlite3.connect(db)
-    conn.executescript(SCHEMA)
+    conn.executescript(SCHEMA_V1)
     conn.execute("INSERT INTO meta(key, value) VALUES ('schema_version', '1')")
     conn.execute("INSERT INTO study(name, created, description) VALUES ('s', 0, 'lab run')")
     conn.commit()
