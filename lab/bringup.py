@@ -162,20 +162,29 @@ def bring_up(ctx: Context, request: TwinRequest, phase: Phase = lambda g, p: Non
         g.name: frozenset(leases_for(ctx.libvirt, ctx.config.network, g.spec.network.mac))
         for g in twins.guests
     }
+    import libvirt
+
+    domains = {}
     for guest in twins.guests:
         phase(guest.name, "define")
-        import libvirt
+        domains[guest.name] = ctx.libvirt.defineXMLFlags(
+            guest.spec.to_string(), libvirt.VIR_DOMAIN_DEFINE_VALIDATE
+        )
 
-        dom = ctx.libvirt.defineXMLFlags(guest.spec.to_string(), libvirt.VIR_DOMAIN_DEFINE_VALIDATE)
+    def boot(guest: Guest) -> None:
+        """Start one guest; both start at once, as QEMU takes most of a second to launch."""
         phase(guest.name, "start")
         try:
-            dom.create()
+            domains[guest.name].create()
         except libvirt.libvirtError as err:
             raise GuestError(
                 f"{guest.name} did not start: {err.get_error_message()}",
                 hint="Check `lab host check`; then `lab down` and retry",
             ) from None
         phase(guest.name, "booting")
+
+    with ThreadPoolExecutor(max_workers=len(twins.guests)) as pool:
+        list(pool.map(boot, twins.guests))
 
     def ready(guest: Guest, record: GuestRecord) -> GuestRecord:
         def mark(what: str) -> None:

@@ -46,6 +46,13 @@ class Config:
         default="auto",
         metadata=_doc("'auto' (KVM when it can run guests, else TCG), 'kvm' or 'qemu' (TCG)"),
     )
+    tcg_cpu: str = field(
+        default="default",
+        metadata=_doc(
+            "guest CPU model under TCG: 'default' (QEMU's qemu64) or 'maximum' (every feature"
+            " QEMU can emulate); on KVM guests always get the host's CPU"
+        ),
+    )
     store: str = field(
         default=str(RESULTS_DIR / "lab.db"), metadata=_doc("the SQLite result store")
     )
@@ -155,6 +162,7 @@ _CHECKS: dict[str, Any] = {
     "boot_timeout": _at_least(1),
     "memory": _size,
     "accelerator": _one_of("auto", "kvm", "qemu"),
+    "tcg_cpu": _one_of("default", "maximum"),
     "subnet": _subnet,
 }
 

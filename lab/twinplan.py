@@ -121,8 +121,8 @@ def plan_twins(
         vcpus=request.vcpus,
         memory_kib=parse_size_kib(request.memory),
         accelerator=accel.accelerator,
-        # Under TCG the default qemu64 model; on KVM the host's own CPU.
-        cpu_mode=None if accel.is_tcg else "host-passthrough",
+        # On KVM the host's own CPU; under TCG qemu64, or all QEMU emulates when asked.
+        cpu_mode=tcg_cpu_mode(ctx.config.tcg_cpu) if accel.is_tcg else "host-passthrough",
         boot=boot or default_boot(ctx),
         network=ctx.config.network,
         state_dir=Path(ctx.config.state_dir),
@@ -145,6 +145,11 @@ def add_twin_arguments(parser: object, with_pair: bool = True) -> None:
         help="host CPUs kept free of vCPUs (config: reserve_host_cpus; 0 gives"
         " every CPU to the guests)",
     )
+
+
+def tcg_cpu_mode(setting: str) -> str | None:
+    """The ``<cpu mode=...>`` for a TCG guest: None leaves QEMU's default model."""
+    return "maximum" if setting == "maximum" else None
 
 
 def request_from(args: object, ctx: Context, variants: list[str]) -> TwinRequest:

@@ -38,6 +38,7 @@ GOOD: dict[str, st.SearchStrategy[Any]] = {
     "memory": st.builds(lambda n, s: f"{n}{s}", st.integers(1, 4096), st.sampled_from("KMG")),
     "reserve_host_cpus": st.integers(0, 64),
     "accelerator": st.sampled_from(["auto", "kvm", "qemu"]),
+    "tcg_cpu": st.sampled_from(["default", "maximum"]),
     "store": st.text(min_size=1, max_size=30),
     "boot_timeout": st.integers(1, 10**6),
 }
