@@ -43,6 +43,16 @@ def test_the_demo_study_runs_every_workload_stores_its_file_and_writes_the_repor
     assert "paired by iteration (synchronised runs)" in page  # demo-build ran with sync
     assert f"Study file of {study.name}" in page and digest in page
     assert "Base image" in page
+    with sqlite3.connect(db) as conn:  # one placement swap: iterations 3 and 4 on the other CPUs
+        labels = conn.execute(
+            "SELECT g.name, p.iteration, p.label FROM placement p JOIN guest g ON g.id = p.guest_id"
+            " ORDER BY g.name, p.iteration"
+        ).fetchall()
+    for name in ("lab-thp", "lab-shp1g"):
+        assert [label for n, _, label in labels if n == name] == [
+            "own", "own", "swapped", "swapped", "own"
+        ]  # fmt: skip
+    assert "Placement" in page
 
     # Running it again resumes: every run is complete, so nothing is added.
     pair.lab("study", "run", str(DEMO), "--db", str(db), timeout=1800)
