@@ -8,9 +8,10 @@ verification. It prints each cycle, then the median and spread per phase, and:
 
 - the time from `lab up` to a verified pair (target: median under 60 s under TCG);
 - the lab's own share (target: under 3 s): everything before both guests run, the delay
-  between cloud-init finishing in a guest (the mtime of /run/cloud-init/result.json,
-  put on the host's clock by measuring the guest clock's offset over SSH) and the lab
-  noticing it, and the verification after the last guest is ready.
+  between a guest being ready (cloud-init's network stage finished, per
+  /run/cloud-init/status.json, and sshd listening, per systemd; put on the host's clock
+  by measuring the guest clock's offset over SSH) and the lab noticing it, and the
+  verification after the last guest is ready.
 
 At the end it prints `systemd-analyze`, `blame` and `critical-chain` from one guest, so
 the slow units are named. Needs a prepared host and a built image; run it as root with
@@ -20,6 +21,7 @@ no lab up (it refuses otherwise). Usage: .venv/bin/python bench/bringup.py [--cy
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -30,6 +32,7 @@ from lab.bringup import bring_down, bring_up, shell_for
 from lab.config import find_config_file, load_config
 from lab.context import Context
 from lab.labstate import LabState, load_state
+from lab.readiness import STAGE, STATUS_FILE
 from lab.twinplan import TwinRequest
 
 ORDER = ["clone", "define", "start", "booting", "lease", "ssh", "cloud-init"]
@@ -65,19 +68,32 @@ class Cycle:
         return {k: round(v, 2) for k, v in share.items()}
 
 
+READY_SCRIPT = (
+    "date +%s.%N; cut -d' ' -f1 /proc/uptime;"
+    " systemctl show -p ActiveEnterTimestampMonotonic --value ssh.service; cat {status}"
+)
+
+
 def guest_finish_times(ctx: Context) -> dict[str, float]:
-    """When cloud-init finished in each guest, on the host's clock."""
+    """When each guest became ready, on the host's clock.
+
+    Ready means cloud-init's network stage has finished (its "finished" time in
+    status.json) and sshd listens (ssh.service active, which systemd orders after
+    cloud-init): the earliest moment anyone could log in and see a configured guest.
+    """
     state = load_state_or_fail(ctx)
     times = {}
     for record in state.guests:
         shell = shell_for(ctx, record)
         sent = time.time()
-        out = shell.run(
-            ["sh", "-c", "date +%s.%N; stat -c %.9Y /run/cloud-init/result.json"]
-        ).stdout.split()
+        out = shell.run(["sh", "-c", READY_SCRIPT.format(status=STATUS_FILE)]).stdout
         received = time.time()
-        offset = float(out[0]) - (sent + received) / 2  # guest clock minus host clock
-        times[record.name] = float(out[1]) - offset
+        now, uptime, sshd_us, status = out.split("\n", 3)
+        offset = float(now) - (sent + received) / 2  # guest clock minus host clock
+        booted = float(now) - float(uptime)  # guest clock at boot
+        sshd = booted + int(sshd_us) / 1e6
+        init = float(json.loads(status)["v1"][STAGE]["finished"])
+        times[record.name] = max(init, sshd) - offset
         shell.close()
     return times
 

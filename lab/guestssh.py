@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import shlex
-import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,13 +111,20 @@ class GuestShell:
             ) from err
         return buf.getvalue().decode(errors="replace")
 
-    def reachable(self) -> bool:
-        """True when the guest's SSH port accepts a TCP connection."""
+    def connect(self) -> None:
+        """Log in (key exchange and authentication) without running anything.
+
+        Waiting for a booting guest this way costs it nothing until sshd listens (a
+        refused connection is the kernel's answer), whereas a bare TCP probe would make
+        sshd start, and re-execute, a child for a connection that is then dropped.
+        """
         try:
-            with socket.create_connection((self.address.ip, 22), timeout=2):
-                return True
-        except OSError:
-            return False
+            self._connection().open()
+        except Exception as err:
+            self.close()
+            raise GuestError(
+                f"{self.address.name}: SSH to {self.address.ip} failed: {_describe(err)}"
+            ) from err
 
     def close(self) -> None:
         if self._conn is not None:
@@ -158,8 +164,8 @@ class ScriptedShell(GuestShell):
             raise GuestError(f"{self.address.name}: {shlex.join(key)} exited {result.returncode}")
         return result
 
-    def reachable(self) -> bool:
-        return True
+    def connect(self) -> None:
+        pass
 
     def close(self) -> None:
         pass
