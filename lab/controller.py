@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import statistics
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -24,12 +25,15 @@ from lab.journal import JournalEntry, JournalEvent, complete_length, parse_journ
 from lab.labstate import GuestRecord, LabState
 from lab.placement import Placement, SwapSchedule, check_swap_plan
 from lab.seed import GUEST_USER
+from lab.stats.running import RunningMoments
 from lab.store import IterationRecord, MetricInfo, Store
 from lab.workload import RUNNER_FILES
 
 RUNNER_DIR = f"/home/{GUEST_USER}/lab-runner"
 SCHEDULES = ("concurrent", "alternate", "sync")
 STATUS_EVERY = 30.0  # seconds between asking every runner whether it still runs
+READ_CHUNK = 1024 * 1024  # bytes of journal read (and stored) at a time
+RECENT = 50  # iterations whose wall times give the rate and the ETA
 
 
 class RunFailed(LabError):
@@ -50,9 +54,12 @@ class GuestProgress:
     failed_attempts: int = 0
     last_error: str = ""
     check_runner: bool = True  # ask whether the runner runs (and start it if not)
-    walls: list[float] = field(default_factory=list)
-    values: list[float] = field(default_factory=list)  # first metric, for the running mean
-    by_iteration: dict[int, float] = field(default_factory=dict)  # first metric, for --until
+    # Only what a long run needs stays here, so the controller's memory does not grow
+    # with the journal: the recent wall times, the first metric's running mean, and its
+    # value per iteration only with --until (whose rule needs every pair).
+    walls: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT))
+    moments: RunningMoments = field(default_factory=RunningMoments)
+    by_iteration: dict[int, float] = field(default_factory=dict)
     unreachable: bool = False
     journal_seen: bool = False  # the guest still has this run's journal
 
@@ -248,34 +255,51 @@ class Controller:
         return guest_infos(self.state, [guest.record], self.plan.runner_dir, nfs)[0]
 
     def ingest(self, guest: GuestProgress) -> int:
-        """Read what the guest's journal gained since last time into the store."""
-        # tail -c +K prints from byte K (1-based): only the new part crosses the wire.
-        result = guest.shell.run(
-            ["tail", "-c", f"+{guest.offset + 1}", self.journal_path()], check=False, timeout=60
-        )
-        if not result.ok:
-            return 0
-        guest.journal_seen = True
-        records, used = split_journal(result.stdout)
-        guest.offset += len(result.stdout[:used].encode())
-        new = []
-        for item in records:
+        """Store what the guest's journal gained since last time; returns the new attempts.
+
+        Only the new part crosses the wire, READ_CHUNK bytes at a time, each piece stored
+        before the next is read: a resumed run re-reading a long journal never holds all of
+        it. The offset moves only once the store holds a piece, so a store that refused one
+        (a full disk) leaves the controller exactly where the store is.
+        """
+        size, added = READ_CHUNK, 0
+        while True:
+            result = guest.shell.run(
+                ["dd", f"if={self.journal_path()}", "iflag=skip_bytes,count_bytes",
+                 f"skip={guest.offset}", f"count={size}", "bs=65536", "status=none"],
+                check=False, timeout=60,
+            )  # fmt: skip
+            if not result.ok:
+                return added
+            guest.journal_seen = True
+            records, used = split_journal(result.stdout)
+            added += self._take(guest, records)
+            guest.offset += len(result.stdout[:used].encode())
+            if len(result.stdout.encode()) < size:  # the end of the journal
+                return added
+            size = READ_CHUNK if used else 2 * size  # a line longer than a piece: read more
+
+    def _take(self, guest: GuestProgress, items: list[JournalEntry | JournalEvent]) -> int:
+        """Store the attempts among ``items``, then count them into ``guest``."""
+        source = f"journal:{guest.record.name}:{self.key}"
+        new = [entry_to_record(item, source) for item in items if isinstance(item, JournalEntry)]
+        added = self.store.record(self.run_id, guest.guest_id, new) if new else 0
+        first = self.metrics[0].name if self.metrics else None
+        for item in items:
             if isinstance(item, JournalEvent):
                 if item.event in ("done", "gave_up", "stopped"):
                     guest.check_runner = True
-                continue
-            new.append(entry_to_record(item, f"journal:{guest.record.name}:{self.key}"))
-            if item.ok:
+            elif item.ok:
                 guest.completed.add(item.iteration)
                 if item.wall is not None:
                     guest.walls.append(item.wall)
-                if self.metrics and self.metrics[0].name in item.metrics:
-                    guest.values.append(item.metrics[self.metrics[0].name])
-                    guest.by_iteration[item.iteration] = item.metrics[self.metrics[0].name]
+                if first is not None and first in item.metrics:
+                    guest.moments.add(item.metrics[first])
+                    if self.rule is not None:
+                        guest.by_iteration[item.iteration] = item.metrics[first]
             else:
                 guest.failed_attempts += 1
                 guest.last_error = item.error or f"exit status {item.exit_status}"
-        added = self.store.record(self.run_id, guest.guest_id, new) if new else 0
         return added
 
     # --- the loop ---------------------------------------------------------------------
@@ -314,8 +338,7 @@ class Controller:
     def eta_seconds(self, guest: GuestProgress) -> float | None:
         if not guest.walls:
             return None
-        recent = guest.walls[-50:]
-        return statistics.median(recent) * len(self.missing(guest))
+        return statistics.median(guest.walls) * len(self.missing(guest))
 
     def run(self) -> None:
         for guest in self.guests:

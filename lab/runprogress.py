@@ -45,14 +45,14 @@ class RunProgress:
         from lab.stats.descriptive import margin_of_error
 
         parts = []
-        if len(guest.values) >= 2 and controller.metrics:
+        moments = guest.moments
+        if moments.count >= 2 and controller.metrics:
             metric = controller.metrics[0]
-            mean = statistics.fmean(guest.values)
-            moe = margin_of_error(statistics.stdev(guest.values), len(guest.values), CONFIDENCE)
-            parts.append(f"{metric.name} {mean:.4g} ± {moe:.2g} {metric.unit}")
+            moe = margin_of_error(moments.stdev, moments.count, CONFIDENCE)
+            parts.append(f"{metric.name} {moments.mean:.4g} ± {moe:.2g} {metric.unit}")
         eta = controller.eta_seconds(guest)
         if eta is not None and guest.walls:
-            rate = 1 / max(statistics.median(guest.walls[-50:]), 1e-9)
+            rate = 1 / max(statistics.median(guest.walls), 1e-9)
             parts.append(f"{rate:.3g} it/s, ETA {_duration(eta)}")
         if guest.failed_attempts:
             parts.append(f"{guest.failed_attempts} failed")

@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import Any
 
 from lab.errors import StoreError
+from lab.store.full import StoreFull, is_disk_full, store_full
 from lab.store.reads import Reads
 from lab.store.records import IterationRecord, MetricInfo
 from lab.store.schema import check_file, prepare
@@ -49,14 +50,18 @@ class Store(Reads):
                 str(path), isolation_level=None, check_same_thread=False, timeout=30.0
             )
         except (OSError, sqlite3.Error) as err:
+            if is_disk_full(err, path):
+                raise store_full(path) from err
             raise StoreError(
                 f"cannot open result store {path}: {err}",
                 hint="Check that its folder exists and is writable, or pass another --db",
             ) from None
         try:
             prepare(conn, path)
-        except BaseException:
+        except BaseException as err:
             conn.close()
+            if is_disk_full(err, path):  # creating or upgrading the schema found no room
+                raise store_full(path) from err
             raise
         return cls(conn, path)
 
@@ -96,19 +101,41 @@ class Store(Reads):
             store._depth += 1
             return store._conn
 
-        def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        def __exit__(
+            self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
+        ) -> None:
+            """Commit, or roll back; a disk that is full either way becomes StoreFull."""
             store = self.store
             store._depth -= 1
             try:
-                if self.savepoint is None:
-                    store._conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
-                elif exc_type is None:
-                    store._conn.execute(f"RELEASE {self.savepoint}")
-                else:
-                    store._conn.execute(f"ROLLBACK TO {self.savepoint}")
-                    store._conn.execute(f"RELEASE {self.savepoint}")
+                if exc is None:
+                    try:  # in WAL mode the commit is what writes: it may find the disk full
+                        store._conn.execute(
+                            "COMMIT" if self.savepoint is None else f"RELEASE {self.savepoint}"
+                        )
+                        return
+                    except sqlite3.Error as err:
+                        self._undo()
+                        if is_disk_full(err, store.path):
+                            raise store_full(store.path) from err
+                        raise
+                self._undo()
+                if not isinstance(exc, StoreFull) and is_disk_full(exc, store.path):
+                    raise store_full(store.path) from exc
             finally:
                 store._lock.release()
+
+        def _undo(self) -> None:
+            """Roll back (to the savepoint), unless SQLite already rolled the whole
+            transaction back itself, as it may on SQLITE_FULL (a ROLLBACK would then fail)."""
+            conn = self.store._conn
+            if not conn.in_transaction:
+                return
+            if self.savepoint is None:
+                conn.execute("ROLLBACK")
+            else:
+                conn.execute(f"ROLLBACK TO {self.savepoint}")
+                conn.execute(f"RELEASE {self.savepoint}")
 
     def _transaction(self) -> Store._Tx:
         return Store._Tx(self)
@@ -323,6 +350,25 @@ class Store(Reads):
                 "INSERT OR REPLACE INTO placement(run_id, guest_id, iteration, label, cpus)"
                 " VALUES (?, ?, ?, ?, ?)",
                 (run_id, guest_id, iteration, label, ",".join(str(c) for c in cpus)),
+            )
+
+    def record_warmup(self, run_id: int, declared: str) -> None:
+        """Store the warm-up declared with a run: 'auto' or a count of iterations per boot.
+
+        Declaring again replaces what was there. ``lab compare`` and ``lab report`` discard
+        it unless told otherwise (``lab.stats.discard``).
+        """
+        if declared != "auto" and not (declared.isascii() and declared.isdigit()):
+            raise StoreError(
+                f"warm-up {declared!r} is neither 'auto' nor a count of iterations",
+                hint="Declare e.g. 2 (iterations discarded after every boot) or auto",
+            )
+        with self._transaction() as conn:
+            if conn.execute("SELECT 1 FROM run WHERE id=?", (run_id,)).fetchone() is None:
+                raise StoreError(f"no run id {run_id} in {self.path}", hint="Create it first")
+            conn.execute(
+                "INSERT OR REPLACE INTO warmup(run_id, declared, recorded) VALUES (?, ?, ?)",
+                (run_id, str(int(declared)) if declared != "auto" else declared, time.time()),
             )
 
     def _check_batch(

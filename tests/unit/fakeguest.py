@@ -1,0 +1,153 @@
+"""A guest whose in-guest runner is simulated in memory, for tests of the controller's
+bookkeeping over many iterations (thousands, where the real runner would take minutes).
+
+The journal lines are the runner's format (``lab.journal``), written the way
+``guest/runner.py`` writes them: a ``begin`` line, then the attempt's result line. The
+simulated runner progresses only when the controller reads the journal: each read finds
+``per_read`` more iterations done, so a test knows how far a run got without any clock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lab.clock import Clock
+from lab.config import Config
+from lab.context import Context
+from lab.controller import Controller, RunPlan
+from lab.guestssh import GuestAddress, GuestShell
+from lab.hostexec import Result
+from lab.labstate import GuestRecord, LabState
+from lab.store import Store
+from tests.unit.test_controller import ShellWorkload
+
+NAMES = ("lab-thp", "lab-shp1g")
+
+
+def wall_of(name: str, iteration: int) -> float:
+    """The wall time the simulated runner reports: tells guests and iterations apart."""
+    return round(iteration / 1000 + (0.5 if name == "lab-thp" else 0.25), 6)
+
+
+class FakeRunnerGuest(GuestShell):
+    """Answers the controller's runner commands and journal reads like a guest would."""
+
+    def __init__(self, name: str, per_read: int = 5, tail_chars: int = 400) -> None:
+        self.address = GuestAddress(name, "127.0.0.1", "", "lab", Path("/dev/null"))
+        self.name = name
+        self.per_read = per_read
+        self.tail = "t" * tail_chars  # output_tail: a real runner keeps up to 2000 chars
+        self.journal = bytearray()
+        self.running = False
+        self.todo: list[int] = []
+        self.attempt_base = 1
+        self.spec: dict[str, Any] = {}
+        self.reads = 0
+        self.bytes_read = 0  # journal bytes sent to the controller
+        self.starts = 0
+
+    # -- the simulated runner ------------------------------------------------------------
+
+    def _line(self, record: dict[str, Any]) -> None:
+        self.journal += (json.dumps({"v": 1, **record}, separators=(",", ":")) + "\n").encode()
+
+    def advance(self, count: int) -> None:
+        """Do up to ``count`` iterations of the started range; journal ``done`` at its end."""
+        while self.running and count > 0 and self.todo:
+            iteration = self.todo.pop(0)
+            attempt = self.attempt_base
+            self._line({"event": "begin", "iteration": iteration, "attempt": attempt,
+                        "time": 1.0e9 + iteration, "boot_id": "boot-1"})  # fmt: skip
+            wall = wall_of(self.name, iteration)
+            self._line({
+                "iteration": iteration, "attempt": attempt, "ok": True,
+                "started": 1.0e9 + iteration, "ended": 1.0e9 + iteration + wall, "wall": wall,
+                "user": 0.001, "sys": 0.002, "exit_status": 0, "boot_id": "boot-1",
+                "metrics": {"wall_s": wall}, "error": None, "output_tail": self.tail,
+            })  # fmt: skip
+            count -= 1
+        if self.running and not self.todo:
+            self._line({"event": "done", "time": 2.0e9, "ok": 0, "failed": 0})
+            self.running = False
+
+    def finish(self) -> None:
+        """The runner goes on to the end of its range (while no controller watches)."""
+        self.advance(len(self.todo))
+
+    # -- GuestShell ------------------------------------------------------------------------
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        check: bool = True,
+        timeout: float | None = None,
+        sudo: bool = False,
+    ) -> Result:
+        args = list(argv)
+        out = ""
+        if args[0] == "dd":  # a journal read: iflag=skip_bytes,count_bytes skip=K count=C
+            self.reads += 1
+            self.advance(self.per_read)
+            opts = dict(a.split("=", 1) for a in args[1:] if "=" in a)
+            skip, count = int(opts["skip"]), int(opts["count"])
+            if not self.journal and not self.starts:
+                return Result(tuple(args), 1, "", "dd: failed to open: No such file")
+            out = bytes(self.journal[skip : skip + count]).decode()
+            self.bytes_read += len(out)
+        elif args[:2] == ["python3", "-c"]:  # the spec file, written from an argument
+            self.spec = json.loads(args[4])
+        elif args[0] == "python3" and args[2] == "start":
+            done = {json.loads(line)["iteration"] for line in self._results()}
+            first, last = self.spec["start_iteration"], self.spec["end_iteration"]
+            self.todo = [i for i in range(first, last + 1) if i not in done]
+            self.attempt_base = self.spec["attempt_base"]
+            self.running, self.starts = True, self.starts + 1
+            self._line({"event": "start", "time": 1.0e9, "todo": len(self.todo)})
+            out = json.dumps({"started": True, "running": True})
+        elif args[0] == "python3" and args[2] == "status":
+            out = json.dumps({"running": self.running})
+        elif args[0] == "python3" and args[2] == "stop":
+            self.running = False
+            out = json.dumps({"stopped": True})
+        return Result(tuple(args), 0, out, "")
+
+    def _results(self) -> list[str]:
+        lines = self.journal.decode().splitlines()
+        return [line for line in lines if '"ok":' in line and '"event"' not in line]
+
+    def put(self, local: Path, remote: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class NoSleep(Clock):
+    def sleep(self, seconds: float) -> None:
+        pass
+
+
+def make_controller(
+    tmp_path: Path, guests: dict[str, FakeRunnerGuest], n: int
+) -> tuple[Controller, Store]:
+    """``lab run probe --n N`` on the fake guests: the same arguments give the same run."""
+    ctx = Context(config=Config(state_dir=str(tmp_path / "state")), clock=NoSleep())
+    ctx.__dict__["libvirt"] = None  # no hypervisor: domain XML is optional context
+    records = []
+    for i, name in enumerate(guests):
+        mac = f"52:54:00:00:00:0{i}"
+        variant = name.removeprefix("lab-")
+        facts: dict[str, object] = {"cpus": 1}
+        records.append(
+            GuestRecord(name, variant, mac, str(tmp_path), [i], 0, "", "127.0.0.1", facts)
+        )
+    state = LabState(records, "qemu", "test", "img", "h", "lab", "127.0.0.1", [0], 0.0)
+    store = Store.open(tmp_path / "lab.db")
+    plan = RunPlan("s", ShellWorkload(["true"]), {}, n, "concurrent", 10, poll_interval=0.0,
+                   runner_dir="/fake/runner")  # fmt: skip
+    controller = Controller(ctx, store, state, records, plan, lambda r: guests[r.name])
+    return controller, store
