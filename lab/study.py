@@ -35,6 +35,9 @@ Keys of each ``[[workload]]`` table::
                                            on both together, so the samples pair up)
     swap_every         integer, none       with schedule "sync" only: swap the twins' CPU
                                            sets every K iterations (`lab run --swap-every`)
+    warmup             integer or "auto"   the warm-up the analysis leaves out (`lab run
+                                           --warmup`): K iterations after every boot, or
+                                           "auto" (a CUSUM test); none by default
 
 Unknown keys and wrong types are refused with the file, the key and what to write instead.
 """
@@ -45,6 +48,7 @@ import hashlib
 import tomllib
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -93,6 +97,7 @@ WORKLOAD_KEYS: Mapping[str, Key] = {
     "until": Key((str,), False, "a stopping rule: 'verdict' or 'ci-halfwidth<0.5%'"),
     "schedule": Key((str,), False, "concurrent, alternate or sync"),
     "swap_every": Key((int,), False, "with schedule 'sync': swap the CPU sets every K iterations"),
+    "warmup": Key((int, str), False, 'iterations discarded after every boot, or "auto"'),
 }
 
 
@@ -106,6 +111,7 @@ class StudyWorkload:
     schedule: str = "concurrent"
     until: str | None = None
     swap_every: int | None = None  # sync only: swap the twins' CPU sets every K iterations
+    warmup: str | None = None  # "auto" or a count K per boot (lab.stats.discard)
 
     def describe(self) -> str:
         """'n = 24000' or 'until a verdict, at most 24000 iterations'."""
@@ -285,6 +291,12 @@ def _workload(
                 " the CPU sets are swapped between synchronised iterations",
                 hint='Add schedule = "sync", or drop swap_every',
             )
+    warmup = table.get("warmup")
+    if warmup is not None:
+        from lab.stats.discard import declared_warmup
+
+        check = partial(declared_warmup, n=n, n_name="n", toml=True)
+        warmup = check(_checked(source, f"{where}: warmup", warmup, check))
     try:
         # Parameters against what the workload declares, then what it would run: a missing
         # required parameter (gdb-build's source) is found now, not after hours of runs.
@@ -295,7 +307,7 @@ def _workload(
         raise ConfigError(f"{source}: {where}: {err.message}", hint=err.hint) from None
     return StudyWorkload(
         name=name, params=MappingProxyType(params), n=n, schedule=schedule, until=until,
-        swap_every=swap_every,
+        swap_every=swap_every, warmup=warmup,
     )  # fmt: skip
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from lab.context import Context
-from lab.store.cli import add_db_argument, add_study_argument
+from lab.store.cli import add_db_argument, add_study_argument, add_warmup_argument
 
 if TYPE_CHECKING:
     from lab.stats.analysis import MetricComparison
@@ -28,7 +28,9 @@ def register(subparsers: Any) -> None:
         " paired analysis by iteration: paired t interval, Wilcoxon signed-rank p and how much"
         " variance pairing removed. For runs that swapped the twins' CPU sets (lab run"
         " --swap-every), also the variant effect and the placement effect (which CPU set)"
-        " told apart by a two-way model, each with its interval.",
+        " told apart by a two-way model, each with its interval. Before all of it, the warm-up"
+        " each run declared (lab run --warmup) is left out, or the one --warmup says; a"
+        " Warm-up table shows what was cut and what a CUSUM test and MSER-5 make of each arm.",
     )  # fmt: skip
     add_db_argument(parser)
     add_study_argument(parser)
@@ -54,6 +56,7 @@ def register(subparsers: Any) -> None:
         "--paired", action="store_true",
         help="also pair the samples by iteration number (automatic for synchronised runs)",
     )  # fmt: skip
+    add_warmup_argument(parser)
     parser.add_argument(
         "--format", choices=("table", "markdown", "json", "csv"), default="table",
         help="output format (default: table)",
@@ -64,17 +67,18 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from lab.errors import UsageError
     from lab.report import formats
-    from lab.stats.analysis import analyse, with_placement
+    from lab.stats.analysis import analyse, with_placement, with_warmup
     from lab.stats.paired import synced_workloads
     from lab.stats.verdict import parse_percent
-    from lab.store.cli import open_store, variant_order
+    from lab.store.cli import open_store, series_without_warmup, variant_order
 
     threshold = parse_percent(args.threshold)
     with open_store(args, ctx) as store:
-        series = store.values(workload=args.workload, metric=args.metric, study=args.study)
+        trimmed = series_without_warmup(store, args)
+        series = trimmed.series
         order = args.baseline.split(",") if args.baseline else variant_order(store, args.study)
         paired = True if args.paired else synced_workloads(store.runs(args.study))
-        placements = store.placement_labels(args.workload, args.metric, args.study)
+        placements = trimmed.aligned(store.placement_labels(args.workload, args.metric, args.study))
     if not series:
         wanted = ", ".join(
             f"{k} {v!r}"
@@ -94,6 +98,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     )
     if placements:
         comparisons = with_placement(comparisons, series, placements)
+    comparisons = with_warmup(comparisons, trimmed.cuts)
     if args.format == "table":
         formats.print_tables(ctx.out, comparisons)
     elif args.format == "markdown":
@@ -103,17 +108,19 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     else:
         ctx.out.file.write(
             formats.as_csv(comparisons) + _paired_csv(comparisons) + _placement_csv(comparisons)
-        )
+            + _warmup_csv(comparisons)
+        )  # fmt: skip
     return 0
 
 
 def _json(comparisons: Sequence[MetricComparison]) -> str:
-    """``formats.as_json`` with a ``paired`` list where the paired analysis ran, and a
-    ``placement`` object where the CPU sets were swapped."""
+    """``formats.as_json`` with a ``paired`` list where the paired analysis ran, a
+    ``placement`` object where the CPU sets were swapped, and the ``warmup`` of each arm."""
     import json
 
     from lab.report import formats
     from lab.report.tables import paired_data, placement_data
+    from lab.report.warmup import warmup_data
 
     data = formats.as_json_data(comparisons)
     for entry, c in zip(data, comparisons, strict=True):
@@ -121,6 +128,8 @@ def _json(comparisons: Sequence[MetricComparison]) -> str:
             entry["paired"] = paired_data(c)
         if c.placement is not None:
             entry["placement"] = placement_data(c)
+        if c.warmup is not None:
+            entry["warmup"] = warmup_data(c.warmup)
     return json.dumps(data, indent=2, ensure_ascii=False)
 
 
@@ -164,4 +173,22 @@ def _placement_csv(comparisons: Sequence[MetricComparison]) -> str:
                 value = repr(value) if math.isfinite(value) else ""
             writer.writerow((*head, "placement", f"{q.b} vs {q.a}", row.key,
                              "" if value is None else value))  # fmt: skip
+    return buf.getvalue()
+
+
+def _warmup_csv(comparisons: Sequence[MetricComparison]) -> str:
+    """Rows of the Warm-up table in the long CSV layout (no header); iterations as '1–2'."""
+    import csv
+    import io
+
+    from lab.report.warmup import warmup_csv_rows
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    for c in comparisons:
+        if c.warmup is None:
+            continue
+        head = (c.study, c.workload, c.metric, c.unit, c.direction, c.subset)
+        for subject, key, value in warmup_csv_rows(c.warmup):
+            writer.writerow((*head, "warmup", subject, key, value))
     return buf.getvalue()

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from lab.context import Context
-from lab.store.cli import add_db_argument, add_study_argument
+from lab.store.cli import add_db_argument, add_study_argument, add_warmup_argument
 
 
 def register(subparsers: Any) -> None:
@@ -15,8 +15,10 @@ def register(subparsers: Any) -> None:
         description="Write DIR/index.html: the tables of `lab compare`, per workload and metric"
         " histograms overlaid per variant, box/violin plots, run-order plots with a running"
         " median, normal Q–Q plots, the means with their margins and the difference with its"
-        " confidence interval; then the studies, runs, attempts, guests, their facts and"
-        " domain XML and the XML diff between the twins. No network is needed to read it.",
+        " confidence interval; a Warm-up table of what was left out as warm-up (each run's"
+        " declaration, or --warmup) with a CUSUM test and MSER-5 per arm; then the studies,"
+        " runs, attempts, guests, their facts and domain XML and the XML diff between the"
+        " twins. No network is needed to read it.",
     )  # fmt: skip
     parser.add_argument(
         "--out", metavar="DIR",
@@ -33,6 +35,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--baseline", metavar="V[,V...]", help="variant order; the first is A")
     parser.add_argument("--trim", action="store_true",
                         help="add the results without far-out outliers to the tables")  # fmt: skip
+    add_warmup_argument(parser)
     add_study_argument(parser)
     add_db_argument(parser)
     parser.set_defaults(run=run)
@@ -44,18 +47,19 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from lab.errors import UsageError
     from lab.report.html import ReportMeta, render
     from lab.report.images import image_summaries
-    from lab.stats.analysis import analyse, with_placement
+    from lab.stats.analysis import analyse, with_placement, with_warmup
     from lab.stats.verdict import parse_percent
-    from lab.store.cli import open_store, store_path, variant_order
+    from lab.store.cli import open_store, series_without_warmup, store_path, variant_order
 
     threshold = parse_percent(args.threshold)
     path = store_path(args, ctx)
     with open_store(args, ctx) as store:
-        series = store.values(workload=args.workload, metric=args.metric, study=args.study)
+        trimmed = series_without_warmup(store, args)
+        series = trimmed.series
         order = args.baseline.split(",") if args.baseline else variant_order(store, args.study)
         studies = [s for s in store.studies() if args.study in (None, s.name)]
         guests = store.guests(args.study)
-        placements = store.placement_labels(args.workload, args.metric, args.study)
+        placements = trimmed.aligned(store.placement_labels(args.workload, args.metric, args.study))
         meta = ReportMeta(
             store_path=str(path), studies=studies, guests=guests,
             runs=store.runs(args.study), attempts=store.attempt_counts(args.study),
@@ -69,6 +73,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     comparisons = analyse(series, args.confidence, threshold, order=order, trim=args.trim)
     if placements:  # the twins swapped CPU sets (lab run --swap-every): a Placement table
         comparisons = with_placement(comparisons, series, placements)
+    comparisons = with_warmup(comparisons, trimmed.cuts)
     out = Path(args.out) if args.out else path.parent / "report"
     try:
         index = render(comparisons, meta, out, embed=args.embed)

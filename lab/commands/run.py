@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from lab.context import Context
+from lab.store.cli import warmup_rule
 
 
 def register(subparsers: Any) -> None:
@@ -53,6 +54,16 @@ def register(subparsers: Any) -> None:
         " sample's placement is stored, and lab compare and lab report then show the"
         " effect of the variant and the effect of the CPU set separately, so 'which CPUs'"
         " cannot pass for 'which variant'. The pins are put back when the run ends",
+    )
+    parser.add_argument(
+        "--warmup",
+        metavar="K|auto",
+        type=warmup_rule(allow_none=False),
+        help="declare the warm-up, stored with the run: K discards the first K iterations"
+        " after every boot of each guest, auto the leading iterations a CUSUM test finds;"
+        " lab compare and lab report then leave them out unless told otherwise (--warmup"
+        " there). Every iteration still runs and is stored, and the run's key does not"
+        " change: a resumed run records the latest --warmup; without one it keeps its own",
     )
     parser.add_argument(
         "--confidence",
@@ -120,6 +131,7 @@ def command_line(args: argparse.Namespace) -> list[str]:
     argv = ["lab", "run", args.workload, "--n", str(args.n), "--study", args.study]
     for pair in args.param:
         argv += ["-p", pair]
+    argv += ["--warmup", args.warmup] if args.warmup is not None else []
     return argv + (["--guests", args.guests] if args.guests else [])
 
 
@@ -140,6 +152,16 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         raise UsageError(f"--n must be 1 or more, not {args.n}", hint="e.g. --n 30")
     if args.max_failures < 0:
         raise UsageError(f"--max-failures must be 0 or more, not {args.max_failures}")
+    if args.warmup is not None:
+        from lab.stats.discard import declared_warmup
+
+        try:
+            declared_warmup(args.warmup, args.n)
+        except ValueError as err:
+            raise UsageError(
+                f"--warmup {args.warmup} {err}",
+                hint="Declare a warm-up shorter than the run, or run more iterations",
+            ) from None
     if args.swap_every is not None:
         from lab.placement import check_swap_schedule
 
@@ -174,6 +196,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         controller = Controller(
             ctx, store, state, guests, plan, lambda record: shell_for(ctx, record), progress.update
         )
+        if args.warmup is not None:  # analysis, not identity: not part of the run's key
+            store.record_warmup(controller.run_id, args.warmup)
         progress.start(controller)
         try:
             controller.run()

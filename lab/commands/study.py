@@ -80,6 +80,8 @@ def run_argv(study: Study, workload: StudyWorkload, db: str) -> list[str]:
                  "--threshold", study.threshold]  # fmt: skip
     if workload.swap_every is not None:
         argv += ["--swap-every", str(workload.swap_every)]
+    if workload.warmup is not None:
+        argv += ["--warmup", workload.warmup]
     return argv
 
 

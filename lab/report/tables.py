@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lab.report.warmup import warmup_notes, warmup_table
 from lab.stats.analysis import (
     ALL,
     Arm,
@@ -316,6 +317,9 @@ def block_tables(block: Sequence[MetricComparison]) -> list[TableData]:
             f"{first.title}: diagnostics", DIAGNOSTIC_ROWS, _columns(block, "arms"), decimals, False
         )
     )
+    if first.warmup is not None:  # what was left out before every table above, and why
+        title, header, rows = warmup_table(first.warmup, first.title)
+        tables.append(TableData(title, header, tuple(rows)))
     return tables
 
 
@@ -333,6 +337,8 @@ def notes(block: Sequence[MetricComparison]) -> list[str]:
     for c in block:
         prefix = "" if len(block) == 1 else f"[{c.subset}] "
         lines.extend(prefix + "verdict: " + p.verdict.text for p in c.pairs)
+    if block[0].warmup is not None:
+        lines.extend(warmup_notes(block[0].warmup))
     for arm in block[0].arms:
         lines.extend(f"{arm.label}: {w}" for w in arm.diagnostics.warnings)
     for arm in block[0].arms:

@@ -8,6 +8,7 @@ are reported, never silently dropped. ``paired`` adds, for synchronised runs, th
 analysis of every pair of arms (``lab.stats.paired``) beside the independent one.
 ``with_placement`` adds, for runs that swapped the twins' CPU sets (``lab run --swap-every``),
 the variant effect and the placement effect told apart (``lab.stats.placement``).
+``with_warmup`` attaches what the warm-up rules cut before the analysis (``lab.stats.discard``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from lab.errors import UsageError
 from lab.stats.descriptive import Summary, check_confidence, summarize
 from lab.stats.diagnostics import Diagnostics, diagnose, tukey_fences
 from lab.stats.difference import BOOTSTRAP_SEED, Difference, compare
+from lab.stats.discard import WarmupCut
 from lab.stats.paired import PairedDifference, paired_difference
 from lab.stats.placement import PlacementEffects, placement_effects
 from lab.stats.verdict import Verdict, decide
@@ -89,6 +91,7 @@ class MetricComparison:
     pairs: tuple[Pair, ...]
     paired: tuple[PairedPair, ...] = ()  # only when the runs were synchronised
     placement: PlacementPair | None = None  # only when the runs swapped the CPU sets
+    warmup: WarmupCut | None = None  # what was discarded as warm-up before all of the above
 
     @property
     def title(self) -> str:
@@ -170,6 +173,21 @@ def with_paired(c: MetricComparison) -> MetricComparison:
         for (a, b), pair in zip(itertools.combinations(c.arms, 2), c.pairs, strict=True)
     )
     return replace(c, paired=paired)
+
+
+def with_warmup(
+    comparisons: Sequence[MetricComparison], cuts: Mapping[tuple[str, str, str], WarmupCut]
+) -> list[MetricComparison]:
+    """The comparisons with the warm-up cut of their (study, workload, metric) attached,
+    its arms in the comparison's order (the baseline A first)."""
+    result = []
+    for c in comparisons:
+        cut = cuts.get((c.study, c.workload, c.metric))
+        if cut is not None:
+            rank = {a.label: i for i, a in enumerate(c.arms)}
+            cut = replace(cut, arms=tuple(sorted(cut.arms, key=lambda a: rank.get(a.label, 0))))
+        result.append(replace(c, warmup=cut))
+    return result
 
 
 def order_arms(group: Sequence[Series], baseline_order: Sequence[str]) -> list[Series]:

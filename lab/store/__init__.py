@@ -16,11 +16,13 @@ Layout (``meta.schema_version``; history in :mod:`lab.store.schema`)::
     sample    one value per metric, only for attempts that succeeded
     placement which CPU set ("own" or "swapped") a guest ran an iteration on, for runs
               that swap the twins' CPU sets (``lab run --swap-every``)
+    warmup    the warm-up declared with a run (``lab run --warmup``): 'auto' or a count of
+              iterations to discard after every boot
 
 Iterations and attempts are numbered from 1.
 
-Schema history: 1 = first version; 2 = the placement table (see :mod:`lab.store.schema`
-for how to add one).
+Schema history: 1 = first version; 2 = the placement table; 3 = the warmup table (see
+:mod:`lab.store.schema` for how to add one).
 """
 
 from lab.store.db import Store

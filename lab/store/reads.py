@@ -152,6 +152,49 @@ class Reads:
             )
         return labels
 
+    def sample_boots(
+        self, workload: str | None = None, metric: str | None = None, study: str | None = None
+    ) -> dict[SeriesKey, tuple[np.ndarray, np.ndarray]]:
+        """The run id and the boot id of every sample, aligned with :meth:`values`.
+
+        Keyed by :func:`series_key`: (run ids, boot ids), each in the order of the series'
+        values. The boot is that of the sample's successful attempt (the last, if several);
+        "" where none was recorded (imported samples).
+        """
+        origins: dict[SeriesKey, tuple[np.ndarray, np.ndarray]] = {}
+        groups = self._series_groups(workload, metric, study)
+        for key, members in itertools.groupby(groups, key=lambda g: g[:8]):
+            counted = [g for g in members if g[10]]
+            if not counted:
+                continue
+            boots = [self._boot_array(g[8], g[9], g[2]) for g in counted]
+            st, wl, name, _, _, variant, host, guest = key
+            origins[(st, wl, name, variant, host, guest)] = (
+                np.concatenate([np.full(g[10], g[8], dtype=np.int64) for g in counted]),
+                np.array([boot for part in boots for boot in part], dtype=object),
+            )
+        return origins
+
+    def _boot_array(self, run_id: int, guest_id: int, metric: str) -> list[str]:
+        cur = self._conn.execute(
+            "SELECT (SELECT i.boot_id FROM iteration i WHERE i.run_id=s.run_id"
+            " AND i.guest_id=s.guest_id AND i.iteration=s.iteration AND i.ok=1"
+            " ORDER BY i.attempt DESC LIMIT 1)"
+            " FROM sample s INDEXED BY sample_series"
+            " WHERE s.run_id=? AND s.metric=? AND s.guest_id=? ORDER BY s.iteration",
+            (run_id, metric, guest_id),
+        )
+        return [row[0] or "" for row in cur]
+
+    def warmup_declarations(self, study: str | None = None) -> dict[int, str]:
+        """Run id -> the warm-up declared with it ('auto' or a count); undeclared runs absent."""
+        cur = self._conn.execute(
+            "SELECT w.run_id, w.declared FROM warmup w JOIN run r ON r.id=w.run_id"
+            " JOIN study st ON st.id=r.study_id WHERE ?1 IS NULL OR st.name=?1",
+            (study,),
+        )
+        return {int(r[0]): str(r[1]) for r in cur}
+
     def _placement_array(self, run_id: int, guest_id: int, metric: str) -> list[str]:
         cur = self._conn.execute(
             "SELECT p.label FROM sample s INDEXED BY sample_series LEFT JOIN placement p"

@@ -7,6 +7,9 @@ old stores must stay readable, so a step upgrades a store in place, one version 
     2  ``placement``: which CPU placement ("own" or "swapped") each guest ran each iteration
        of a run in, with the host CPU of each vCPU (``lab run --swap-every``). Runs without
        a swap have no rows; a v1 store gains the empty table.
+    3  ``warmup``: the warm-up declared with a run (``lab run --warmup``, a study file's
+       ``warmup`` key): ``'auto'`` or the count of iterations to discard after every boot.
+       Runs without a declaration have no row; a v2 store gains the empty table.
 
 ``study.study_file`` holds the text of the study file a study was run from (``lab study
 run``), exactly as read, and ``study.study_hash`` its sha256; both stay NULL for studies made
@@ -20,7 +23,7 @@ from pathlib import Path
 
 from lab.errors import StoreError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -106,10 +109,23 @@ CREATE TABLE IF NOT EXISTS placement(
 );
 """
 
-SCHEMA = SCHEMA_V1 + PLACEMENT_TABLE  # what a new store gets: the latest version
+# declared: 'auto' or a count of iterations ('0', '2'); what `lab compare` and `lab report`
+# discard unless told otherwise (lab.stats.discard). A run has one: the one given last.
+WARMUP_TABLE = """
+CREATE TABLE IF NOT EXISTS warmup(
+    run_id INTEGER PRIMARY KEY REFERENCES run(id),
+    declared TEXT NOT NULL CHECK(
+        declared = 'auto' OR (declared <> '' AND declared NOT GLOB '*[^0-9]*')
+    ),
+    recorded REAL
+);
+"""
+
+SCHEMA = SCHEMA_V1 + PLACEMENT_TABLE + WARMUP_TABLE  # what a new store gets: the latest version
 
 MIGRATIONS: dict[int, str] = {  # from-version -> SQL that upgrades it by one step
     1: PLACEMENT_TABLE,
+    2: WARMUP_TABLE,
 }
 
 

@@ -33,8 +33,9 @@ def test_open_creates_folder_schema_and_pragmas(tmp_path: Path) -> None:
     store, *_ = _store(tmp_path)
     conn = sqlite3.connect(tmp_path / "sub" / "lab.db")
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert tables == {"meta", "study", "guest", "run", "metric", "iteration", "sample", "placement"}
-    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("2",)
+    assert tables == {"meta", "study", "guest", "run", "metric", "iteration", "sample", "placement",
+                      "warmup"}  # fmt: skip
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("3",)
     assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert store._conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
     assert store._conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
@@ -218,7 +219,7 @@ def test_study_file_text_and_hash_survive_later_runs_and_reopening(tmp_path: Pat
 # -- schema 2: the placement of each iteration (lab run --swap-every) --------------------------
 
 
-def test_a_version_1_store_opens_migrated_with_its_samples_and_a_placement_table(
+def test_a_version_1_store_opens_migrated_with_its_samples_and_the_later_tables(
     tmp_path: Path,
 ) -> None:
     from lab.store.schema import SCHEMA_V1
@@ -246,8 +247,8 @@ def test_a_version_1_store_opens_migrated_with_its_samples_and_a_placement_table
     assert labels[("hp", "sysbench", "time", "thp", "local", "lab-thp")].tolist() == ["swapped"]
     conn = sqlite3.connect(path)
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert "placement" in tables
-    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("2",)
+    assert {"placement", "warmup"} <= tables
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("3",)
     assert conn.execute("SELECT * FROM placement").fetchall() == [(1, 1, 1, "swapped", "3")]
     conn.close()
     with Store.open(path) as again:  # opening again changes nothing
@@ -285,3 +286,66 @@ def test_placement_labels_line_up_with_the_samples_of_each_series(tmp_path: Path
     assert shp_labels.tolist() == ["own", "swapped", "swapped", "own"]
     assert store.placement_labels(workload="iperf3") == {}
     assert set(store.placement_labels(study="hp")) == set(labels)
+
+
+def test_a_version_2_store_gains_the_warmup_table_and_keeps_its_placements(
+    tmp_path: Path,
+) -> None:
+    from lab.store.schema import PLACEMENT_TABLE, SCHEMA_V1
+
+    path = tmp_path / "v2.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(SCHEMA_V1 + PLACEMENT_TABLE)
+    conn.executescript(
+        "INSERT INTO meta(key, value) VALUES ('schema_version', '2');"
+        "INSERT INTO study(id, name) VALUES (1, 'hp');"
+        "INSERT INTO guest(id, study_id, name, variant) VALUES (1, 1, 'lab-thp', 'thp');"
+        "INSERT INTO run(id, study_id, key, workload) VALUES (1, 1, 'k', 'sysbench');"
+        "INSERT INTO placement VALUES (1, 1, 1, 'own', '2');"
+    )
+    conn.commit()
+    conn.close()
+    with Store.open(path) as store:
+        assert store.warmup_declarations() == {}  # the table is there, and empty
+        store.record_warmup(1, "2")
+        assert store.warmup_declarations() == {1: "2"}
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("3",)
+    assert conn.execute("SELECT * FROM placement").fetchall() == [(1, 1, 1, "own", "2")]
+    conn.close()
+
+
+def test_a_run_s_warmup_declaration_is_replaced_checked_and_read_per_study(
+    tmp_path: Path,
+) -> None:
+    store, _, run, _ = _store(tmp_path)
+    other = store.ensure_run(store.ensure_study("other"), "o/k", "null", {}, None, 3, [TIME])
+    store.record_warmup(run, "auto")
+    store.record_warmup(run, "02")  # declared again: the last one counts, as a plain count
+    store.record_warmup(other, "0")
+    assert store.warmup_declarations() == {run: "2", other: "0"}
+    assert store.warmup_declarations("hp") == {run: "2"}
+    for bad in ("-1", "soon", "", "2.5"):
+        with pytest.raises(StoreError, match="neither 'auto' nor a count"):
+            store.record_warmup(run, bad)
+    with pytest.raises(StoreError, match="no run id 999"):
+        store.record_warmup(999, "2")
+    store.close()
+
+
+def test_sample_boots_line_up_with_the_samples_of_each_series(tmp_path: Path) -> None:
+    store, study, run, guest = _store(tmp_path)
+    store.record(run, guest, [
+        IterationRecord(1, 1, True, boot_id="b1", metrics={"time": 1.0}),
+        IterationRecord(2, 1, False, boot_id="b1"),  # failed on b1, then succeeded on b2
+        IterationRecord(2, 2, True, boot_id="b2", metrics={"time": 2.0}),
+        IterationRecord(3, 1, True, metrics={"time": 3.0}),  # no boot id (as imported)
+    ])  # fmt: skip
+    later = store.ensure_run(study, "hp/again", "sysbench", {"threads": 1}, None, 1, [TIME])
+    store.record(later, guest, [IterationRecord(1, 1, True, boot_id="b3", metrics={"time": 4.0})])
+    (series,) = store.values()
+    runs, boots = store.sample_boots()[("hp", "sysbench", "time", "thp", "local", "lab-thp")]
+    assert series.values.tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert runs.tolist() == [run, run, run, later]
+    assert boots.tolist() == ["b1", "b2", "", "b3"]
+    store.close()

@@ -256,6 +256,41 @@ def test_swap_every_refusals_name_the_file_and_the_key(why: str, extra: str, mes
     assert str(refused.value).startswith("s.toml: ")
 
 
+@pytest.mark.parametrize(("line", "rule"), [("warmup = 2", "2"), ('warmup = "auto"', "auto"),
+                                            ("warmup = 0", "0")])  # fmt: skip
+def test_a_declared_warmup_reaches_lab_run(line: str, rule: str) -> None:
+    got = study(HEAD + ONE + line + "\n")
+    (run,) = got.workloads
+    assert run.warmup == rule
+    argv = run_argv(got, run, "lab.db")
+    assert argv[argv.index("--warmup") + 1] == rule
+    assert build_parser().parse_args(argv).warmup == rule
+    plain = study(HEAD + ONE)
+    assert plain.workloads[0].warmup is None
+    assert "--warmup" not in run_argv(plain, plain.workloads[0], "lab.db")
+
+
+WARMUP_REFUSALS = [
+    ("a fraction", "warmup = 2.5\n",
+     WL + r" 1: key 'warmup' must be an integer or a string, not float \(2\.5\)"),
+    ("a boolean", "warmup = true\n", r"key 'warmup' must be an integer or a string, not bool"),
+    ("negative", "warmup = -1\n", WL + r" 1 \(null\): warmup = -1: must be 0 or more"),
+    ("another word", 'warmup = "soon"\n',
+     r"\(null\): warmup = 'soon': must be a count of iterations \(0 or more\) or 'auto'$"),
+    ("a count in quotes", 'warmup = "2"\n',
+     r"warmup = '2': a count is an integer: write warmup = 2, without quotes"),
+    ("all of n", "warmup = 3\n", r"warmup = 3: discards every one of the n = 3 iterations"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("why", "extra", "message"), WARMUP_REFUSALS,
+                         ids=[r[0] for r in WARMUP_REFUSALS])  # fmt: skip
+def test_warmup_refusals_name_the_file_and_the_key(why: str, extra: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as refused:
+        study(work(extra=extra))
+    assert str(refused.value).startswith("s.toml: ")
+
+
 def test_the_report_goes_beside_the_store_in_a_folder_named_after_the_study() -> None:
     demo = load_study(STUDIES / "demo.toml")
     assert report_dir(demo, "/r/lab.db") == Path("/r/report-demo")
