@@ -91,3 +91,20 @@ def pair(prepared_host: Lab) -> Iterator[Pair]:
     yield state
     if not state.down:
         lab("down", check=False)
+
+
+# The host and image tests run before any pair exists (one of them releases and
+# re-prepares the host, which it skips while guests run); then the checks of the fresh
+# pair, the tests that use it (in file order), `lab down`, and the unit tests last, with
+# no guests left to slow them down.
+ORDER = ("test_host_image.py", "test_pair.py", None, "test_zz_down.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        if "integration" not in item.path.parts:
+            return len(ORDER)
+        name = item.path.name
+        return ORDER.index(name) if name in ORDER else ORDER.index(None)
+
+    items.sort(key=rank)  # stable: the order within each rank is kept
