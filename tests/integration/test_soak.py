@@ -17,7 +17,7 @@ from /proc. Bounds:
   that would show: 25 MiB over the remaining 36,000 iterations is ~700 bytes each, less
   than one parsed journal line (its text alone is ~460 bytes, its objects several times
   that).
-* Descriptors from the 10 % sample on: max - min <= 8. The controller holds the store
+* Descriptors: at most 8 more than at the 10 % sample. The controller holds the store
   (database, WAL, shared memory), one SSH connection per guest, the run lock and stdio; a
   sample may catch a reconnect's new socket beside the old one or a short-lived pipe, but
   a leak of one descriptor per poll would add thousands.
@@ -138,6 +138,7 @@ def test_twenty_thousand_null_iterations_keep_the_controller_flat(
         "soak_rss_growth_after_10pct_mib": round((rss_max - at_tenth[1]) / MiB, 2),
         "soak_fds_min_max_all": (min(t[2] for t in ticks), max(t[2] for t in ticks)),
         "soak_fds_min_max_after_10pct": (fd_min, fd_max),
+        "soak_fds_at_10pct": at_tenth[2],
         "soak_ticks": len(ticks),
     }
     for key, value in figures.items():
@@ -146,4 +147,6 @@ def test_twenty_thousand_null_iterations_keep_the_controller_flat(
         print("\nsoak figures:", ", ".join(f"{k}={v}" for k, v in figures.items()))
 
     assert rss_max - at_tenth[1] <= RSS_GROWTH_MAX, figures
-    assert fd_max - fd_min <= FD_SPREAD_MAX, figures
+    # A leak is growth: the descriptors above those open at 10 % (the controller closing
+    # its store and connections as it exits shows as a low minimum, not a leak).
+    assert max(t[2] for t in after) - at_tenth[2] <= FD_SPREAD_MAX, figures
