@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import base64
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,16 +72,13 @@ class GuestShell:
         sudo: bool = False,
     ) -> Result:
         command = shlex.join(["sudo", "-n", *argv] if sudo else list(argv))
-        try:
+        with self._failing(
+            f"SSH to {self.address.ip}",
+            hint=f"See the guest's console: lab console {self.address.name}",
+        ):
             res = self._connection().run(
                 command, hide=True, warn=True, timeout=timeout, in_stream=False
             )
-        except Exception as err:  # paramiko, socket and invoke errors alike
-            self.close()
-            raise GuestError(
-                f"{self.address.name}: SSH to {self.address.ip} failed: {_describe(err)}",
-                hint=f"See the guest's console: lab console {self.address.name}",
-            ) from err
         result = Result(tuple(argv), res.exited, res.stdout, res.stderr)
         if check and not result.ok:
             raise GuestError(
@@ -90,25 +88,15 @@ class GuestShell:
         return result
 
     def put(self, local: Path, remote: str) -> None:
-        try:
+        with self._failing(f"copying {local}"):
             self._connection().put(str(local), remote)
-        except Exception as err:
-            self.close()
-            raise GuestError(
-                f"{self.address.name}: copying {local} failed: {_describe(err)}"
-            ) from err
 
     def get_text(self, remote: str) -> str:
         import io
 
         buf = io.BytesIO()
-        try:
+        with self._failing(f"reading {remote}"):
             self._connection().get(remote, buf)
-        except Exception as err:
-            self.close()
-            raise GuestError(
-                f"{self.address.name}: reading {remote} failed: {_describe(err)}"
-            ) from err
         return buf.getvalue().decode(errors="replace")
 
     def connect(self) -> None:
@@ -118,12 +106,19 @@ class GuestShell:
         refused connection is the kernel's answer), whereas a bare TCP probe would make
         sshd start, and re-execute, a child for a connection that is then dropped.
         """
-        try:
+        with self._failing(f"SSH to {self.address.ip}"):
             self._connection().open()
+
+    @contextmanager
+    def _failing(self, what: str, hint: str | None = None) -> Iterator[None]:
+        """Turn paramiko, socket and invoke errors alike into one GuestError; drop the
+        connection, so the next call opens a fresh one."""
+        try:
+            yield
         except Exception as err:
             self.close()
             raise GuestError(
-                f"{self.address.name}: SSH to {self.address.ip} failed: {_describe(err)}"
+                f"{self.address.name}: {what} failed: {_describe(err)}", hint=hint
             ) from err
 
     def close(self) -> None:
