@@ -15,7 +15,7 @@ import pytest
 from lab.host import daemons, nfs
 from lab.hostexec import Host
 from tests.integration.conftest import STATE_DIR, Pair
-from tests.integration.test_run import SHORT_SYSBENCH, attempts, samples
+from tests.integration.test_run import LONG_SYSBENCH, SHORT_SYSBENCH, attempts, samples
 
 pytestmark = pytest.mark.integration
 
@@ -92,12 +92,7 @@ def test_a_guest_reset_mid_iteration_is_recorded_failed_and_repeated(
         "3",
         "--guests",
         "lab-shp1g",
-        "-p",
-        "time=8",
-        "-p",
-        "total_size=1000G",
-        "-p",
-        "block_size=1M",
+        *LONG_SYSBENCH,
     )
     wait_for_samples(db, "sysbench-memory", "throughput_mib_s", 1)
     time.sleep(3)  # into the second iteration

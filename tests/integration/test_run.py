@@ -16,6 +16,8 @@ from tests.integration.conftest import Pair
 pytestmark = pytest.mark.integration
 
 SHORT_SYSBENCH = ["-p", "time=2", "-p", "total_size=256M", "-p", "block_size=1M"]
+# Iterations long enough (8 s, never cut short by the size) for a fault to land inside one.
+LONG_SYSBENCH = ["-p", "time=8", "-p", "total_size=1000G", "-p", "block_size=1M"]
 
 
 def samples(db: Path, workload: str, metric: str) -> dict[str, list[tuple[int, float]]]:
@@ -128,12 +130,7 @@ def test_destroyed_guest_comes_back_and_the_run_repeats_the_lost_iteration(
         str(db),
         "--guests",
         "lab-thp",
-        "-p",
-        "time=8",
-        "-p",
-        "total_size=1000G",
-        "-p",
-        "block_size=1M",
+        *LONG_SYSBENCH,
     ]
     proc = subprocess.Popen(
         args, env=pair.lab.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
