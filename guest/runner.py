@@ -13,11 +13,15 @@ Each prints one JSON object on stdout. ``start`` detaches (double fork, setsid, 
 does not stop the run, and returns once the detached runner holds its lock. Files in DIR:
 KEY.journal; KEY.pid (the pid, and an flock held while the runner lives: that, not the pid,
 says whether it runs); KEY.log; KEY.out, KEY.err and KEY.child (the current command's
-output, and its pid while it runs).
+output, and the pid and boot id of the last command started; the command's environment
+carries LAB_RUN_KEY and LAB_RUN_DIR, which is how a restarted runner tells it, if it still
+runs, from a process that reused its pid).
 
 Journal (read by lab/journal.py): one JSON line per attempt at an iteration, appended with
-one write, then fsynced; plus event lines. Just before an attempt's timed command starts the
-runner writes ``{"event": "begin", "iteration": i, "attempt": a}``, fsynced too. On start it
+one write; plus event lines. Just before an attempt's timed command starts the runner writes
+``{"event": "begin", "iteration": i, "attempt": a}``. Every line is fsynced before the runner
+does anything else, except a result line followed at once by the next begin line: one fsync
+then covers both (a workload with a clean step fsyncs the result line first). On start it
 resumes: a command a SIGKILLed runner left running is ended; a ``begin`` without a result
 line means the runner or the guest died during that attempt, so it is first recorded as a
 failed attempt ("interrupted"); iterations with an ok
@@ -162,12 +166,12 @@ def boot_id() -> str:
         return "unknown"
 
 
-def start_time(pid: int) -> str:
-    """When process ``pid`` started (clock ticks since boot): with the boot id, names it."""
+def environment(pid: int) -> set[str]:
+    """The ``NAME=value`` entries process ``pid`` was started with (empty if it is gone)."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return "gone"
+        return set(Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace").split("\0"))
+    except OSError:
+        return set()
 
 
 def log(message: str) -> None:
@@ -211,12 +215,15 @@ class Journal:
             elif line.strip():
                 log(f"ignoring line {number} of {path}: not a version {JOURNAL_VERSION} record")
 
-    def append(self, record: dict[str, Any]) -> None:
+    def append(self, record: dict[str, Any], sync: bool = True) -> None:
+        """Write one line; ``sync=False`` leaves its fsync to the next line's (the caller
+        writes one before anything else happens)."""
         line = json.dumps({"v": JOURNAL_VERSION, **record}, separators=(",", ":")) + "\n"
         data = line.encode()
         while data:
             data = data[os.write(self.fd, data) :]
-        os.fsync(self.fd)
+        if sync:
+            os.fsync(self.fd)
 
     def event(self, name: str, **values: Any) -> None:
         self.append({"event": name, "time": time.time(), **values})
@@ -254,6 +261,36 @@ class History:
         return max(base, self.last_attempt.get(iteration, 0) + 1)
 
 
+class Scratch:
+    """KEY.out, KEY.err and KEY.child, opened once per run and emptied for each command.
+
+    Opening three files per attempt cost more than the attempt itself under emulation. The
+    runner opens them only once it holds the lock, so a second ``start`` truncates nothing.
+    """
+
+    def __init__(self, files: Files) -> None:
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+        self.out, self.err, self.child = (
+            os.open(files.path(suffix), flags, 0o644) for suffix in ("out", "err", "child")
+        )
+
+    def empty_output(self) -> None:
+        for fd in (self.out, self.err):
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)  # the command writes from here, through the same file
+
+    @staticmethod
+    def read(fd: int, last: int | None = None) -> str:
+        """The file's text, or its last ``last`` bytes."""
+        size = os.fstat(fd).st_size
+        start = 0 if last is None else max(0, size - last)
+        return os.pread(fd, size - start, start).decode(errors="replace")
+
+    def name_child(self, pid: int, boot: str) -> None:
+        """Write KEY.child in place: the same width every time, so nothing is truncated."""
+        os.pwrite(self.child, f"{pid:>10} {boot:36.36}\n".encode(), 0)
+
+
 @dataclass(frozen=True)
 class Child:
     """One command's outcome; ``error`` is None only for exit status 0 within the timeout."""
@@ -279,7 +316,11 @@ class Runner:
         self.stop_requested = False
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.cwd = files.dir / (spec.cwd or ".")  # an absolute cwd replaces DIR
-        self.env = {**os.environ, **spec.env, "LAB_RUN_KEY": files.key}
+        # The command, and whatever it starts, carries the run's name in its environment:
+        # that is how a restarted runner knows a process left by a killed one.
+        self.mark = {"LAB_RUN_KEY": files.key, "LAB_RUN_DIR": str(files.dir)}
+        self.env = {**os.environ, **spec.env, **self.mark}
+        self.scratch: Scratch  # opened by serve(), once the lock is held
 
     def install_signals(self) -> None:
         signal.set_wakeup_fd(self.wake_w, warn_on_full_buffer=False)
@@ -292,30 +333,26 @@ class Runner:
 
     def tail(self) -> str:
         """The last TAIL_CHARS characters of the last command's stdout, then its stderr."""
-        parts = []
-        for suffix in ("out", "err"):
-            with contextlib.suppress(OSError), open(self.files.path(suffix), "rb") as stream:
-                stream.seek(max(0, stream.seek(0, os.SEEK_END) - 4 * TAIL_CHARS))
-                parts.append(stream.read().decode(errors="replace"))
+        scratch = self.scratch
+        parts = [scratch.read(fd, 4 * TAIL_CHARS) for fd in (scratch.out, scratch.err)]
         return "".join(parts)[-TAIL_CHARS:]
 
     def run_child(
         self, argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None
     ) -> Child:
         """Run ``argv`` in a new session with output to KEY.out/KEY.err; time and reap it."""
-        with open(self.files.path("out"), "wb") as out, open(self.files.path("err"), "wb") as err:
-            started, t0 = time.time(), time.monotonic()
-            try:
-                proc = subprocess.Popen(
-                    argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                    start_new_session=True,
-                )  # fmt: skip
-            except OSError as exc:
-                return Child(started, error=f"cannot start {argv[0]!r} in {cwd}: {exc}")
-        child_file = self.files.path("child")
-        child_file.write_text(f"{proc.pid} {self.boot_id} {start_time(proc.pid)}\n")
+        scratch = self.scratch
+        scratch.empty_output()
+        started, t0 = time.time(), time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=scratch.out,
+                stderr=scratch.err, start_new_session=True,
+            )  # fmt: skip
+        except OSError as exc:
+            return Child(started, error=f"cannot start {argv[0]!r} in {cwd}: {exc}")
+        scratch.name_child(proc.pid, self.boot_id)
         status, usage, reason = self._reap(proc, timeout)
-        child_file.unlink(missing_ok=True)
         wall, ended = time.monotonic() - t0, time.time()
         proc.returncode = code = os.waitstatus_to_exitcode(status)
         if reason is not None:
@@ -374,8 +411,9 @@ class Runner:
         """A runner killed by SIGKILL leaves its command running (in its own session, as
         KEY.child says): end it, or it would run beside its own repetition."""
         with contextlib.suppress(OSError, ValueError):
-            pid, boot, started = self.files.path("child").read_text().split()
-            if (boot, started) == (self.boot_id, start_time(int(pid))):  # not a reused pid
+            pid, boot = self.files.path("child").read_text().split()
+            marks = {f"{name}={value}" for name, value in self.mark.items()}
+            if boot == self.boot_id and marks <= environment(int(pid)):  # not a reused pid
                 log(f"ending process group {pid}, left running by a killed runner")
                 self._signal_group(int(pid), signal.SIGKILL)
 
@@ -405,9 +443,10 @@ class Runner:
         spec = self.spec
         parsed: dict[str, float | None] = {}
         if spec.parser != "none":
-            source = self.files.path("out" if spec.parse_from == "stdout" else "err")
+            scratch = self.scratch
+            source = scratch.out if spec.parse_from == "stdout" else scratch.err
             try:
-                parsed.update(self.parsers.PARSERS[spec.parser](source.read_text(errors="replace")))
+                parsed.update(self.parsers.PARSERS[spec.parser](scratch.read(source)))
             except self.parsers.ParseError as err:
                 return {}, f"parse error: {err}"
             except Exception as err:  # a parser bug must not end the run
@@ -445,6 +484,7 @@ class Runner:
     def serve(self) -> int:
         """The whole run, in the detached process; returns its exit status."""
         spec, journal = self.spec, Journal(self.files.path("journal"))
+        self.scratch = Scratch(self.files)
         history = History.of(journal.records)
         first, last = spec.start_iteration, spec.end_iteration
         todo = [i for i in range(first, last + 1) if i not in history.ok]
@@ -468,7 +508,9 @@ class Runner:
             record = None if self.stop_requested else self.iteration(journal, iteration, attempt)
             if record is None:
                 break
-            journal.append(record)
+            # With no clean step, the next attempt's begin line follows at once and its fsync
+            # makes this line durable too: one fsync per attempt instead of two.
+            journal.append(record, sync=bool(spec.clean_argv))
             history.last_attempt[iteration] = attempt
             ok, failed = ok + record["ok"], failed + (not record["ok"])
             consecutive = 0 if record["ok"] else consecutive + 1
