@@ -264,18 +264,15 @@ class Controller:
         """
         size, added = READ_CHUNK, 0
         while True:
-            result = guest.shell.run(
-                ["dd", f"if={self.journal_path()}", "iflag=skip_bytes,count_bytes",
-                 f"skip={guest.offset}", f"count={size}", "bs=65536", "status=none"],
-                check=False, timeout=60,
-            )  # fmt: skip
-            if not result.ok:
+            data = guest.shell.read_bytes(self.journal_path(), guest.offset, size)
+            if data is None:  # no journal yet
                 return added
             guest.journal_seen = True
-            records, used = split_journal(result.stdout)
+            used = complete_length(data)
+            records, _ = split_journal(data[:used].decode(errors="replace"))
             added += self._take(guest, records)
-            guest.offset += len(result.stdout[:used].encode())
-            if len(result.stdout.encode()) < size:  # the end of the journal
+            guest.offset += used
+            if len(data) < size:  # the end of the journal
                 return added
             size = READ_CHUNK if used else 2 * size  # a line longer than a piece: read more
 

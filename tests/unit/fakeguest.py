@@ -89,16 +89,7 @@ class FakeRunnerGuest(GuestShell):
     ) -> Result:
         args = list(argv)
         out = ""
-        if args[0] == "dd":  # a journal read: iflag=skip_bytes,count_bytes skip=K count=C
-            self.reads += 1
-            self.advance(self.per_read)
-            opts = dict(a.split("=", 1) for a in args[1:] if "=" in a)
-            skip, count = int(opts["skip"]), int(opts["count"])
-            if not self.journal and not self.starts:
-                return Result(tuple(args), 1, "", "dd: failed to open: No such file")
-            out = bytes(self.journal[skip : skip + count]).decode()
-            self.bytes_read += len(out)
-        elif args[:2] == ["python3", "-c"]:  # the spec file, written from an argument
+        if args[:2] == ["python3", "-c"]:  # the spec file, written from an argument
             self.spec = json.loads(args[4])
         elif args[0] == "python3" and args[2] == "start":
             done = {json.loads(line)["iteration"] for line in self._results()}
@@ -114,6 +105,16 @@ class FakeRunnerGuest(GuestShell):
             self.running = False
             out = json.dumps({"stopped": True})
         return Result(tuple(args), 0, out, "")
+
+    def read_bytes(self, remote: str, offset: int, size: int) -> bytes | None:
+        """A journal read: the simulated runner moves on ``per_read`` iterations first."""
+        self.reads += 1
+        self.advance(self.per_read)
+        if not self.journal and not self.starts:
+            return None
+        data = bytes(self.journal[offset : offset + size])
+        self.bytes_read += len(data)
+        return data
 
     def _results(self) -> list[str]:
         lines = self.journal.decode().splitlines()

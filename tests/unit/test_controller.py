@@ -51,6 +51,14 @@ class LocalShell(GuestShell):
     def put(self, local: Path, remote: str) -> None:
         shutil.copy(local, remote)
 
+    def read_bytes(self, remote: str, offset: int, size: int) -> bytes | None:
+        try:
+            with open(remote, "rb") as stream:
+                stream.seek(offset)
+                return stream.read(size)
+        except FileNotFoundError:
+            return None
+
     def close(self) -> None:
         pass
 
@@ -211,6 +219,9 @@ class PerGuestShell(LocalShell):
 
     def put(self, local: Path, remote: str) -> None:
         super().put(local, self._map(remote))
+
+    def read_bytes(self, remote: str, offset: int, size: int) -> bytes | None:
+        return super().read_bytes(self._map(remote), offset, size)
 
 
 def make_pair(
