@@ -1,4 +1,4 @@
-"""``lab image build|import|list``: the base images guests are linked clones of."""
+"""``lab image build|import|list|prune``: the base images guests are linked clones of."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from lab.context import Context
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "image",
-        help="build, import or list base guest images",
+        help="build, import, list or prune base guest images",
         description="Base images live in image_dir (see `lab config`), one folder per recipe"
         " hash, with a name symlink to the current one.",
     )
@@ -42,6 +42,16 @@ def register(subparsers: Any) -> None:
 
     listing = actions.add_parser("list", help="list the images in image_dir")
     listing.set_defaults(run=run_list)
+
+    prune = actions.add_parser(
+        "prune",
+        help="remove old image folders no guest uses",
+        description="Remove the image folders in image_dir that no image name points at and"
+        " no libvirt domain (running or not) boots from or has in a disk's backing chain,"
+        " and unfinished folders of killed builds.",
+    )
+    prune.add_argument("--dry-run", action="store_true", help="say what would go, remove nothing")
+    prune.set_defaults(run=run_prune)
 
 
 def run_build(args: argparse.Namespace, ctx: Context) -> int:
@@ -114,4 +124,18 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
             str(image.directory),
         )
     ctx.out.print(table)
+    return 0
+
+
+def run_prune(args: argparse.Namespace, ctx: Context) -> int:
+    from lab.imageprune import prune_images
+
+    image_dir = Path(ctx.config.image_dir)
+    gone, kept = prune_images(image_dir, ctx.libvirt, ctx.host, dry_run=args.dry_run)
+    verb = "would remove" if args.dry_run else "removed"
+    for folder in gone:
+        ctx.out.print(f"{verb} {folder.path} ({folder.bytes / 1024**2:.0f} MiB)", highlight=False)
+    freed = sum(folder.bytes for folder in gone) / 1024**3
+    kept_names = ", ".join(path.name for path in kept) or "none"
+    ctx.note(f"{verb} {len(gone)} folder(s), {freed:.1f} GiB; kept: {kept_names}")
     return 0
