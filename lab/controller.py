@@ -15,11 +15,11 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from lab.context import Context
-from lab.errors import GuestError, LabError, UsageError
+from lab.errors import GuestCommandError, GuestError, LabError, UsageError
 from lab.guestssh import GuestShell
 from lab.journal import JournalEntry, JournalEvent, complete_length, parse_journal_line
 from lab.labstate import GuestRecord, LabState
@@ -34,6 +34,8 @@ SCHEDULES = ("concurrent", "alternate", "sync")
 STATUS_EVERY = 30.0  # seconds between asking every runner whether it still runs
 READ_CHUNK = 1024 * 1024  # bytes of journal read (and stored) at a time
 RECENT = 50  # iterations whose wall times give the rate and the ETA
+MAX_TROUBLES = 3  # runner failures in a row, with no attempt recorded, before a run stops
+MIN_GUEST_FREE = 1024 * 1024  # bytes free in the runner's folder below which a guest is "full"
 
 
 class RunFailed(LabError):
@@ -62,6 +64,8 @@ class GuestProgress:
     by_iteration: dict[int, float] = field(default_factory=dict)
     unreachable: bool = False
     journal_seen: bool = False  # the guest still has this run's journal
+    runner_started: bool = False  # started by this controller, and not yet said it ended
+    troubles: int = 0  # runner failures since the last attempt was recorded
 
 
 def run_key(
@@ -228,6 +232,9 @@ class Controller:
         return dict(json.loads(out or "{}"))
 
     def start_runner(self, guest: GuestProgress, first: int, last: int) -> None:
+        if guest.runner_started:  # the last one ended without a word
+            guest.runner_started = False
+            self._trouble(guest, f"its runner ended without finishing{self._log_tail(guest)}")
         info = self.guest_info(guest)
         spec = dict(self.plan.workload.spec(self.plan.params, info))
         # With its journal the runner numbers attempts itself; a guest that lost it (a new
@@ -247,6 +254,7 @@ class Controller:
             ]
         )
         guest.shell.run(self.runner("start", "--spec", spec_path), timeout=120)
+        guest.runner_started = True
 
     def guest_info(self, guest: GuestProgress) -> Any:
         from lab.workloadhost import guest_infos, nfs_source
@@ -286,7 +294,10 @@ class Controller:
             if isinstance(item, JournalEvent):
                 if item.event in ("done", "gave_up", "stopped"):
                     guest.check_runner = True
-            elif item.ok:
+                    guest.runner_started = False
+                continue
+            guest.troubles = 0
+            if item.ok:
                 guest.completed.add(item.iteration)
                 if item.wall is not None:
                     guest.walls.append(item.wall)
@@ -458,6 +469,9 @@ class Controller:
         """Run ``action``; a guest that cannot be reached is marked and retried later."""
         try:
             value = action(guest)
+        except GuestCommandError as err:  # the guest answered: something in it is wrong
+            self._trouble(guest, err.message)
+            return None
         except GuestError as err:
             if not guest.unreachable:
                 self.ctx.warn(f"{guest.record.name} unreachable, will retry: {err.message}")
@@ -469,6 +483,52 @@ class Controller:
             guest.unreachable = False
             guest.check_runner = True  # whatever ran before may be gone
         return value
+
+    def _trouble(self, guest: GuestProgress, what: str) -> None:
+        """A runner command failed, or a runner ended without a word. A full disk in the
+        guest stops the run at once, since nothing can be journalled; anything else after
+        MAX_TROUBLES in a row with no attempt recorded in between."""
+        guest.troubles += 1
+        name, folder = guest.record.name, self.plan.runner_dir
+        free = self._free_bytes(guest)
+        if free is not None and free < MIN_GUEST_FREE:
+            raise RunFailed(
+                f"{name}: the guest's disk is full ({free} bytes free for {folder}), so its"
+                f" runner cannot journal; {what}",
+                hint=f"Free space in the guest (lab ssh {name} df -h /), then re-run the same"
+                " command to resume",
+            )
+        if guest.troubles >= MAX_TROUBLES:
+            raise RunFailed(
+                f"{name}: the runner failed {guest.troubles} times in a row with no attempt"
+                f" recorded; last: {what}",
+                hint=f"See the runner's log (lab ssh {name} cat {folder}/{self.key}.log), fix"
+                " the cause, then re-run the same command to resume",
+            )
+        self.ctx.warn(f"{name}: {what}; will try again")
+
+    def _free_bytes(self, guest: GuestProgress) -> int | None:
+        """Bytes a user may still write where the runner journals; None if unknown. Its
+        folder's parent is asked too: on a full disk the folder may never have been made."""
+        folder = self.plan.runner_dir
+        try:
+            result = guest.shell.run(
+                ["df", "-B1", "--output=avail", folder, str(PurePosixPath(folder).parent)],
+                check=False, timeout=60,
+            )  # fmt: skip
+        except GuestError:
+            return None
+        values = [int(word) for word in result.stdout.split() if word.isdigit()]
+        return min(values) if values else None
+
+    def _log_tail(self, guest: GuestProgress) -> str:
+        """The end of the runner's log, to quote in a message ("" if there is none)."""
+        try:
+            log = f"{self.plan.runner_dir}/{self.key}.log"
+            text = guest.shell.run(["tail", "-c", "600", log], check=False, timeout=60).stdout
+        except GuestError:
+            return ""
+        return f"; its log ends: {text.strip()[-600:]}" if text.strip() else ""
 
     def stop_runners(self) -> None:
         for guest in self.guests:

@@ -78,6 +78,10 @@ class GuestError(LabError):
     exit_code = 4
 
 
+class GuestCommandError(GuestError):
+    """A command in a reachable guest exited with an error (the guest answered)."""
+
+
 class StoreError(LabError):
     """The result store cannot be read or written."""
 

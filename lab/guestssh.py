@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lab.errors import GuestError
+from lab.errors import GuestCommandError, GuestError
 from lab.hostexec import Result
 
 
@@ -81,7 +81,7 @@ class GuestShell:
             )
         result = Result(tuple(argv), res.exited, res.stdout, res.stderr)
         if check and not result.ok:
-            raise GuestError(
+            raise GuestCommandError(
                 f"{self.address.name}: `{command}` exited {res.exited}:"
                 f" {(res.stderr or res.stdout).strip()[-300:]}"
             )
@@ -170,7 +170,9 @@ class ScriptedShell(GuestShell):
         self.commands.append(key)
         result = self.answers.get(key, Result(key, 0, "", ""))
         if check and not result.ok:
-            raise GuestError(f"{self.address.name}: {shlex.join(key)} exited {result.returncode}")
+            raise GuestCommandError(
+                f"{self.address.name}: {shlex.join(key)} exited {result.returncode}"
+            )
         return result
 
     def read_bytes(self, remote: str, offset: int, size: int) -> bytes | None:

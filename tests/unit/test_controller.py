@@ -43,9 +43,9 @@ class LocalShell(GuestShell):
         done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
         result = Result(tuple(argv), done.returncode, done.stdout, done.stderr)
         if check and not result.ok:
-            from lab.errors import GuestError
+            from lab.errors import GuestCommandError
 
-            raise GuestError(f"{argv} exited {done.returncode}: {done.stderr}")
+            raise GuestCommandError(f"{argv} exited {done.returncode}: {done.stderr}")
         return result
 
     def put(self, local: Path, remote: str) -> None:
