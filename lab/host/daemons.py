@@ -75,11 +75,31 @@ def find_pid(daemon: Daemon, proc_root: Path = Path("/proc")) -> int | None:
     return None
 
 
+def alive(daemon: Daemon, pid: int | None, proc_root: Path = Path("/proc")) -> bool:
+    """True when ``pid`` is a process of ``daemon`` (not gone, not reused by another)."""
+    return pid is not None and _comm(proc_root, pid) == daemon.comm
+
+
 def _comm(proc_root: Path, pid: int) -> str:
     try:
         return (proc_root / str(pid) / "comm").read_text().strip()
     except OSError:
         return ""
+
+
+def started_as_the_lab_does(daemon: Daemon, proc_root: Path = Path("/proc")) -> int | None:
+    """The pid of a process whose command line is exactly ``daemon.argv``, as the lab starts
+    it by hand: the same daemon, restarted since its pid was recorded."""
+    wanted = "\0".join(daemon.argv) + "\0"
+    for entry in proc_root.iterdir():
+        if not entry.name.isdigit() or _comm(proc_root, int(entry.name)) != daemon.comm:
+            continue
+        try:
+            if (entry / "cmdline").read_bytes().decode(errors="replace") == wanted:
+                return int(entry.name)
+        except OSError:
+            continue
+    return None
 
 
 def is_running(daemon: Daemon, proc_root: Path = Path("/proc")) -> bool:
@@ -136,12 +156,10 @@ def stop(
     if systemd:
         host.run(["systemctl", "stop", daemon.unit])
         return
-    if pid is None or _comm(proc_root, pid) != daemon.comm:
+    if pid is None or not alive(daemon, pid, proc_root):
         return  # already gone (or the pid now belongs to something else)
     host.run(["kill", "-TERM", str(pid)], check=False)
-    wait_until(
-        lambda: _comm(proc_root, pid) != daemon.comm, f"{daemon.name} to stop", timeout, clock
-    )
+    wait_until(lambda: not alive(daemon, pid, proc_root), f"{daemon.name} to stop", timeout, clock)
 
 
 def restart(

@@ -320,10 +320,15 @@ def _undo(ctx: Context, change: Change, layout: HostLayout, pending: ChangeLog) 
         daemon = daemons.Daemon(
             d["name"], tuple(d["argv"]), d["comm"], d["unit"], pidfile=d.get("pidfile")
         )
+        pid = d.get("pid")
+        if not d.get("systemd") and not daemons.alive(daemon, pid, layout.proc):
+            # Restarted since (by hand, or by a test of the lab's fault handling): the
+            # process started exactly as the lab starts it is the one to stop.
+            pid = daemons.started_as_the_lab_does(daemon, layout.proc)
         daemons.stop(
             host,
             daemon,
-            d.get("pid"),
+            pid,
             systemd=bool(d.get("systemd")),
             clock=ctx.clock,
             proc_root=layout.proc,

@@ -295,3 +295,43 @@ def test_release_removes_networks_before_stopping_daemons(
     assert notes.index(f"libvirt network {name}") < notes.index("started toyd")
     with pytest.raises(libvirt.libvirtError):
         conn.networkLookupByName(name)
+
+
+def fake_process(proc: Path, pid: int, comm: str, argv: Sequence[str]) -> None:
+    (proc / str(pid)).mkdir(parents=True)
+    (proc / str(pid) / "comm").write_text(comm + "\n")
+    (proc / str(pid) / "cmdline").write_bytes(b"".join(a.encode() + b"\0" for a in argv))
+
+
+class KillingHost(TreeHost):
+    """`kill -TERM PID` ends the fake process PID."""
+
+    def __init__(self, proc: Path) -> None:
+        super().__init__()
+        self.proc = proc
+
+    def run(self, argv: Sequence[str], **kwargs: object) -> Result:  # type: ignore[override]
+        result = super().run(argv, **kwargs)  # type: ignore[arg-type]
+        if list(argv[:2]) == ["kill", "-TERM"]:
+            import shutil
+
+            shutil.rmtree(self.proc / str(argv[2]))
+        return result
+
+
+def test_release_stops_a_daemon_restarted_since_prepare_recorded_its_pid(
+    layout: HostLayout, state: Path
+) -> None:
+    conf = str(state / "ganesha/ganesha.conf")
+    argv = ["ganesha.nfsd", "-f", conf, "-L", str(state / "ganesha/ganesha.log")]
+    ChangeLog.load(state).add(
+        "daemon", name="ganesha.nfsd", pid=500, systemd=False, argv=argv,
+        comm="ganesha.nfsd", unit="nfs-ganesha", pidfile=str(state / "ganesha/ganesha.pid"),
+    )  # fmt: skip
+    # pid 500 is gone: the daemon was restarted as 900; 901 is somebody else's ganesha
+    fake_process(layout.proc, 900, "ganesha.nfsd", argv)
+    fake_process(layout.proc, 901, "ganesha.nfsd", ["ganesha.nfsd", "-f", "/etc/other.conf"])
+    host = KillingHost(layout.proc)
+    assert release_host(context(state, host), layout) == 1
+    assert [c for c in host.commands if c[0] == "kill"] == [("kill", "-TERM", "900")]
+    assert (layout.proc / "901").exists()
