@@ -10,7 +10,6 @@ the disks of running guests too). Unfinished ``.partial`` folders of killed buil
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from lxml import etree
 
 from lab.hostexec import Host
 from lab.image import MANIFEST, image_dir_lock
+from lab.imagebuild import tree_bytes
 
 
 @dataclass(frozen=True)
@@ -66,17 +66,6 @@ def files_in_use(libvirt: Any, host: Host) -> set[Path]:
     return used
 
 
-def allocated_bytes(folder: Path) -> int:
-    total = 0
-    for root, _, names in os.walk(folder):
-        for name in names:
-            try:
-                total += os.lstat(os.path.join(root, name)).st_blocks * 512
-            except OSError:
-                continue
-    return total
-
-
 def prunable(image_dir: Path, in_use: set[Path]) -> tuple[list[ImageFolder], list[Path]]:
     """(folders that may go, folders kept) in ``image_dir``."""
     entries = sorted(image_dir.iterdir()) if image_dir.is_dir() else []
@@ -93,7 +82,7 @@ def prunable(image_dir: Path, in_use: set[Path]) -> tuple[list[ImageFolder], lis
         if used and not partial:
             kept.append(entry)
         else:
-            gone.append(ImageFolder(entry, allocated_bytes(entry)))
+            gone.append(ImageFolder(entry, tree_bytes(entry)))
     return gone, kept
 
 
