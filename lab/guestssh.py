@@ -88,14 +88,14 @@ class GuestShell:
         return result
 
     def put(self, local: Path, remote: str) -> None:
-        with self._failing(f"copying {local}"):
+        with self._failing(f"copying {local} to {remote}", sftp=True):
             self._connection().put(str(local), remote)
 
     def get_text(self, remote: str) -> str:
         import io
 
         buf = io.BytesIO()
-        with self._failing(f"reading {remote}"):
+        with self._failing(f"reading {remote}", sftp=True):
             self._connection().get(remote, buf)
         return buf.getvalue().decode(errors="replace")
 
@@ -104,7 +104,7 @@ class GuestShell:
         exist. Over SFTP on the open connection, so no process starts in the guest: the
         controller reads journals this way every second, and under emulation starting
         a reader each time cost the guest more than the runner's own work."""
-        with self._failing(f"reading {remote}"):
+        with self._failing(f"reading {remote}", sftp=True):
             sftp = self._connection().sftp()
             try:
                 with sftp.open(remote, "rb") as stream:
@@ -124,16 +124,22 @@ class GuestShell:
             self._connection().open()
 
     @contextmanager
-    def _failing(self, what: str, hint: str | None = None) -> Iterator[None]:
+    def _failing(self, what: str, hint: str | None = None, sftp: bool = False) -> Iterator[None]:
         """Turn paramiko, socket and invoke errors alike into one GuestError; drop the
-        connection, so the next call opens a fresh one."""
+        connection, so the next call opens a fresh one. An SFTP request the guest refused
+        (an OSError while the connection stays up: a full disk, a missing folder) is a
+        GuestCommandError, like a command that failed: the guest is there."""
         try:
             yield
         except Exception as err:
+            answered = sftp and isinstance(err, OSError) and self._connected()
             self.close()
-            raise GuestError(
-                f"{self.address.name}: {what} failed: {_describe(err)}", hint=hint
-            ) from err
+            error = GuestCommandError if answered else GuestError
+            raise error(f"{self.address.name}: {what} failed: {_describe(err)}", hint=hint) from err
+
+    def _connected(self) -> bool:
+        transport = getattr(self._conn, "transport", None) if self._conn is not None else None
+        return bool(transport is not None and transport.is_active())
 
     def close(self) -> None:
         if self._conn is not None:

@@ -1,0 +1,77 @@
+"""GuestShell tells a guest that refused a request from a guest that is gone.
+
+A stand-in connection here (paramiko's surface: ``transport.is_active()``, ``put``, ``sftp``);
+the real SSH path runs in every integration test.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lab.errors import GuestCommandError, GuestError
+from lab.guestssh import GuestAddress, GuestShell
+
+
+class Transport:
+    def __init__(self, active: bool) -> None:
+        self.active = active
+
+    def is_active(self) -> bool:
+        return self.active
+
+
+class Connection:
+    def __init__(self, active: bool, error: BaseException | None = None, data: bytes = b""):
+        self.transport = Transport(active)
+        self.error, self.data, self.closed = error, data, False
+
+    def put(self, local: str, remote: str) -> None:
+        assert self.error is not None
+        raise self.error
+
+    def sftp(self) -> Any:
+        connection = self
+
+        class Sftp:
+            def open(self, path: str, mode: str) -> io.BytesIO:
+                if connection.error is not None:
+                    raise connection.error
+                return io.BytesIO(connection.data)
+
+        return Sftp()
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def shell_with(connection: Connection) -> GuestShell:
+    shell = GuestShell(GuestAddress("lab-thp", "198.18.0.2", "ssh-ed25519 AAAA", "lab", Path("k")))
+    shell._conn = connection
+    return shell
+
+
+def test_a_refused_copy_on_a_live_connection_is_a_command_error() -> None:
+    connection = Connection(active=True, error=OSError("Failure"))  # sftp-server's ENOSPC
+    with pytest.raises(GuestCommandError, match="lab-thp: copying a to /x failed: Failure"):
+        shell_with(connection).put(Path("a"), "/x")
+    assert connection.closed
+
+
+@pytest.mark.parametrize(
+    ("active", "error"),
+    [(False, OSError("Socket is closed")), (True, EOFError()), (False, OSError("Failure"))],
+)
+def test_a_lost_connection_is_a_guest_error_only(active: bool, error: BaseException) -> None:
+    with pytest.raises(GuestError) as caught:
+        shell_with(Connection(active, error)).put(Path("a"), "/x")
+    assert not isinstance(caught.value, GuestCommandError)
+
+
+def test_read_bytes_reads_from_an_offset_and_says_none_for_a_missing_file() -> None:
+    assert shell_with(Connection(True, data=b"0123456789")).read_bytes("/j", 3, 4) == b"3456"
+    missing = Connection(True, error=FileNotFoundError(2, "No such file"))
+    assert shell_with(missing).read_bytes("/j", 0, 10) is None
