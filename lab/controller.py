@@ -34,6 +34,9 @@ SCHEDULES = ("concurrent", "alternate", "sync")
 STATUS_EVERY = 30.0  # seconds between asking every runner whether it still runs
 READ_CHUNK = 1024 * 1024  # bytes of journal read (and stored) at a time
 RECENT = 50  # iterations whose wall times give the rate and the ETA
+# Python in the guest writes the spec from its argument; write_text closes the file, so a
+# full disk fails the command (a bare open().write() lost the error at exit, leaving it empty).
+WRITE_SPEC = "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text(sys.argv[2])"
 MAX_TROUBLES = 3  # runner failures in a row, with no attempt recorded, before a run stops
 MIN_GUEST_FREE = 1024 * 1024  # bytes free in the runner's folder below which a guest is "full"
 
@@ -248,7 +251,7 @@ class Controller:
             [
                 "python3",
                 "-c",
-                "import sys; open(sys.argv[1], 'w').write(sys.argv[2])",
+                WRITE_SPEC,
                 spec_path,
                 json.dumps(spec),
             ]

@@ -26,6 +26,7 @@ import pytest
 import lab.context
 from lab.cli import main
 from lab.context import Context
+from lab.controller import WRITE_SPEC
 from lab.hostexec import RecordingHost
 from lab.journal import JournalEntry, read_journal
 from lab.labstate import GuestRecord, LabState, save_state
@@ -463,7 +464,7 @@ def test_parameters_reach_the_command_literally_through_the_shell_hop_and_the_ru
     }
     spec_path = guest / "key.spec.json"
     # Exactly how Controller.start_runner writes the spec, through `sh -c` as sshd would.
-    send = [sys.executable, "-c", "import sys; open(sys.argv[1], 'w').write(sys.argv[2])"]
+    send = [sys.executable, "-c", WRITE_SPEC]
     command = shlex.join([*send, str(spec_path), json.dumps(spec)])
     subprocess.run(["sh", "-c", command], check=True, timeout=30)
     assert json.loads(spec_path.read_text()) == spec
