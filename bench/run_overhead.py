@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from lab.controller import RUNNER_DIR
+from lab.seed import GUEST_USER
 from lab.workload import RUNNER_FILES
 
 
@@ -33,8 +35,6 @@ def lab(*args: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-m", "lab", *args], capture_output=True, text=True, check=True
     )
 
-
-RUNNER_DIR = "/home/lab/lab-runner"  # lab.controller.RUNNER_DIR, where `lab run` put it
 
 FSYNC_PROBE = """
 import os, sys, time
@@ -146,7 +146,7 @@ def main() -> int:
         print(f"target                {verdict(alone - bare, bare)}")
         return 0
 
-    where = Where(args.guest, "/home/lab/lab-bench")
+    where = Where(args.guest, f"/home/{GUEST_USER}/lab-bench")
     bare = bare_loop(where, args.n)
     in_guest, whole = through_lab(args.guest, args.n)
     alone = runner_alone(where, f"{RUNNER_DIR}/runner.py", args.n)
