@@ -7,26 +7,28 @@ can always clean up a bring-up that died half way.
 
 from __future__ import annotations
 
-import shutil
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from lab.accel import TCG_WARNING
 from lab.context import Context
 from lab.errors import GuestError, RequirementError, UsageError
+from lab.guestfiles import PlacedImage
 from lab.guestssh import GuestAddress, GuestShell
+from lab.inventory import LOCAL, inventory
 from lab.keys import KeyPair, lab_client_key
-from lab.labstate import GuestRecord, LabState, clear_state, load_state, save_state
-from lab.seed import GUEST_USER, SeedData, write_seed_iso
+from lab.labstate import GuestRecord, LabState, clear_state, save_state
+from lab.seed import GUEST_USER, SeedData
+from lab.sites import Site, local_site
 from lab.twinplan import TwinRequest, Twins, plan_twins
 from lab.twins import Guest
 from lab.variant import HugePageNeed
 from lab.waiting import wait_for
 
-SYSFS = Path("/sys")
 # How often a booting guest is asked for its lease and its SSH port: both questions are
 # cheap (a libvirt call, a TCP connect), so the lab notices either within a fifth of a second.
 POLL_S = 0.2
@@ -45,36 +47,40 @@ class UpResult:
     seconds: dict[str, dict[str, float]]  # guest -> phase -> seconds since start
 
 
-def console_tail(directory: str | Path, lines: int = 15) -> str:
-    path = Path(directory) / "console.log"
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return f"(no console log at {path})"
-    tail = [line for line in text.splitlines() if line.strip()][-lines:]
-    return "last console lines:\n  " + "\n  ".join(tail)
-
-
 def shell_for(ctx: Context, record: GuestRecord) -> GuestShell:
+    """SSH to a guest: straight onto the lab network here, through its host elsewhere."""
     key, _ = lab_client_key(Path(ctx.config.state_dir) / "ssh")
     if not record.ip:
         raise GuestError(
             f"{record.name} has no known address", hint="Run lab status, or lab up again"
         )
-    return GuestShell(GuestAddress(record.name, record.ip, record.host_public_key, GUEST_USER, key))
+    proxy = None
+    if record.host != LOCAL:
+        hosts = inventory(ctx.config)
+        if record.host not in hosts:
+            raise GuestError(
+                f"{record.name} runs on host {record.host!r}, which lab.toml no longer lists",
+                hint="Put it back under [hosts] to reach or remove the guest",
+            )
+        target = hosts[record.host].ssh
+        proxy = target.proxy_command(record.ip) if target is not None else None
+    return GuestShell(
+        GuestAddress(record.name, record.ip, record.host_public_key, GUEST_USER, key, proxy)
+    )
 
 
-def _check_requirements(ctx: Context, twins: Twins) -> None:
-    """Refuse before anything is created: huge pages, network, leftovers."""
-    from lab.host.facts import read_hugepage_pools
+def _check_requirements(site: Site, twins: Twins, allow_overcommit: bool = False) -> None:
+    """Refuse before anything is created: huge pages, network, leftovers, shared CPUs."""
     from lab.host.hugepages import check_needs
 
+    ctx = site.ctx
     needs: dict[str, list[HugePageNeed]] = {}
     for guest in twins.guests:  # named by variant: "shp1g needs 1 free 1 GiB page ..."
         needs.setdefault(guest.variant.name, []).extend(guest.needs)
-    problems = check_needs(needs, read_hugepage_pools(SYSFS))
+    problems = check_needs(needs, site.hugepage_pools())
     if problems:
-        raise RequirementError("; ".join(problems))
+        where = f" (on host {site.name})" if site.remote else ""
+        raise RequirementError("; ".join(problems) + where)
     import libvirt
 
     conn = ctx.libvirt
@@ -98,35 +104,71 @@ def _check_requirements(ctx: Context, twins: Twins) -> None:
             f"domain(s) {', '.join(clash)} already exist",
             hint="Run `lab down` first (or remove them with virsh)",
         )
+    if not allow_overcommit:
+        shared = shared_cpus(conn, twins)
+        if shared:
+            raise RequirementError(
+                f"host {site.name}: {shared}, so the twins would not have their CPUs to themselves",
+                hint="Stop those guests, or pass --allow-overcommit to share the CPUs knowingly"
+                " (timings then include the other guests' load)",
+            )
 
 
-def free_pages(page_kib: int) -> int:
-    from lab.host.facts import read_hugepage_pools
+def shared_cpus(conn: Any, twins: Twins) -> str:
+    """Running domains other than the twins whose vCPUs may run on the twins' CPUs."""
+    import libvirt
 
-    return sum(
-        p.free for p in read_hugepage_pools(SYSFS) if p.node is None and p.page_kib == page_kib
-    )
+    planned = {cpu for g in twins.guests for cpu in g.placement.vcpu_cpus}
+    ours = {g.name for g in twins.guests}
+    found = []
+    for dom in conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE):
+        if dom.name() in ours:
+            continue
+        cpus = {i for pins in dom.vcpuPinInfo(0) for i, on in enumerate(pins) if on}
+        both = sorted(cpus & planned)
+        if both:
+            found.append(f"{dom.name()} may run on CPU {','.join(map(str, both))}")
+    return "; ".join(found)
 
 
-def bring_up(ctx: Context, request: TwinRequest, phase: Phase = lambda g, p: None) -> UpResult:
+def bring_up(
+    ctx: Context,
+    request: TwinRequest,
+    phase: Phase = lambda g, p: None,
+    site: Site | None = None,
+    allow_overcommit: bool = False,
+) -> UpResult:
+    """Twins on ``site`` (default: this machine) from the configured base image."""
     from lab.image import find_image
 
-    state_dir = Path(ctx.config.state_dir)
-    if load_state(state_dir) is not None:
-        raise UsageError("a lab is already up", hint="See `lab status`; run `lab down` first")
+    site = site or local_site(ctx)
+    ctx = site.ctx
+    state_dir = site.state_dir
+    if site.load_state() is not None:
+        where = f" on host {site.name}" if site.remote else ""
+        raise UsageError(
+            f"a lab is already up{where}", hint="See `lab status`; run `lab down` first"
+        )
     image = find_image(Path(ctx.config.image_dir), ctx.config.image)
-    twins = plan_twins(ctx, request, boot=image.boot)
+    accel_facts = site.accel_facts()
+    twins = plan_twins(ctx, request, boot=image.boot, accel_facts=accel_facts, prefix=site.prefix)
+    label = f"host {site.name}: " if site.remote else ""
     if twins.accel.is_tcg:
-        ctx.warn(f"accelerator TCG: {twins.accel.reason}. {TCG_WARNING}")
+        ctx.warn(f"{label}accelerator TCG: {twins.accel.reason}. {TCG_WARNING}")
     else:
-        ctx.note(f"accelerator KVM: {twins.accel.reason}")
-    _check_requirements(ctx, twins)
+        ctx.note(f"{label}accelerator KVM: {twins.accel.reason}")
+    _check_requirements(site, twins, allow_overcommit)
+    placed = site.files.place_image(image)
+    twins = plan_twins(
+        ctx, request, boot=placed.boot, topology=twins.topology, accel_facts=accel_facts,
+        prefix=site.prefix,
+    )  # fmt: skip
     from lab.host.network import network_info
 
     net = network_info(ctx.libvirt, ctx.config.network)
-    _, client_public = lab_client_key(state_dir / "ssh")
+    _, client_public = lab_client_key(Path(ctx.config.state_dir) / "ssh")
     page_sizes = sorted({n.page_kib for g in twins.guests for n in g.needs})
-    before = {size: free_pages(size) for size in page_sizes}
+    before = {size: site.free_pages(size) for size in page_sizes}
 
     host_keys = {g.name: KeyPair.generate(f"root@{g.name}") for g in twins.guests}
     state = LabState(
@@ -139,6 +181,7 @@ def bring_up(ctx: Context, request: TwinRequest, phase: Phase = lambda g, p: Non
                 vcpu_cpus=list(g.placement.vcpu_cpus),
                 node=g.placement.node,
                 host_public_key=host_keys[g.name].public_openssh,
+                host=site.name,
             )
             for g in twins.guests
         ],
@@ -150,12 +193,13 @@ def bring_up(ctx: Context, request: TwinRequest, phase: Phase = lambda g, p: Non
         host_ip=net.host_ip,
         emulator_cpus=list(twins.plan.emulator_cpus),
         created=ctx.clock.now(),
+        host=site.name,
     )
     save_state(state_dir, state)  # from here on, `lab down` can clean up whatever exists
 
     for guest in twins.guests:
         phase(guest.name, "clone")
-        _make_guest_files(ctx, guest, image.disk, client_public, host_keys[guest.name])
+        _make_guest_files(site, guest, placed, client_public, host_keys[guest.name])
     from lab.host.network import leases_for
 
     start = ctx.clock.monotonic()
@@ -194,14 +238,14 @@ def bring_up(ctx: Context, request: TwinRequest, phase: Phase = lambda g, p: Non
             seconds[guest.name][what] = ctx.clock.monotonic() - start
             phase(guest.name, what)
 
-        return _wait_ready(ctx, guest, record, mark, stale[guest.name])
+        return _wait_ready(site, guest, record, mark, stale[guest.name])
 
     with ThreadPoolExecutor(max_workers=len(twins.guests)) as pool:
         records = list(pool.map(ready, twins.guests, state.guests))
     state = replace(state, guests=records)
     save_state(state_dir, state)
 
-    problems = verify_running(ctx, twins.guests, state, before)
+    problems = verify_running(site, twins.guests, state, before)
     if problems:
         raise GuestError(
             "the guests do not run as declared: " + "; ".join(problems),
@@ -215,41 +259,21 @@ def bring_up(ctx: Context, request: TwinRequest, phase: Phase = lambda g, p: Non
 
 
 def _make_guest_files(
-    ctx: Context, guest: Guest, base_disk: Path, client_public: str, host_key: KeyPair
+    site: Site, guest: Guest, base: PlacedImage, client_public: str, host_key: KeyPair
 ) -> None:
-    directory = guest.directory
-    directory.mkdir(parents=True, exist_ok=True)
-    directory.chmod(0o755)
-    # A linked clone: the base image stays shared and read-only.
-    ctx.host.run(
-        [
-            "qemu-img",
-            "create",
-            "-q",
-            "-f",
-            "qcow2",
-            "-F",
-            "qcow2",
-            "-b",
-            str(base_disk),
-            guest.spec.disk.path,
-        ]
+    """A linked clone of the base and a seed, in the way of the guest's host."""
+    seed = SeedData(
+        instance_id=f"{guest.name}-{uuid.uuid4().hex[:12]}",
+        hostname=guest.name,
+        authorized_key=client_public,
+        host_private_key=host_key.private_openssh,
+        host_public_key=host_key.public_openssh,
     )
-    assert guest.spec.seed is not None
-    write_seed_iso(
-        SeedData(
-            instance_id=f"{guest.name}-{uuid.uuid4().hex[:12]}",
-            hostname=guest.name,
-            authorized_key=client_public,
-            host_private_key=host_key.private_openssh,
-            host_public_key=host_key.public_openssh,
-        ),
-        Path(guest.spec.seed.path),
-    )
+    site.files.make(guest, base, seed)
 
 
 def _wait_ready(
-    ctx: Context,
+    site: Site,
     guest: Guest,
     record: GuestRecord,
     mark: Callable[[str], None],
@@ -261,12 +285,13 @@ def _wait_ready(
     from lab.host.network import lease_for
     from lab.readiness import NOT_YET, STATUS_FILE, parse_status, wait_argv
 
+    ctx = site.ctx
     timeout = float(ctx.config.boot_timeout)
     deadline = ctx.clock.monotonic() + timeout
     dom = ctx.libvirt.lookupByName(guest.name)
 
     def tail() -> str:
-        return console_tail(record.directory)
+        return site.files.console_tail(record.directory)
 
     def alive() -> None:
         try:
@@ -346,11 +371,13 @@ def _bracketed(text: str) -> str:
 
 
 def verify_running(
-    ctx: Context, guests: list[Guest], state: LabState, free_before: dict[int, int]
+    site: Site, guests: list[Guest], state: LabState, free_before: dict[int, int]
 ) -> list[str]:
-    """Compare what runs with what was declared: pinning, RAM backing, huge page pool drop."""
+    """Compare what runs with what was declared: pinning, RAM backing, huge page pool drop.
+    QEMU's memory map and the pools are read on the guests' host, through its commands."""
     from lab.verify import check_backing, check_pinning, check_pool_drop, hugetlb_mappings
 
+    ctx = site.ctx
     problems: list[str] = []
     for guest in guests:
         dom = ctx.libvirt.lookupByName(guest.name)
@@ -363,23 +390,27 @@ def verify_running(
             dom.vcpuPinInfo(0),
             dom.emulatorPinInfo(0),
         )
-        pid = Path(f"/run/libvirt/qemu/{guest.name}.pid").read_text().strip()
-        mappings = hugetlb_mappings(Path(f"/proc/{pid}/numa_maps").read_text())
+        pid = ctx.host.read_text(f"/run/libvirt/qemu/{guest.name}.pid").strip()
+        mappings = hugetlb_mappings(ctx.host.read_text(f"/proc/{pid}/numa_maps"))
         backing = guest.spec.memory_backing
         page_kib = backing.hugepages.page_kib if backing and backing.hugepages else None
         problems += check_backing(guest.name, page_kib, guest.spec.memory_kib, mappings)
     for size, before in free_before.items():
         expected = sum(n.count for g in guests for n in g.needs if n.page_kib == size)
-        problems += check_pool_drop(size, expected, before, free_pages(size))
+        problems += check_pool_drop(size, expected, before, site.free_pages(size))
     return problems
 
 
-def bring_down(ctx: Context, phase: Phase = lambda g, p: None) -> list[str]:
-    """Destroy and undefine the lab's guests and remove their clones and seeds."""
+def bring_down(
+    ctx: Context, phase: Phase = lambda g, p: None, site: Site | None = None
+) -> list[str]:
+    """Destroy and undefine the lab's guests (on ``site``, default this machine) and remove
+    their clones and seeds."""
     import libvirt
 
-    state_dir = Path(ctx.config.state_dir)
-    state = load_state(state_dir)
+    site = site or local_site(ctx)
+    ctx, state_dir = site.ctx, site.state_dir
+    state = site.load_state()
     if state is None:
         return []
     removed = []
@@ -393,9 +424,7 @@ def bring_down(ctx: Context, phase: Phase = lambda g, p: None) -> list[str]:
             if dom.isActive():
                 dom.destroy()
             dom.undefine()
-        directory = Path(record.directory)
-        if directory.is_dir() and directory.parent == state_dir / "guests":
-            shutil.rmtree(directory)
+        site.files.remove(record.name, record.directory)
         removed.append(record.name)
     clear_state(state_dir)
     return removed

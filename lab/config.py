@@ -59,6 +59,13 @@ class Config:
     boot_timeout: int = field(
         default=600, metadata=_doc("seconds a guest may take to become ready")
     )
+    hosts: dict[str, str] = field(
+        default_factory=dict,
+        metadata=_doc(
+            "more hosts, a table of NAME = libvirt URI, e.g. [hosts] rack2 ="
+            " 'qemu+ssh://root@rack2/system'; this machine is always 'local' (libvirt_uri)"
+        ),
+    )
 
     def __post_init__(self) -> None:
         # Also for `replace(config, image=args.image)`: a bad value from the command line.
@@ -104,6 +111,10 @@ def config_from_mapping(data: dict[str, Any], source: str = "config") -> Config:
             raise ConfigError(
                 f"{source}: unknown key {key!r}", hint=f"Known keys: {', '.join(sorted(known))}"
             )
+        if key == "hosts":
+            check_hosts(value, source)
+            changes[key] = dict(value)
+            continue
         expected = type(known[key].default)
         if type(value) is not expected:
             raise ConfigError(
@@ -114,6 +125,27 @@ def config_from_mapping(data: dict[str, Any], source: str = "config") -> Config:
         check_value(key, value, source)
         changes[key] = value
     return replace(Config(), **changes)
+
+
+def check_hosts(value: Any, source: str = "config") -> None:
+    """The ``[hosts]`` table: plain names to libvirt URIs; 'local' is this machine's own."""
+    from lab.inventory import LOCAL, parse_uri
+    from lab.names import check_name
+
+    where = f"{source}: key 'hosts'"
+    example = "[hosts]\nrack2 = 'qemu+ssh://root@rack2/system'"
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} must be a table of NAME = URI", hint=f"e.g. {example}")
+    for name, uri in value.items():
+        check_name("host", name, where)
+        if name == LOCAL:
+            raise ConfigError(
+                f"{where}: may not name a host {LOCAL!r}",
+                hint="This machine is always 'local' (its URI is the key libvirt_uri)",
+            )
+        if not isinstance(uri, str):
+            raise ConfigError(f"{where}: {name} must be a URI string", hint=example)
+        parse_uri(uri, where=f"{where}: {name}")
 
 
 def _at_least(low: int) -> Any:

@@ -12,15 +12,16 @@ import hashlib
 import json
 import statistics
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lab.context import Context
 from lab.errors import GuestCommandError, GuestError, LabError, UsageError
 from lab.guestssh import GuestShell
+from lab.inventory import LOCAL
 from lab.journal import JournalEntry, JournalEvent, complete_length, parse_journal_line
 from lab.labstate import GuestRecord, LabState
 from lab.placement import Placement, SwapSchedule, check_swap_plan
@@ -28,6 +29,9 @@ from lab.seed import GUEST_USER
 from lab.stats.running import RunningMoments
 from lab.store import IterationRecord, MetricInfo, Store
 from lab.workload import RUNNER_FILES
+
+if TYPE_CHECKING:
+    from lab.sites import Site
 
 RUNNER_DIR = f"/home/{GUEST_USER}/lab-runner"
 SCHEDULES = ("concurrent", "alternate", "sync")
@@ -146,7 +150,10 @@ class Controller:
         plan: RunPlan,
         shell_factory: Callable[[GuestRecord], GuestShell],
         on_update: Callable[[Controller], None] = lambda c: None,
+        sites: Sequence[tuple[Site, LabState]] = (),
     ) -> None:
+        """``state`` is this machine's lab; ``sites`` every host's (with --hosts), whose
+        state and libvirt connection then go with the guests on that host."""
         if plan.n < 1:
             raise UsageError(f"--n must be 1 or more, not {plan.n}")
         if plan.schedule not in SCHEDULES:
@@ -156,6 +163,7 @@ class Controller:
         if plan.swap_every is not None:
             check_swap_plan(plan.schedule, guests, plan.swap_every)
         self.ctx, self.store, self.state, self.plan = ctx, store, state, plan
+        self.sites = {site.name: (site, site_state) for site, site_state in sites}
         self.shell_factory = shell_factory
         self.on_update = on_update
         self.rule = self._stop_rule(guests)
@@ -177,19 +185,23 @@ class Controller:
         )
         self.guests: list[GuestProgress] = []
         for record in guests:
+            host_state = self.state_of(record)
+            site = self.sites.get(record.host)
             guest_id = store.ensure_guest(
                 study_id,
                 record.name,
                 record.variant,
                 domain_xml=self._domain_xml(record),
                 host_facts={
-                    "accelerator": state.accelerator,
-                    "reason": state.accel_reason,
-                    "emulator_cpus": state.emulator_cpus,
-                    "image": state.image,
-                    "image_hash": state.image_hash,
+                    "accelerator": host_state.accelerator,
+                    "reason": host_state.accel_reason,
+                    "emulator_cpus": host_state.emulator_cpus,
+                    "image": host_state.image,
+                    "image_hash": host_state.image_hash,
+                    **({"uri": site[0].entry.uri} if site else {}),
                 },
                 guest_facts={**record.facts, "vcpu_cpus": record.vcpu_cpus, "node": record.node},
+                host=record.host,
             )
             progress = GuestProgress(record, guest_id, shell_factory(record))
             progress.completed = store.completed_iterations(self.run_id, guest_id)
@@ -209,9 +221,16 @@ class Controller:
             )
         return parse_until(self.plan.until, self.plan.n)
 
+    def state_of(self, record: GuestRecord) -> LabState:
+        """The lab state of the host ``record`` runs on."""
+        site = self.sites.get(record.host)
+        return site[1] if site else self.state
+
     def _domain_xml(self, record: GuestRecord) -> str | None:
+        site = self.sites.get(record.host)
         try:
-            return str(self.ctx.libvirt.lookupByName(record.name).XMLDesc(0))
+            conn = site[0].ctx.libvirt if site else self.ctx.libvirt
+            return str(conn.lookupByName(record.name).XMLDesc(0))
         except Exception:  # the guest may be down; the XML is context, not a requirement
             return None
 
@@ -262,8 +281,11 @@ class Controller:
     def guest_info(self, guest: GuestProgress) -> Any:
         from lab.workloadhost import guest_infos, nfs_source
 
-        nfs = nfs_source(Path(self.ctx.config.state_dir), self.state.host_ip)
-        return guest_infos(self.state, [guest.record], self.plan.runner_dir, nfs)[0]
+        state = self.state_of(guest.record)
+        nfs = ""
+        if guest.record.host == LOCAL:  # other hosts run no workload that needs NFS
+            nfs = nfs_source(Path(self.ctx.config.state_dir), state.host_ip)
+        return guest_infos(state, [guest.record], self.plan.runner_dir, nfs)[0]
 
     def ingest(self, guest: GuestProgress) -> int:
         """Store what the guest's journal gained since last time; returns the new attempts.

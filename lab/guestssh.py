@@ -27,6 +27,7 @@ class GuestAddress:
     host_public_key: str  # "ssh-ed25519 AAAA... comment"
     user: str
     key_file: Path
+    proxy_command: str | None = None  # through the guest's host (ssh -W), when not local
 
 
 class GuestShell:
@@ -47,6 +48,7 @@ class GuestShell:
                 self.address.ip,
                 user=self.address.user,
                 config=config,
+                gateway=self.address.proxy_command,
                 connect_timeout=int(self.connect_timeout),
                 connect_kwargs={
                     "key_filename": str(self.address.key_file),

@@ -27,6 +27,7 @@ class GuestRecord:
     host_public_key: str
     ip: str | None = None
     facts: dict[str, object] = field(default_factory=dict)
+    host: str = "local"  # the inventory's name of the host it runs on (lab.inventory)
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class LabState:
     created: float
     ready: bool = False
     version: int = STATE_VERSION
+    host: str = "local"
 
     def guest(self, name: str) -> GuestRecord:
         for guest in self.guests:

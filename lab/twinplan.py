@@ -16,7 +16,7 @@ from lab.cpuplan import CPUPlan, plan_cpus
 from lab.domain.boot import Boot, KernelBoot
 from lab.errors import LabError, UsageError
 from lab.topology import Cell, HostCPU, Topology, parse_capabilities
-from lab.twins import Guest, GuestSettings, build_twins
+from lab.twins import GUEST_PREFIX, Guest, GuestSettings, build_twins
 from lab.units import parse_size_kib
 from lab.variants import get_variant, load_variants
 
@@ -108,14 +108,21 @@ def default_boot(ctx: Context) -> Boot:
 
 
 def plan_twins(
-    ctx: Context, request: TwinRequest, boot: Boot | None = None, topology: Topology | None = None
+    ctx: Context,
+    request: TwinRequest,
+    boot: Boot | None = None,
+    topology: Topology | None = None,
+    accel_facts: AccelFacts | None = None,
+    prefix: str = GUEST_PREFIX,
 ) -> Twins:
+    """The twins for ``request`` on the host of ``ctx``; ``accel_facts`` read off another
+    host (default: this machine's)."""
     variants = load_variants()
     chosen = [get_variant(name, variants) for name in request.variants]
     if request.vcpus < 1:
         raise UsageError(f"--vcpus must be 1 or more, not {request.vcpus}")
     topology = topology or host_topology(ctx)
-    accel = choose_accelerator(read_accel_facts(), ctx.config.accelerator)
+    accel = choose_accelerator(accel_facts or read_accel_facts(), ctx.config.accelerator)
     plan = plan_cpus(topology, len(chosen), request.vcpus, request.reserve_host_cpus)
     settings = GuestSettings(
         vcpus=request.vcpus,
@@ -126,6 +133,7 @@ def plan_twins(
         boot=boot or default_boot(ctx),
         network=ctx.config.network,
         state_dir=Path(ctx.config.state_dir),
+        prefix=prefix,
     )
     return Twins(build_twins(chosen, settings, plan), plan, accel, topology)
 

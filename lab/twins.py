@@ -33,6 +33,7 @@ class GuestSettings:
     network: str
     state_dir: Path
     cpu_mode: str | None = "host-passthrough"
+    prefix: str = GUEST_PREFIX  # lab-HOST- on hosts other than this one (lab.inventory)
 
 
 @dataclass(frozen=True)
@@ -48,12 +49,12 @@ class Guest:
         return Path(self.spec.disk.path).parent
 
 
-def guest_names(variant_names: list[str]) -> list[str]:
+def guest_names(variant_names: list[str], prefix: str = GUEST_PREFIX) -> list[str]:
     """``lab-thp``, ``lab-shp1g``; a repeated variant (an A/A test) gets ``-a``, ``-b``."""
     names = []
     for i, variant in enumerate(variant_names):
         suffix = f"-{chr(ord('a') + i)}" if variant_names.count(variant) > 1 else ""
-        names.append(f"{GUEST_PREFIX}{variant}{suffix}")
+        names.append(f"{prefix}{variant}{suffix}")
     return names
 
 
@@ -93,7 +94,7 @@ def build_twins(variants: list[Variant], settings: GuestSettings, plan: CPUPlan)
         raise UsageError(f"the CPU plan has {len(plan.guests)} places for {len(variants)} guests")
     guests = []
     for name, variant, placement in zip(
-        guest_names([v.name for v in variants]), variants, plan.guests, strict=True
+        guest_names([v.name for v in variants], settings.prefix), variants, plan.guests, strict=True
     ):
         spec = variant.apply(base_spec(name, settings, placement, plan))
         needs = tuple(variant.needs(spec, placement.node))

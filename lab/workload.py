@@ -143,6 +143,11 @@ class Workload:
     def host_prepare(self, params: Mapping[str, object], host: Host, export_dir: Path) -> None:
         """Prepare the host once per run, before any guest starts (e.g. unpack sources)."""
 
+    @property
+    def serves_from_host(self) -> bool:
+        """Whether its runs need the lab to serve something on the host (NFS, servers)."""
+        return self.uses_nfs or type(self).host_servers is not Workload.host_servers
+
     def host_servers(self, guests: Sequence[GuestInfo], state_dir: Path) -> list[list[str]]:
         """Commands that start (and detach) the host-side servers this workload talks to."""
         return []

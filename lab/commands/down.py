@@ -15,12 +15,18 @@ def register(subparsers: Any) -> None:
         description="Destroy and undefine the lab's guests and delete their disks, seeds and"
         " console logs. The base image and the result store are kept.",
     )
+    from lab.sites import add_hosts_argument
+
+    add_hosts_argument(parser, default="every host where a lab is up")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from lab.bringup import bring_down
+    from lab.sites import sites_up
 
-    removed = bring_down(ctx)
+    removed = []
+    for site, _ in sites_up(ctx, args.hosts):
+        removed += bring_down(ctx, site=site)
     ctx.out.print(f"removed: {', '.join(removed)}" if removed else "no lab was up")
     return 0

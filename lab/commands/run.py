@@ -28,6 +28,9 @@ def register(subparsers: Any) -> None:
         help="iterations per guest (with --until: the most it may take)",
     )
     parser.add_argument("--guests", help="comma-separated guest names (default: all)")
+    from lab.sites import add_hosts_argument
+
+    add_hosts_argument(parser, default="every host where a lab is up")
     parser.add_argument(
         "--schedule",
         choices=("concurrent", "alternate", "sync"),
@@ -132,6 +135,7 @@ def command_line(args: argparse.Namespace) -> list[str]:
     for pair in args.param:
         argv += ["-p", pair]
     argv += ["--warmup", args.warmup] if args.warmup is not None else []
+    argv += ["--hosts", args.hosts] if args.hosts else []
     return argv + (["--guests", args.guests] if args.guests else [])
 
 
@@ -141,9 +145,11 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from lab.bringup import shell_for
     from lab.controller import Controller, RunPlan
     from lab.errors import UsageError
+    from lab.inventory import LOCAL
     from lab.labstate import require_state
     from lab.runlock import run_lock
     from lab.runprogress import RunProgress
+    from lab.sites import sites_up
     from lab.store import Store
     from lab.workload import get_workload
     from lab.workloadhost import host_side
@@ -167,9 +173,14 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
         check_swap_schedule(args.schedule, args.swap_every)
     workload = get_workload(args.workload)
-    state = require_state(Path(ctx.config.state_dir))
-    names = args.guests.split(",") if args.guests else [g.name for g in state.guests]
-    guests = [state.guest(name) for name in names]
+    up = sites_up(ctx, args.hosts)
+    if not up:
+        require_state(Path(ctx.config.state_dir))  # says that no lab is up, and what to do
+    state = next((st for site, st in up if not site.remote), up[0][1])
+    everyone = [g for _, st in up for g in st.guests]
+    names = args.guests.split(",") if args.guests else [g.name for g in everyone]
+    guests = [_guest(everyone, name) for name in names]
+    _check_remote(workload, guests)
     if args.swap_every is not None:
         from lab.placement import check_swap_plan
 
@@ -190,12 +201,15 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     with (
         run_lock(Path(ctx.config.state_dir), command_line(args), ctx.warn),
         Store.open(Path(args.db or ctx.config.store)) as store,
-        host_side(ctx, workload, params, state, guests, plan.runner_dir),
+        host_side(
+            ctx, workload, params, state, [g for g in guests if g.host == LOCAL], plan.runner_dir
+        ),
         RunProgress(ctx, args.n) as progress,
     ):
         controller = Controller(
-            ctx, store, state, guests, plan, lambda record: shell_for(ctx, record), progress.update
-        )
+            ctx, store, state, guests, plan, lambda record: shell_for(ctx, record), progress.update,
+            sites=up,
+        )  # fmt: skip
         if args.warmup is not None:  # analysis, not identity: not part of the run's key
             store.record_warmup(controller.run_id, args.warmup)
         progress.start(controller)
@@ -221,3 +235,29 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         f" {args.db or ctx.config.store}. Next: lab compare --workload {args.workload}"
     )
     return 0
+
+
+def _guest(guests: list[Any], name: str) -> Any:
+    from lab.errors import UnknownNameError
+
+    for guest in guests:
+        if guest.name in (name, f"lab-{name}"):
+            return guest
+    raise UnknownNameError("guest", name, [g.name for g in guests])
+
+
+def _check_remote(workload: Any, guests: list[Any]) -> None:
+    """Servers and NFS exports are made on this machine only, for its own guests."""
+    from lab.errors import UsageError
+    from lab.inventory import LOCAL
+
+    remote = sorted({g.host for g in guests if g.host != LOCAL})
+    if not remote:
+        return
+    if workload.serves_from_host:
+        raise UsageError(
+            f"{workload.name} needs servers on the guests' host, which the lab starts only on"
+            f" this machine, and guests on {', '.join(remote)} would use it",
+            hint="Run it with --hosts local, or run a workload without host servers there"
+            " (see `lab workloads`)",
+        )

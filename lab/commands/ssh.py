@@ -27,9 +27,11 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
     from lab.bringup import shell_for
     from lab.labstate import require_state
+    from lab.sites import find_guest
 
-    state = require_state(Path(ctx.config.state_dir))
-    record = state.guest(args.name)
+    record = find_guest(ctx, args.name) or require_state(Path(ctx.config.state_dir)).guest(
+        args.name
+    )
     if not args.cmd:
         return _interactive(ctx, record)
     result = shell_for(ctx, record).run(args.cmd, check=False)
@@ -58,7 +60,11 @@ def _interactive(ctx: Context, record: Any) -> int:
         "StrictHostKeyChecking=yes",
         "-o",
         "IdentitiesOnly=yes",
-        f"lab@{record.ip}",
     ]
+    from lab.bringup import shell_for
+
+    proxy = shell_for(ctx, record).address.proxy_command
+    argv += ["-o", f"ProxyCommand={proxy}"] if proxy else []
+    argv.append(f"lab@{record.ip}")
     os.execvp("ssh", argv)
     return 0  # not reached

@@ -19,17 +19,27 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    from pathlib import Path
+    from lab.errors import LabError
+    from lab.sites import sites_up
 
+    up = sites_up(ctx)
+    if not up:
+        ctx.out.print("no lab is up. Start one: lab up --pair thp,shp1g")
+        return 0
+    for site, state in up:
+        try:
+            conn = site.ctx.libvirt
+        except LabError as err:
+            ctx.warn(f"host {site.name}: {err.message}")
+            conn = None
+        _table(ctx, state, conn)
+    return 0
+
+
+def _table(ctx: Context, state: Any, conn: Any) -> None:
     import libvirt
     from rich.table import Table
 
-    from lab.labstate import load_state
-
-    state = load_state(Path(ctx.config.state_dir))
-    if state is None:
-        ctx.out.print("no lab is up. Start one: lab up --pair thp,shp1g")
-        return 0
     table = Table(
         "guest",
         "variant",
@@ -38,13 +48,16 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         "vCPUs on",
         "emulator on",
         "verified",
-        title=f"accelerator {state.accelerator} · image {state.image} · network {state.network}",
+        title=f"host {state.host} · accelerator {state.accelerator} · image {state.image}"
+        f" · network {state.network}",
     )
     for guest in state.guests:
         try:
-            running = "running" if ctx.libvirt.lookupByName(guest.name).isActive() else "shut off"
+            running = "running" if conn.lookupByName(guest.name).isActive() else "shut off"
         except libvirt.libvirtError:
             running = "missing"
+        except AttributeError:  # no connection
+            running = "unreachable"
         table.add_row(
             guest.name,
             guest.variant,
@@ -55,4 +68,3 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             "yes" if state.ready else "no",
         )
     ctx.out.print(table)
-    return 0

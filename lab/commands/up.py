@@ -19,7 +19,10 @@ def register(subparsers: Any) -> None:
         " each guest from the common base plus its variant, pin vCPUs to disjoint host CPUs,"
         " boot them, wait until each has a DHCP lease, SSH and a finished cloud-init, and"
         " verify that each runs as declared (pinning, huge page backing). Refuses before"
-        " creating anything when the host lacks what a variant needs.",
+        " creating anything when the host lacks what a variant needs. With --hosts, one pair"
+        " on each host of lab.toml's [hosts] (libvirt URIs), brought up at once: the base"
+        " image is uploaded once per host into a storage pool, guests are reached through"
+        " the host's SSH.",
     )
     parser.add_argument(
         "--pair",
@@ -29,24 +32,65 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--image", help="base image name (config: image)")
     add_twin_arguments(parser)
+    from lab.sites import add_hosts_argument
+
+    add_hosts_argument(parser, default="local")
+    parser.add_argument(
+        "--allow-overcommit",
+        action="store_true",
+        help="bring the pair up even when other running guests may use its CPUs (refused"
+        " otherwise: their load would be in the timings)",
+    )
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
+    from concurrent.futures import ThreadPoolExecutor
     from dataclasses import replace
 
-    from rich.table import Table
-
-    from lab.bringup import bring_up
+    from lab.bringup import UpResult, bring_up
+    from lab.errors import LabError
     from lab.hostmemory import check_host_memory
     from lab.progress import PhaseBoard
+    from lab.sites import Site, chosen_sites
 
     if args.image:
         ctx.config = replace(ctx.config, image=args.image)
     request = request_from(args, ctx, parse_pair(args.pair))
-    check_host_memory(ctx, request)  # variants, CPU plan and memory, before anything is made
+    sites = chosen_sites(ctx, args.hosts)
+    if any(not s.remote for s in sites):  # variants, CPU plan and memory, before anything
+        check_host_memory(ctx, request)
+    failures: list[tuple[Site, LabError]] = []
+    results: list[UpResult] = []
     with PhaseBoard(ctx.err, PHASES) as board:
-        result = bring_up(ctx, request, board.update)
+
+        def up(site: Site) -> None:
+            try:
+                results.append(bring_up(ctx, request, board.update, site, args.allow_overcommit))
+            except LabError as err:
+                if len(sites) == 1:
+                    raise
+                failures.append((site, err))
+
+        with ThreadPoolExecutor(max_workers=len(sites)) as pool:
+            list(pool.map(up, sites))
+    for result in results:
+        _print_result(ctx, result)
+    if failures:
+        raise LabError(
+            "; ".join(f"host {site.name}: {err}" for site, err in failures),
+            hint="The other hosts' pairs are up. Fix the cause, `lab down --hosts NAME`"
+            " and `lab up --hosts NAME` there",
+        )
+    ctx.out.print("verified: pinning as planned, RAM backing as declared. Next: lab run WORKLOAD")
+    return 0
+
+
+def _print_result(ctx: Context, result: Any) -> None:
+    from rich.table import Table
+
+    state = result.state
+    where = f" on {state.host}" if state.host != "local" else ""
     table = Table(
         "guest",
         "variant",
@@ -55,7 +99,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         "kernel",
         "guest THP",
         "ready after",
-        title=f"lab up: {result.state.accelerator}",
+        title=f"lab up{where}: {state.accelerator}",
     )
     for guest in result.state.guests:
         seconds = result.seconds[guest.name]
@@ -69,5 +113,3 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             f"{seconds.get('verified', 0):.1f} s",
         )
     ctx.out.print(table)
-    ctx.out.print("verified: pinning as planned, RAM backing as declared. Next: lab run WORKLOAD")
-    return 0

@@ -41,11 +41,23 @@ GOOD: dict[str, st.SearchStrategy[Any]] = {
     "tcg_cpu": st.sampled_from(["default", "maximum"]),
     "store": st.text(min_size=1, max_size=30),
     "boot_timeout": st.integers(1, 10**6),
+    "hosts": st.dictionaries(
+        st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True).filter(lambda n: n != "local"),
+        st.builds(
+            lambda user, host, port: f"qemu+ssh://{user}@{host}{port}/system",
+            st.sampled_from(["root", "lab"]), st.sampled_from(["h", "10.0.0.2", "rack2.example"]),
+            st.sampled_from(["", ":2222"]),
+        ),
+        max_size=3,
+    ),  # fmt: skip
 }
 
 
 def toml_value(value: Any) -> str:
-    """A JSON string or integer is a TOML one, but for the escapes TOML lacks or needs."""
+    """A JSON string or integer is a TOML one, but for the escapes TOML lacks or needs; a
+    table is written inline."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + "}"
     return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
@@ -86,7 +98,7 @@ def test_generated_files_load_to_their_values(tmp_path_factory: Any, data: dict[
     path.write_text("".join(f"{key} = {toml_value(value)}\n" for key, value in data.items()))
     config = load_config(path)
     for f in fields(Config):
-        assert getattr(config, f.name) == data.get(f.name, f.default)
+        assert getattr(config, f.name) == data.get(f.name, getattr(Config(), f.name))
 
 
 @FAST
