@@ -58,6 +58,12 @@ def register(subparsers: Any) -> None:
     )  # fmt: skip
     add_warmup_argument(parser)
     parser.add_argument(
+        "--by", choices=("host",),
+        help="host: the host as a blocking factor: B − A within each host (Welch), then the"
+        " hosts combined by inverse-variance weighting, with Cochran's Q for whether they"
+        " disagree (for pairs on several hosts, lab run --hosts)",
+    )  # fmt: skip
+    parser.add_argument(
         "--format", choices=("table", "markdown", "json", "csv"), default="table",
         help="output format (default: table)",
     )  # fmt: skip
@@ -93,6 +99,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             f"no samples in the store{' for ' + wanted if wanted else ''}",
             hint="Collect some with `lab run` or bring them in with `lab import FILE`",
         )
+    if args.by == "host":
+        return _by_host(ctx, series, order, args)
     comparisons = analyse(
         series, args.confidence, threshold, order=order, trim=args.trim, paired=paired
     )
@@ -192,3 +200,46 @@ def _warmup_csv(comparisons: Sequence[MetricComparison]) -> str:
         for subject, key, value in warmup_csv_rows(c.warmup):
             writer.writerow((*head, "warmup", subject, key, value))
     return buf.getvalue()
+
+
+def _by_host(ctx: Context, series: Any, order: Sequence[str], args: argparse.Namespace) -> int:
+    import json
+
+    from rich.table import Table
+
+    from lab.errors import UsageError
+    from lab.stats.blocked import as_dict, by_host
+
+    results = by_host(series, order, args.confidence)
+    if not results:
+        raise UsageError(
+            "no workload has two variants with two samples each on one host",
+            hint="Collect more with `lab run`, on pairs of the same variants on each host",
+        )
+    if args.format == "json":
+        ctx.out.file.write(json.dumps([as_dict(r) for r in results], indent=2) + "\n")
+        return 0
+    for r in results:
+        table = Table(
+            "host", f"n {r.a}", f"n {r.b}", f"mean {r.a}", f"mean {r.b}", "B − A",
+            f"{r.confidence:g}% CI", "p",
+            title=f"{r.workload} · {r.metric} ({r.unit}): {r.b} − {r.a} within each host,"
+            " then combined",
+        )  # fmt: skip
+        for b in r.blocks:
+            table.add_row(
+                b.block, str(b.n_a), str(b.n_b), f"{b.mean_a:,.4g}", f"{b.mean_b:,.4g}",
+                f"{b.difference:+,.4g}", f"{b.ci[0]:+,.4g} … {b.ci[1]:+,.4g}", f"{b.p:.3g}",
+            )  # fmt: skip
+        table.add_row(
+            "combined", "", "", "", "", f"{r.difference:+,.4g} ({r.percent:+.2f}%)",
+            f"{r.ci[0]:+,.4g} … {r.ci[1]:+,.4g}", f"{r.p:.3g}", style="bold",
+        )  # fmt: skip
+        ctx.out.print(table)
+        q_text = f"Cochran's Q {r.q:.3g}, p {r.q_p:.3g}" if len(r.blocks) > 1 else "one host"
+        ctx.out.print(
+            f"{len(r.blocks)} host(s), weighted by 1/se²; {q_text}"
+            + (" (the hosts disagree about the effect)" if r.q_p < 0.05 else "")
+            + "".join(f"; left out {s}" for s in r.skipped)
+        )
+    return 0
