@@ -137,7 +137,10 @@ def check_hosts(value: Any, source: str = "config") -> None:
     if not isinstance(value, dict):
         raise ConfigError(f"{where} must be a table of NAME = URI", hint=f"e.g. {example}")
     for name, uri in value.items():
-        check_name("host", name, where)
+        try:
+            check_name("host", name, where)
+        except LabError as err:
+            raise ConfigError(err.message, hint=err.hint) from None
         if name == LOCAL:
             raise ConfigError(
                 f"{where}: may not name a host {LOCAL!r}",

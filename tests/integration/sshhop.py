@@ -9,6 +9,7 @@ off the network would; :meth:`SSHHop.start` brings it back on the same port.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -124,10 +125,8 @@ class SSHHop:
     def cut(self) -> None:
         """Kill the sshd and all it carries at once: every connection through it drops."""
         for pid in self.sessions():
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         if self.proc is not None:
             self.proc.wait(timeout=10)
             self.proc = None

@@ -45,11 +45,12 @@ GOOD: dict[str, st.SearchStrategy[Any]] = {
         st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True).filter(lambda n: n != "local"),
         st.builds(
             lambda user, host, port: f"qemu+ssh://{user}@{host}{port}/system",
-            st.sampled_from(["root", "lab"]), st.sampled_from(["h", "10.0.0.2", "rack2.example"]),
+            st.sampled_from(["root", "lab"]),
+            st.sampled_from(["h", "10.0.0.2", "rack2.example"]),
             st.sampled_from(["", ":2222"]),
         ),
         max_size=3,
-    ),  # fmt: skip
+    ),
 }
 
 
