@@ -9,6 +9,7 @@ user input.
 from __future__ import annotations
 
 import base64
+import contextlib
 import shlex
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -144,11 +145,12 @@ class GuestShell:
         return bool(transport is not None and transport.is_active())
 
     def close(self) -> None:
-        if self._conn is not None:
-            try:
-                self._conn.close()
-            finally:
-                self._conn = None
+        """Drop the connection. Closing one that already broke (its proxy gone, its socket
+        reset) fails in paramiko; it is gone either way, so that is not an error."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
 
 
 def _describe(err: BaseException) -> str:

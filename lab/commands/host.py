@@ -29,6 +29,9 @@ def register(subparsers: Any) -> None:
     check.add_argument("--json", action="store_true", help="print the rows as JSON")
     check.add_argument("--pair", default="thp,shp1g", help="the pair to check for (A,B)")
     add_twin_arguments(check)
+    from lab.sites import add_hosts_argument
+
+    add_hosts_argument(check, default="local")
     check.set_defaults(run=run_check)
 
     prepare = actions.add_parser(
@@ -64,18 +67,32 @@ def register(subparsers: Any) -> None:
 
 
 def run_check(args: argparse.Namespace, ctx: Context) -> int:
+    import json
+
     from lab.host.check import check_host, print_rows, rows_json
+    from lab.sites import chosen_sites
     from lab.twinplan import parse_pair
 
-    rows = check_host(ctx, parse_pair(args.pair), sizing=args)
-    if args.json:
-        ctx.out.out(rows_json(rows), highlight=False)
-    else:
+    sites = chosen_sites(ctx, args.hosts)
+    all_ready, documents = True, {}
+    for site in sites:
+        rows = check_host(ctx, parse_pair(args.pair), sizing=args, site=site)
+        ready = all(row.state != "missing" for row in rows)
+        all_ready = all_ready and ready
+        if args.json:
+            documents[site.name] = json.loads(rows_json(rows))
+            continue
+        if site.remote:
+            ctx.out.print(f"host {site.name} ({site.entry.uri}); fixes are run on that host")
         print_rows(ctx, rows)
-    ready = all(row.state != "missing" for row in rows)
-    if not ready and not args.json:
-        ctx.warn("the pair cannot be brought up yet: fix the rows marked missing")
-    return 0 if ready else 1
+        if not ready:
+            ctx.warn(
+                f"host {site.name}: the pair cannot be brought up yet: fix the rows marked missing"
+            )
+    if args.json:  # one host: its document, as before; several: one per host by name
+        text = json.dumps(documents[sites[0].name] if len(sites) == 1 else documents, indent=2)
+        ctx.out.out(text, highlight=False)
+    return 0 if all_ready else 1
 
 
 def run_prepare(args: argparse.Namespace, ctx: Context) -> int:

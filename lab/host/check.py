@@ -33,6 +33,7 @@ from lab.variant import HugePageNeed
 
 if TYPE_CHECKING:
     from lab.context import Context
+    from lab.sites import Site
 
 OK, WARN, MISSING = "ok", "warn", "missing"
 PREPARE = "lab host prepare"
@@ -78,6 +79,7 @@ class CheckFacts:
     image: str | None = None
     image_error: str | None = None
     image_tool: str | None = None  # mmdebstrap, to build one
+    remote: str | None = None  # the host's name when it is not this machine
 
 
 def rows_from_facts(f: CheckFacts) -> list[Row]:
@@ -247,6 +249,8 @@ def _network_row(f: CheckFacts) -> Row:
 
 def _nfs_row(f: CheckFacts) -> Row:
     name = f"NFS ({f.nfs_server})"
+    if f.remote:
+        return Row(name, WARN, "not used on other hosts: NFS and iperf3 workloads run on local")
     if not f.nfs_program:
         return Row(
             name,
@@ -261,13 +265,23 @@ def _nfs_row(f: CheckFacts) -> Row:
 
 
 def gather_facts(
-    ctx: Context, pair: list[str], sizing: object = None, layout_root: Path = Path("/")
+    ctx: Context,
+    pair: list[str],
+    sizing: object = None,
+    layout_root: Path = Path("/"),
+    site: Site | None = None,
 ) -> CheckFacts:
-    """Read everything :func:`rows_from_facts` judges (side effects: reads only)."""
-    from lab.twinplan import plan_twins, read_accel_facts, request_from
+    """Read everything :func:`rows_from_facts` judges (side effects: reads only). With a
+    remote ``site``, its host's files, pools and accelerator are read over its SSH and
+    libvirt; the image is this machine's, which `lab up` uploads there."""
+    from lab.twinplan import host_topology, plan_twins, read_accel_facts, request_from
 
+    remote = site is not None and site.remote
+    if site is not None:
+        ctx = site.ctx
     host = ctx.host
     f = CheckFacts(pair=pair, network_name=ctx.config.network)
+    f.remote = site.name if site is not None and remote else None
 
     def read(path: str) -> str:
         try:
@@ -281,10 +295,10 @@ def gather_facts(
     except LabError as err:
         f.libvirt_error = err.message
     f.qemu_binary = host.which("qemu-system-x86_64")
-    accel_facts = read_accel_facts(layout_root)
+    accel_facts = site.accel_facts() if site and remote else read_accel_facts(layout_root)
     f.accel = choose_accelerator(accel_facts, "auto")
     f.cpu_flags = cpu_flags(accel_facts.cpuinfo)
-    f.pools = read_hugepage_pools(layout_root / "sys")
+    f.pools = site.hugepage_pools() if site and remote else read_hugepage_pools(layout_root / "sys")
     f.hugetlbfs = hugetlbfs_mounts(parse_mounts(read("proc/mounts")))
     f.qemu_conf_mounts = parse_qemu_conf_hugetlbfs(read("etc/libvirt/qemu.conf"))
     for attr, leaf in (("thp_enabled", "enabled"), ("thp_defrag", "defrag")):
@@ -294,18 +308,20 @@ def gather_facts(
         _network_facts(f, conn)
     f.nfs_server = nfs.choose_server(read("proc/filesystems"))
     f.nfs_program = host.which(nfs.server_program(f.nfs_server))
-    if f.network is not None:
+    if f.network is not None and not remote:
         f.nfs_serving = nfs.is_serving(f.network.host_ip)
     f.iperf3 = host.which("iperf3")
     f.mem_available_kib = parse_meminfo(read("proc/meminfo")).get("MemAvailable", 0)
-    f.cpus = os.cpu_count() or 0
+    f.cpus = len(host_topology(ctx).cpus) if remote else os.cpu_count() or 0
     request = request_from(sizing or object(), ctx, pair)
     try:
-        twins = plan_twins(ctx, request)
+        twins = plan_twins(ctx, request, accel_facts=accel_facts)
     except PlanError as err:
         f.plan_error = err.message
         # The memory needs do not depend on where the vCPUs go: plan them on any CPU.
-        twins = plan_twins(ctx, replace(request, vcpus=1, reserve_host_cpus=0))
+        twins = plan_twins(
+            ctx, replace(request, vcpus=1, reserve_host_cpus=0), accel_facts=accel_facts
+        )
     f.needs = {g.variant.name: list(g.needs) for g in twins.guests}
     f.memory_needed_kib = sum(
         OVERHEAD_KIB + (0 if g.needs else g.spec.memory_kib) for g in twins.guests
@@ -337,9 +353,11 @@ def _image_facts(f: CheckFacts, ctx: Context) -> None:
     f.image_tool = ctx.host.which("mmdebstrap")
 
 
-def check_host(ctx: Context, pair: list[str], sizing: object = None) -> list[Row]:
+def check_host(
+    ctx: Context, pair: list[str], sizing: object = None, site: Site | None = None
+) -> list[Row]:
     """The rows for ``pair``; ``sizing`` has the --vcpus/--memory/... options of `lab up`."""
-    return rows_from_facts(gather_facts(ctx, pair, sizing))
+    return rows_from_facts(gather_facts(ctx, pair, sizing, site=site))
 
 
 def rows_json(rows: list[Row]) -> str:

@@ -75,3 +75,24 @@ def test_read_bytes_reads_from_an_offset_and_says_none_for_a_missing_file() -> N
     assert shell_with(Connection(True, data=b"0123456789")).read_bytes("/j", 3, 4) == b"3456"
     missing = Connection(True, error=FileNotFoundError(2, "No such file"))
     assert shell_with(missing).read_bytes("/j", 0, 10) is None
+
+
+def test_closing_a_connection_that_already_broke_is_not_an_error() -> None:
+    """A guest behind a host whose SSH died: paramiko's close() itself fails (broken pipe
+    to the ProxyCommand); the shell must still forget the connection and say nothing."""
+
+    class Broken:
+        closed = 0
+
+        def close(self) -> None:
+            Broken.closed += 1
+            raise OSError(32, "Broken pipe")
+
+    shell = GuestShell(
+        GuestAddress("lab-loop-thp", "198.18.0.9", "ssh-ed25519 AAAA", "lab", Path("/k"))
+    )
+    shell._conn = Broken()
+    shell.close()
+    assert Broken.closed == 1 and shell._conn is None
+    shell.close()  # and again, with nothing open
+    assert Broken.closed == 1

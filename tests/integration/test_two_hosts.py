@@ -1,0 +1,235 @@
+"""Pairs on two hosts at once, one store: the session's pair on qemu:///system and a second
+pair on the same libvirt reached as a remote host, over qemu+ssh through an sshd on loopback.
+
+Both "hosts" are this machine, so the second pair shares its CPUs with the first: `lab up`
+refuses that unless told --allow-overcommit. Guests of the remote host are reached through
+its SSH (ProxyCommand), their files are volumes of libvirt storage pools made over the
+libvirt connection, and their samples land in the one local store tagged with the host.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import STATE_DIR, Lab, Pair
+from tests.integration.sshhop import SSHD, SSHHop
+
+pytestmark = pytest.mark.integration
+
+SIZING = ("--vcpus", "1", "--memory", "1G", "--reserve-host-cpus", "0")
+SYSBENCH_3S = ("-p", "time=3", "-p", "total_size=1000G", "-p", "block_size=1M")
+METRIC = "throughput_mib_s"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def hop(pair: Pair, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, SSHHop]]:
+    if not Path(SSHD).exists():
+        pytest.skip("openssh-server is not installed: run `bash scripts/bootstrap`")
+    folder = tmp_path_factory.mktemp("hop")
+    hop = SSHHop(folder, free_port())
+    hop.make()
+    hop.start()
+    config = folder / "lab.toml"
+    config.write_text(f"[hosts]\nloop = {json.dumps(hop.uri)}\n")
+    lab = Lab({**pair.lab.env, "LAB_CONFIG": str(config)})
+    yield lab, hop
+    if hop.proc is None:
+        hop.start()
+    lab("down", "--hosts", "loop", check=False)
+    hop.cut()
+
+
+@dataclass
+class LoopPair:
+    lab: Lab
+    hop: SSHHop
+    up_output: str
+
+
+@pytest.fixture(scope="module")
+def loop_pair(hop: tuple[Lab, SSHHop]) -> LoopPair:
+    lab, ssh = hop
+    up = lab("up", "--pair", "thp,shp1g", "--hosts", "loop", *SIZING, "--allow-overcommit")
+    return LoopPair(lab, ssh, up.stdout + up.stderr)
+
+
+def counts(db: Path, study: str) -> dict[tuple[str, str], int]:
+    """(host, guest) -> iterations with a sample of METRIC, read while a run may write."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as conn:
+        rows = conn.execute(
+            "SELECT g.host, g.name, COUNT(DISTINCT s.iteration) FROM sample s"
+            " JOIN guest g ON g.id = s.guest_id JOIN study st ON st.id = g.study_id"
+            " WHERE st.name = ? AND s.metric = ? GROUP BY g.id",
+            (study, METRIC),
+        ).fetchall()
+    return {(host, name): n for host, name, n in rows}
+
+
+def iterations(db: Path, study: str) -> dict[tuple[str, str], list[int]]:
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT g.host, g.name, s.iteration FROM sample s JOIN guest g ON g.id = s.guest_id"
+            " JOIN study st ON st.id = g.study_id WHERE st.name = ? AND s.metric = ?"
+            " ORDER BY g.host, g.name, s.iteration",
+            (study, METRIC),
+        ).fetchall()
+    found: dict[tuple[str, str], list[int]] = {}
+    for host, name, i in rows:
+        found.setdefault((host, name), []).append(i)
+    return found
+
+
+def wait_until(what: str, check: object, timeout: float, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():  # type: ignore[operator]
+            return
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended ({proc.returncode}) before {what}")
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def test_a_pair_sharing_cpus_with_running_guests_is_refused(hop: tuple[Lab, SSHHop]) -> None:
+    lab, _ = hop
+    done = lab("up", "--pair", "thp,shp1g", "--hosts", "loop", *SIZING, check=False)
+    assert done.returncode == 3, done.stderr
+    assert "lab-thp may run on CPU" in done.stderr and "--allow-overcommit" in done.stderr
+    assert not (STATE_DIR / "hosts/loop/lab.json").exists()
+    listed = subprocess.run(
+        ["virsh", "-c", "qemu:///system", "list", "--all", "--name"], capture_output=True, text=True
+    ).stdout.split()
+    assert "lab-loop-thp" not in listed
+
+
+def test_the_remote_pair_is_up_from_pool_volumes_and_verified(loop_pair: LoopPair) -> None:
+    out = loop_pair.up_output
+    assert "lab up on loop" in out and "verified" in out
+    assert "host loop: accelerator TCG" in out
+    virsh = ["virsh", "-c", loop_pair.hop.uri]
+    volumes = subprocess.run(
+        [*virsh, "vol-list", "lab-images"], capture_output=True, text=True, check=True
+    ).stdout
+    assert ".complete" in volumes and ".qcow2" in volumes and ".vmlinuz" in volumes
+    guest_vols = subprocess.run(
+        [*virsh, "vol-list", "lab-loop-shp1g"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "disk.qcow2" in guest_vols and "seed.iso" in guest_vols
+    disk = STATE_DIR / "guests/lab-loop-shp1g/disk.qcow2"
+    chain = subprocess.run(
+        ["qemu-img", "info", "-U", "--output=json", str(disk)],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert json.loads(chain)["backing-filename"].startswith("/var/lib/lab/images/")
+    status = loop_pair.lab("status").stdout
+    assert "host local" in status and "host loop" in status
+    assert status.count("running") == 4
+    # The remote guest answers through the host's SSH (ProxyCommand), as `lab ssh` uses it.
+    hostname = loop_pair.lab("ssh", "lab-loop-thp", "hostname").stdout.strip()
+    assert hostname == "lab-loop-thp"
+
+
+def test_both_pairs_run_at_once_into_one_store_tagged_by_host(
+    loop_pair: LoopPair, tmp_path: Path
+) -> None:
+    db = tmp_path / "two.db"
+    n = 5
+    lab = loop_pair.lab
+    done = lab("run", "sysbench-memory", "--n", str(n), *SYSBENCH_3S, "--study", "two",
+               "--db", str(db))  # fmt: skip
+    assert "on 4 guests" in done.stdout
+    got = iterations(db, "two")
+    assert got == {
+        ("local", "lab-shp1g"): list(range(1, n + 1)),
+        ("local", "lab-thp"): list(range(1, n + 1)),
+        ("loop", "lab-loop-shp1g"): list(range(1, n + 1)),
+        ("loop", "lab-loop-thp"): list(range(1, n + 1)),
+    }
+    with sqlite3.connect(db) as conn:
+        spans = dict(
+            conn.execute(
+                "SELECT g.host, MIN(i.started) || ' ' || MAX(i.ended) FROM iteration i"
+                " JOIN guest g ON g.id = i.guest_id GROUP BY g.host"
+            ).fetchall()
+        )
+        facts = dict(conn.execute("SELECT name, host_facts FROM guest").fetchall())
+    (local_start, local_end), (loop_start, loop_end) = (
+        map(float, spans[h].split()) for h in ("local", "loop")
+    )
+    assert loop_start < local_end and local_start < loop_end  # at once, not one after the other
+    assert json.loads(facts["lab-loop-thp"])["uri"] == loop_pair.hop.uri
+    blocked = json.loads(
+        lab(
+            "compare", "--db", str(db), "--by", "host", "--metric", METRIC, "--format", "json"
+        ).stdout
+    )
+    (result,) = blocked
+    assert [h["host"] for h in result["hosts"]] == ["local", "loop"]
+    assert all(h["n_a"] == n and h["n_b"] == n for h in result["hosts"])
+    low, high = result["combined"]["ci"]
+    assert low < result["combined"]["difference"] < high
+
+
+def test_a_host_that_drops_off_does_not_stop_the_other_and_resumes(
+    loop_pair: LoopPair, tmp_path: Path
+) -> None:
+    db = tmp_path / "cut.db"
+    n = 12  # a remote guest may start a few iterations after the other: some must be left
+    argv = [sys.executable, "-m", "lab", "run", "sysbench-memory", "--n", str(n), *SYSBENCH_3S,
+            "--study", "cut", "--db", str(db)]  # fmt: skip
+    log = tmp_path / "run.err"
+    with open(log, "w") as err:
+        proc = subprocess.Popen(
+            argv, env=loop_pair.lab.env, stdout=subprocess.PIPE, stderr=err, text=True
+        )
+    local = [("local", "lab-thp"), ("local", "lab-shp1g")]
+    remote = [("loop", "lab-loop-thp"), ("loop", "lab-loop-shp1g")]
+    try:
+        wait_until(
+            "a sample from each remote guest",
+            lambda: db.exists() and all(counts(db, "cut").get(k, 0) >= 1 for k in remote),
+            240, proc,
+        )  # fmt: skip
+        loop_pair.hop.cut()  # the host drops off: its SSH and every session through it
+        time.sleep(3)
+        frozen = {k: counts(db, "cut").get(k, 0) for k in remote}
+        assert all(v < n for v in frozen.values()), frozen
+        wait_until(
+            "the local pair to finish while the other host is away",
+            lambda: all(counts(db, "cut").get(k, 0) == n for k in local),
+            300, proc,
+        )  # fmt: skip
+        assert proc.poll() is None  # still waiting for the remote guests
+        assert {k: counts(db, "cut").get(k, 0) for k in remote} == frozen
+        loop_pair.hop.start()  # the host is back
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if loop_pair.hop.proc is None:
+            loop_pair.hop.start()
+    stderr = log.read_text()
+    assert proc.returncode == 0, stderr[-3000:]
+    assert f"{n} iterations on 4 guests" in out
+    assert all(v == list(range(1, n + 1)) for v in iterations(db, "cut").values())
+    assert len(iterations(db, "cut")) == 4
+    for name in ("lab-loop-thp", "lab-loop-shp1g"):
+        assert f"{name} unreachable, will retry" in stderr
+        assert f"{name} reachable again" in stderr
+    assert "lab-thp unreachable" not in stderr and "lab-shp1g unreachable" not in stderr
