@@ -159,6 +159,33 @@ def test_unknown_guest(lab_env: Lab, capsys: pytest.CaptureFixture[str]) -> None
     assert err == "lab: error: unknown guest 'lab-thp;reboot'. Known guests: lab-shp1g, lab-thp"
 
 
+def test_unknown_host(lab_env: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    err = lab_env.lab(capsys, "up", "--pair", "thp,shp1g", "--hosts", "local,rack9")
+    assert lab_env.status == 2
+    assert err == "lab: error: unknown host 'rack9'. Known hosts: local"
+
+
+def test_a_workload_with_host_servers_on_a_remote_host(
+    lab_env: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """iperf3 needs a server the lab starts on this machine only: refused before any run."""
+    with open(lab_env.config, "a") as config:
+        config.write('[hosts]\nrack2 = "qemu+ssh://root@rack2/system"\n')
+    with_state(lab_env)
+    record = GuestRecord(
+        "lab-rack2-thp", "thp", "52:54:00:00:01:01", "/d", [0], 0, "", host="rack2"
+    )
+    save_state(
+        lab_env.state_dir / "hosts/rack2",
+        LabState([record], "qemu", "t", "img", "h", "lab", "198.18.0.1", [0], 0, host="rack2"),
+    )
+    lab_env.made |= {"state/hosts", "state/hosts/rack2", "state/hosts/rack2/lab.json"}
+    err = lab_env.lab(capsys, "run", "iperf3", "--n", "3")
+    assert lab_env.status == 2
+    assert "iperf3 needs servers on the guests' host" in err and "rack2" in err
+    assert "--hosts local" in err
+
+
 def test_unknown_workload_parameter(lab_env: Lab, capsys: pytest.CaptureFixture[str]) -> None:
     with_state(lab_env)
     err = lab_env.lab(capsys, "run", "null", "--n", "3", "-p", "time=5")
