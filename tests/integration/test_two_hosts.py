@@ -118,6 +118,19 @@ def test_a_pair_sharing_cpus_with_running_guests_is_refused(hop: tuple[Lab, SSHH
     assert "lab-loop-thp" not in listed
 
 
+def test_the_remote_host_is_checked_over_its_ssh_and_libvirt(hop: tuple[Lab, SSHHop]) -> None:
+    lab, _ = hop
+    checked = json.loads(lab("host", "check", "--hosts", "loop", "--json").stdout)
+    rows = {row["name"]: row for row in checked["rows"]}
+    assert checked["ready"] is True, checked
+    assert rows["libvirtd"]["state"] == "ok" and rows["network lab"]["state"] == "ok"
+    assert "TCG" in rows["accelerator"]["detail"] or "KVM" in rows["accelerator"]["detail"]
+    # Read on the host through its SSH: the session's shp1g holds one of the two 1 GiB pages.
+    pages = [row["detail"] for name, row in rows.items() if name.startswith("huge pages 1 GiB")]
+    assert pages and all("2 total, 1 free" in detail for detail in pages), pages
+    assert "not used on other hosts" in rows["NFS (ganesha)"]["detail"]
+
+
 def test_the_remote_pair_is_up_from_pool_volumes_and_verified(loop_pair: LoopPair) -> None:
     out = loop_pair.up_output
     assert "lab up on loop" in out and "verified" in out
@@ -190,7 +203,9 @@ def test_a_host_that_drops_off_does_not_stop_the_other_and_resumes(
     loop_pair: LoopPair, tmp_path: Path
 ) -> None:
     db = tmp_path / "cut.db"
-    n = 12  # a remote guest may start a few iterations after the other: some must be left
+    # Four TCG guests on two CPUs starve the controller and the hop too: a remote guest's
+    # samples may be stored many iterations late, so the run is long enough to cut it early.
+    n = 16
     argv = [sys.executable, "-m", "lab", "run", "sysbench-memory", "--n", str(n), *SYSBENCH_3S,
             "--study", "cut", "--db", str(db)]  # fmt: skip
     log = tmp_path / "run.err"
@@ -202,8 +217,8 @@ def test_a_host_that_drops_off_does_not_stop_the_other_and_resumes(
     remote = [("loop", "lab-loop-thp"), ("loop", "lab-loop-shp1g")]
     try:
         wait_until(
-            "a sample from each remote guest",
-            lambda: db.exists() and all(counts(db, "cut").get(k, 0) >= 1 for k in remote),
+            "a sample from the remote host",
+            lambda: db.exists() and any(counts(db, "cut").get(k, 0) >= 1 for k in remote),
             240, proc,
         )  # fmt: skip
         loop_pair.hop.cut()  # the host drops off: its SSH and every session through it
