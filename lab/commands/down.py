@@ -23,10 +23,19 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from lab.bringup import bring_down
+    from lab.errors import LabError
     from lab.sites import sites_up
 
-    removed = []
+    removed, failed = [], []
     for site, _ in sites_up(ctx, args.hosts):
-        removed += bring_down(ctx, site=site)
+        try:
+            removed += bring_down(ctx, site=site)
+        except LabError as err:  # an unreachable host must not keep the others up
+            failed.append(f"host {site.name}: {err}")
     ctx.out.print(f"removed: {', '.join(removed)}" if removed else "no lab was up")
+    if failed:
+        raise LabError(
+            "; ".join(failed),
+            hint="Its record is kept: run `lab down --hosts NAME` again once it is reachable",
+        )
     return 0

@@ -120,7 +120,7 @@ def test_a_pair_sharing_cpus_with_running_guests_is_refused(hop: tuple[Lab, SSHH
 
 def test_the_remote_host_is_checked_over_its_ssh_and_libvirt(hop: tuple[Lab, SSHHop]) -> None:
     lab, _ = hop
-    checked = json.loads(lab("host", "check", "--hosts", "loop", "--json").stdout)
+    checked = json.loads(lab("host", "check", "--hosts", "loop", "--json", *SIZING).stdout)
     rows = {row["name"]: row for row in checked["rows"]}
     assert checked["ready"] is True, checked
     assert rows["libvirtd"]["state"] == "ok" and rows["network lab"]["state"] == "ok"
