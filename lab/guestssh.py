@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import logging
 import shlex
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -19,6 +20,11 @@ from typing import Any
 
 from lab.errors import GuestCommandError, GuestError
 from lab.hostexec import Result
+
+# paramiko logs every failed connection from its own thread, with a traceback, and with no
+# handler configured Python prints that on stderr. A guest that cannot be reached is the
+# lab's to report (once, in one line): paramiko's records go nowhere.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
 @dataclass(frozen=True)

@@ -96,3 +96,19 @@ def test_closing_a_connection_that_already_broke_is_not_an_error() -> None:
     assert Broken.closed == 1 and shell._conn is None
     shell.close()  # and again, with nothing open
     assert Broken.closed == 1
+
+
+def test_paramikos_own_error_records_do_not_reach_stderr() -> None:
+    """Its transport thread logs "Exception (client): Error reading SSH protocol banner" and a
+    traceback for every failed attempt; the controller says "unreachable" once instead.
+    In a fresh Python (pytest's own log capture would hide the difference here)."""
+    import subprocess
+    import sys
+
+    emit = "import logging; logging.getLogger('paramiko.transport').error('banner')"
+    quiet = subprocess.run(
+        [sys.executable, "-c", f"import lab.guestssh; {emit}"], capture_output=True, text=True
+    )
+    loud = subprocess.run([sys.executable, "-c", emit], capture_output=True, text=True)
+    assert "banner" in loud.stderr  # what Python does with no handler
+    assert quiet.stderr == ""
