@@ -109,8 +109,8 @@ def _check_requirements(site: Site, twins: Twins, allow_overcommit: bool = False
         if shared:
             raise RequirementError(
                 f"host {site.name}: {shared}, so the twins would not have their CPUs to themselves",
-                hint="Stop those guests, or pass --allow-overcommit to share the CPUs knowingly"
-                " (timings then include the other guests' load)",
+                hint="Stop those guests, or bring the pair up with `lab up ... --allow-overcommit`"
+                " to share the CPUs knowingly (timings then include the other guests' load)",
             )
 
 
