@@ -54,19 +54,24 @@ def shell_for(ctx: Context, record: GuestRecord) -> GuestShell:
         raise GuestError(
             f"{record.name} has no known address", hint="Run lab status, or lab up again"
         )
-    proxy = None
-    if record.host != LOCAL:
-        hosts = inventory(ctx.config)
-        if record.host not in hosts:
-            raise GuestError(
-                f"{record.name} runs on host {record.host!r}, which lab.toml no longer lists",
-                hint="Put it back under [hosts] to reach or remove the guest",
-            )
-        target = hosts[record.host].ssh
-        proxy = target.proxy_command(record.ip) if target is not None else None
+    proxy = proxy_for(ctx, record, record.ip)
     return GuestShell(
         GuestAddress(record.name, record.ip, record.host_public_key, GUEST_USER, key, proxy)
     )
+
+
+def proxy_for(ctx: Context, record: GuestRecord, ip: str) -> str | None:
+    """The ProxyCommand through the guest's host; None for a guest of this machine."""
+    if record.host == LOCAL:
+        return None
+    hosts = inventory(ctx.config)
+    if record.host not in hosts:
+        raise GuestError(
+            f"{record.name} runs on host {record.host!r}, which lab.toml no longer lists",
+            hint="Put it back under [hosts] to reach or remove the guest",
+        )
+    target = hosts[record.host].ssh
+    return target.proxy_command(ip) if target is not None else None
 
 
 def _check_requirements(site: Site, twins: Twins, allow_overcommit: bool = False) -> None:

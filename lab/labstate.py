@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -46,10 +47,19 @@ class LabState:
     host: str = "local"
 
     def guest(self, name: str) -> GuestRecord:
-        for guest in self.guests:
-            if guest.name in (name, f"lab-{name}"):
-                return guest
-        raise UnknownNameError("guest", name, [g.name for g in self.guests])
+        return guest_named(self.guests, name)
+
+
+def guest_named(guests: Sequence[GuestRecord], name: str) -> GuestRecord:
+    """The guest called ``name`` or ``lab-NAME`` among ``guests`` (of one host or all)."""
+    for guest in guests:
+        if guest.name in (name, f"lab-{name}"):
+            return guest
+    raise UnknownNameError("guest", name, [g.name for g in guests])
+
+
+def no_lab_up() -> UsageError:
+    return UsageError("no lab is up", hint="Bring a pair up first: lab up --pair thp,shp1g")
 
 
 def state_path(state_dir: Path) -> Path:
@@ -85,7 +95,7 @@ def load_state(state_dir: Path) -> LabState | None:
 def require_state(state_dir: Path) -> LabState:
     state = load_state(state_dir)
     if state is None:
-        raise UsageError("no lab is up", hint="Bring a pair up first: lab up --pair thp,shp1g")
+        raise no_lab_up()
     return state
 
 

@@ -17,7 +17,7 @@ from lab.context import Context
 from lab.guestfiles import GuestFiles, LocalFiles
 from lab.host.facts import Pool
 from lab.inventory import LOCAL, HostEntry, guest_prefix, inventory
-from lab.labstate import GuestRecord, LabState, load_state
+from lab.labstate import GuestRecord, LabState, load_state, no_lab_up
 
 SYSFS = Path("/sys")
 # One fixed script, no user input in it: every huge page pool of the host as PATH:VALUE.
@@ -155,10 +155,14 @@ def add_hosts_argument(parser: object, default: str) -> None:
     )
 
 
-def find_guest(ctx: Context, name: str) -> GuestRecord | None:
-    """The guest called ``name`` (or lab-``name``) on any host where a lab is up."""
-    for _, state in sites_up(ctx):
-        for guest in state.guests:
-            if guest.name in (name, f"lab-{name}"):
-                return guest
-    return None
+def require_up(ctx: Context, hosts: str | None = None) -> list[tuple[Site, LabState]]:
+    """:func:`sites_up`, refusing when there is none."""
+    up = sites_up(ctx, hosts)
+    if not up:
+        raise no_lab_up()
+    return up
+
+
+def guests_of(up: list[tuple[Site, LabState]]) -> list[GuestRecord]:
+    """Every guest of every site in ``up``, in that order."""
+    return [guest for _, state in up for guest in state.guests]

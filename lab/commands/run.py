@@ -146,10 +146,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from lab.controller import Controller, RunPlan
     from lab.errors import UsageError
     from lab.inventory import LOCAL
-    from lab.labstate import require_state
+    from lab.labstate import guest_named
     from lab.runlock import run_lock
     from lab.runprogress import RunProgress
-    from lab.sites import sites_up
+    from lab.sites import guests_of, require_up
     from lab.store import Store
     from lab.workload import get_workload
     from lab.workloadhost import host_side
@@ -173,13 +173,11 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
         check_swap_schedule(args.schedule, args.swap_every)
     workload = get_workload(args.workload)
-    up = sites_up(ctx, args.hosts)
-    if not up:
-        require_state(Path(ctx.config.state_dir))  # says that no lab is up, and what to do
+    up = require_up(ctx, args.hosts)
     state = next((st for site, st in up if not site.remote), up[0][1])
-    everyone = [g for _, st in up for g in st.guests]
+    everyone = guests_of(up)
     names = args.guests.split(",") if args.guests else [g.name for g in everyone]
-    guests = [_guest(everyone, name) for name in names]
+    guests = [guest_named(everyone, name) for name in names]
     _check_remote(workload, guests)
     if args.swap_every is not None:
         from lab.placement import check_swap_plan
@@ -235,15 +233,6 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         f" {args.db or ctx.config.store}. Next: lab compare --workload {args.workload}"
     )
     return 0
-
-
-def _guest(guests: list[Any], name: str) -> Any:
-    from lab.errors import UnknownNameError
-
-    for guest in guests:
-        if guest.name in (name, f"lab-{name}"):
-            return guest
-    raise UnknownNameError("guest", name, [g.name for g in guests])
 
 
 def _check_remote(workload: Any, guests: list[Any]) -> None:

@@ -23,15 +23,12 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
     import sys
-    from pathlib import Path
 
     from lab.bringup import shell_for
-    from lab.labstate import require_state
-    from lab.sites import find_guest
+    from lab.labstate import guest_named
+    from lab.sites import guests_of, require_up
 
-    record = find_guest(ctx, args.name) or require_state(Path(ctx.config.state_dir)).guest(
-        args.name
-    )
+    record = guest_named(guests_of(require_up(ctx)), args.name)
     if not args.cmd:
         return _interactive(ctx, record)
     result = shell_for(ctx, record).run(args.cmd, check=False)
@@ -44,6 +41,7 @@ def _interactive(ctx: Context, record: Any) -> int:
     """Hand over to OpenSSH with a known_hosts file holding only this guest's key."""
     from pathlib import Path
 
+    from lab.bringup import proxy_for
     from lab.keys import lab_client_key, secure_dir
 
     ssh_dir = secure_dir(Path(ctx.config.state_dir) / "ssh")
@@ -61,9 +59,7 @@ def _interactive(ctx: Context, record: Any) -> int:
         "-o",
         "IdentitiesOnly=yes",
     ]
-    from lab.bringup import shell_for
-
-    proxy = shell_for(ctx, record).address.proxy_command
+    proxy = proxy_for(ctx, record, record.ip)
     argv += ["-o", f"ProxyCommand={proxy}"] if proxy else []
     argv.append(f"lab@{record.ip}")
     os.execvp("ssh", argv)

@@ -52,12 +52,13 @@ def _table(ctx: Context, state: Any, conn: Any) -> None:
         f" · network {state.network}",
     )
     for guest in state.guests:
-        try:
-            running = "running" if conn.lookupByName(guest.name).isActive() else "shut off"
-        except libvirt.libvirtError:
-            running = "missing"
-        except AttributeError:  # no connection
+        if conn is None:
             running = "unreachable"
+        else:
+            try:
+                running = "running" if conn.lookupByName(guest.name).isActive() else "shut off"
+            except libvirt.libvirtError:
+                running = "missing"
         table.add_row(
             guest.name,
             guest.variant,

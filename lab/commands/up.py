@@ -89,8 +89,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 def _print_result(ctx: Context, result: Any) -> None:
     from rich.table import Table
 
+    from lab.inventory import LOCAL
+
     state = result.state
-    where = f" on {state.host}" if state.host != "local" else ""
+    where = f" on {state.host}" if state.host != LOCAL else ""
     table = Table(
         "guest",
         "variant",

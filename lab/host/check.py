@@ -276,12 +276,12 @@ def gather_facts(
     libvirt; the image is this machine's, which `lab up` uploads there."""
     from lab.twinplan import host_topology, plan_twins, read_accel_facts, request_from
 
-    remote = site is not None and site.remote
+    remote = site if site is not None and site.remote else None
     if site is not None:
         ctx = site.ctx
     host = ctx.host
     f = CheckFacts(pair=pair, network_name=ctx.config.network)
-    f.remote = site.name if site is not None and remote else None
+    f.remote = remote.name if remote else None
 
     def read(path: str) -> str:
         try:
@@ -295,10 +295,10 @@ def gather_facts(
     except LabError as err:
         f.libvirt_error = err.message
     f.qemu_binary = host.which("qemu-system-x86_64")
-    accel_facts = site.accel_facts() if site and remote else read_accel_facts(layout_root)
+    accel_facts = remote.accel_facts() if remote else read_accel_facts(layout_root)
     f.accel = choose_accelerator(accel_facts, "auto")
     f.cpu_flags = cpu_flags(accel_facts.cpuinfo)
-    f.pools = site.hugepage_pools() if site and remote else read_hugepage_pools(layout_root / "sys")
+    f.pools = remote.hugepage_pools() if remote else read_hugepage_pools(layout_root / "sys")
     f.hugetlbfs = hugetlbfs_mounts(parse_mounts(read("proc/mounts")))
     f.qemu_conf_mounts = parse_qemu_conf_hugetlbfs(read("etc/libvirt/qemu.conf"))
     for attr, leaf in (("thp_enabled", "enabled"), ("thp_defrag", "defrag")):
