@@ -133,10 +133,8 @@ def chosen_sites(ctx: Context, hosts: str | None) -> list[Site]:
 
 def sites_up(ctx: Context, hosts: str | None = None) -> list[tuple[Site, LabState]]:
     """The sites among ``--hosts`` (None: every host in the inventory) with a lab up."""
-    entries = inventory(ctx.config).values() if hosts is None else None
-    sites = [site_for(ctx, e) for e in entries] if entries is not None else chosen_sites(ctx, hosts)
     found = []
-    for site in sites:
+    for site in chosen_sites(ctx, "all" if hosts is None else hosts):
         state = site.load_state()
         if state is not None:
             found.append((site, state))
