@@ -82,10 +82,12 @@ def _check_requirements(site: Site, twins: Twins, allow_overcommit: bool = False
     needs: dict[str, list[HugePageNeed]] = {}
     for guest in twins.guests:  # named by variant: "shp1g needs 1 free 1 GiB page ..."
         needs.setdefault(guest.variant.name, []).extend(guest.needs)
-    problems = check_needs(needs, site.hugepage_pools())
+    remote = site.name if site.remote else None
+    problems = check_needs(needs, site.hugepage_pools(), host=remote)
     if problems:
         where = f" (on host {site.name})" if site.remote else ""
         raise RequirementError("; ".join(problems) + where)
+    prepare = f"Run: lab host prepare --hosts {remote}" if remote else "Run: lab host prepare"
     import libvirt
 
     conn = ctx.libvirt
@@ -93,12 +95,11 @@ def _check_requirements(site: Site, twins: Twins, allow_overcommit: bool = False
         net = conn.networkLookupByName(ctx.config.network)
         if not net.isActive():
             raise RequirementError(
-                f"the lab network {ctx.config.network!r} is not running",
-                hint="Run: lab host prepare",
+                f"the lab network {ctx.config.network!r} is not running", hint=prepare
             )
     except libvirt.libvirtError:
         raise RequirementError(
-            f"the lab network {ctx.config.network!r} does not exist", hint="Run: lab host prepare"
+            f"the lab network {ctx.config.network!r} does not exist", hint=prepare
         ) from None
     defined = set(conn.listDefinedDomains()) | {
         conn.lookupByID(i).name() for i in conn.listDomainsID()

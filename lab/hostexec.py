@@ -16,6 +16,15 @@ from lab.errors import HostCommandError
 
 
 @dataclass(frozen=True)
+class FileMode:
+    """A file's permission bits and group, as ``stat`` reports them."""
+
+    mode: int  # the permission bits only (``& 0o7777``)
+    gid: int
+    group: str
+
+
+@dataclass(frozen=True)
 class Result:
     argv: tuple[str, ...]
     returncode: int
@@ -85,6 +94,19 @@ class Host:
     def exists(self, path: str | Path) -> bool:
         return Path(path).exists()
 
+    def is_dir(self, path: str | Path) -> bool:
+        return Path(path).is_dir()
+
+    def file_mode(self, path: str | Path) -> FileMode:
+        import grp
+
+        st = Path(path).stat()
+        try:
+            group = grp.getgrgid(st.st_gid).gr_name
+        except KeyError:
+            group = str(st.st_gid)
+        return FileMode(st.st_mode & 0o7777, st.st_gid, group)
+
     def write_text(self, path: str | Path, text: str) -> None:
         Path(path).write_text(text)
 
@@ -101,6 +123,7 @@ class RecordingHost(Host):
     programs: set[str] = field(default_factory=set)
     commands: list[tuple[str, ...]] = field(default_factory=list)
     written: dict[str, str] = field(default_factory=dict)
+    modes: dict[str, FileMode] = field(default_factory=dict)  # also its directories
 
     def run(
         self,
@@ -129,7 +152,16 @@ class RecordingHost(Host):
             raise FileNotFoundError(str(path)) from None
 
     def exists(self, path: str | Path) -> bool:
-        return str(path) in self.files
+        return str(path) in self.files or str(path) in self.modes
+
+    def is_dir(self, path: str | Path) -> bool:
+        return str(path) in self.modes and str(path) not in self.files
+
+    def file_mode(self, path: str | Path) -> FileMode:
+        try:
+            return self.modes[str(path)]
+        except KeyError:
+            raise FileNotFoundError(str(path)) from None
 
     def write_text(self, path: str | Path, text: str) -> None:
         self.written[str(path)] = text

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from lab.errors import HostCommandError, RequirementError
-from lab.hostexec import Host, Result
+from lab.hostexec import FileMode, Host, Result
 from lab.inventory import SSHTarget
 
 # ssh exits 255 when it could not log in or lost the connection (not the command's status).
@@ -83,6 +83,16 @@ class RemoteHost(Host):
 
     def exists(self, path: str | Path) -> bool:
         return self.run(["test", "-e", str(path)], check=False).ok
+
+    def is_dir(self, path: str | Path) -> bool:
+        return self.run(["test", "-d", str(path)], check=False).ok
+
+    def file_mode(self, path: str | Path) -> FileMode:
+        done = self.run(["stat", "-Lc", "%a %g %G", str(path)], check=False)
+        if not done.ok:
+            raise FileNotFoundError(f"{self.name}:{path}: {done.stderr.strip()}")
+        mode, gid, group = done.stdout.split()
+        return FileMode(int(mode, 8), int(gid), group)
 
     def write_text(self, path: str | Path, text: str) -> None:
         self.run(["sh", "-c", 'cat > "$1"', "sh", str(path)], input=text)

@@ -12,6 +12,8 @@ DEFAULT_HUGEPAGES = "1G:2"
 
 
 def register(subparsers: Any) -> None:
+    from lab.sites import add_hosts_argument
+
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "host",
         help="check, prepare or release the host",
@@ -29,8 +31,6 @@ def register(subparsers: Any) -> None:
     check.add_argument("--json", action="store_true", help="print the rows as JSON")
     check.add_argument("--pair", default="thp,shp1g", help="the pair to check for (A,B)")
     add_twin_arguments(check)
-    from lab.sites import add_hosts_argument
-
     add_hosts_argument(check, default="local")
     check.set_defaults(run=run_check)
 
@@ -40,7 +40,10 @@ def register(subparsers: Any) -> None:
         description="Reserve huge pages per NUMA node, mount hugetlbfs and tell libvirt, fix"
         " /dev/kvm permissions, start libvirtd, virtlogd, rpcbind and the NFS server when no"
         " init system does, create the isolated lab network and export the lab's NFS"
-        " directory to it. Every change is recorded in STATE_DIR/host-changes.json.",
+        " directory to it. Every change is recorded in STATE_DIR/host-changes.json. With"
+        " --hosts, another host of lab.toml's [hosts] is prepared over its SSH and libvirt"
+        " (no daemons started and no NFS there; the record is kept here, in"
+        " STATE_DIR/hosts/NAME/host-changes.json).",
     )
     prepare.add_argument(
         "--hugepages",
@@ -56,13 +59,16 @@ def register(subparsers: Any) -> None:
         help="IPv4 subnet of the lab network (config: subnet)",
     )
     prepare.add_argument("--no-nfs", action="store_true", help="do not start an NFS server")
+    add_hosts_argument(prepare, default="local")
     prepare.set_defaults(run=run_prepare)
 
     release = actions.add_parser(
         "release",
         help="undo exactly what `lab host prepare` changed, in reverse",
-        description="Undo the changes recorded in STATE_DIR/host-changes.json, newest first.",
+        description="Undo the changes recorded in STATE_DIR/host-changes.json, newest first"
+        " (for another host: those recorded in STATE_DIR/hosts/NAME/host-changes.json here).",
     )
+    add_hosts_argument(release, default="local")
     release.set_defaults(run=run_release)
 
 
@@ -98,28 +104,34 @@ def run_check(args: argparse.Namespace, ctx: Context) -> int:
 def run_prepare(args: argparse.Namespace, ctx: Context) -> int:
     from lab.host.facts import parse_hugepages_option
     from lab.host.prepare import PrepareRequest, prepare_host
+    from lab.sites import chosen_sites
 
     request = PrepareRequest(
         hugepages=parse_hugepages_option(args.hugepages),
         subnet=args.subnet or ctx.config.subnet,
         nfs=not args.no_nfs,
     )
-    changes = prepare_host(ctx, request)
-    ctx.note(
-        f"host prepared: {len(changes)} change(s) made this time"
-        if changes
-        else "host prepared: it already was, nothing changed"
-    )
+    for site in chosen_sites(ctx, args.hosts):
+        changes = prepare_host(ctx, request, site=site)
+        name = f"host {site.name}" if site.remote else "host"
+        ctx.note(
+            f"{name} prepared: {len(changes)} change(s) made this time"
+            if changes
+            else f"{name} prepared: it already was, nothing changed"
+        )
     return 0
 
 
 def run_release(args: argparse.Namespace, ctx: Context) -> int:
     from lab.host.prepare import release_host
+    from lab.sites import chosen_sites
 
-    undone = release_host(ctx)
-    ctx.note(
-        f"host released: {undone} change(s) undone"
-        if undone
-        else "nothing to release: no recorded changes"
-    )
+    for site in chosen_sites(ctx, args.hosts):
+        undone = release_host(ctx, site=site)
+        name = f"host {site.name}" if site.remote else "host"
+        ctx.note(
+            f"{name} released: {undone} change(s) undone"
+            if undone
+            else f"nothing to release on {name}: no recorded changes"
+        )
     return 0

@@ -80,11 +80,17 @@ class CheckFacts:
     image_error: str | None = None
     image_tool: str | None = None  # mmdebstrap, to build one
     remote: str | None = None  # the host's name when it is not this machine
+    uri: str = ""  # its libvirt URI
 
 
 def rows_from_facts(f: CheckFacts) -> list[Row]:
     rows = [
-        Row("libvirtd", MISSING, f.libvirt_error, PREPARE)
+        Row(
+            "libvirtd",
+            MISSING,
+            f.libvirt_error,
+            f"on host {f.remote}: systemctl start libvirtd" if f.remote else PREPARE,
+        )
         if f.libvirt_error
         else Row("libvirtd", OK, "reachable"),
         Row("qemu", OK, f.qemu_binary)
@@ -170,7 +176,7 @@ def rows_from_facts(f: CheckFacts) -> list[Row]:
 
 def _pool_rows(f: CheckFacts) -> list[Row]:
     per_node = [p for p in f.pools if p.node is not None] or f.pools
-    problems = check_needs(f.needs, f.pools)
+    problems = check_needs(f.needs, f.pools, host=f.remote)
     rows = []
     for pool in per_node:
         where = f"node {pool.node}" if pool.node is not None else "host"
@@ -212,14 +218,14 @@ def _hugetlbfs_rows(f: CheckFacts) -> list[Row]:
         needed = any(n.page_kib == page_kib for items in f.needs.values() for n in items)
         bad = MISSING if needed else WARN
         if not mounts:
-            rows.append(Row(name, bad, "not mounted", PREPARE))
+            rows.append(Row(name, bad, "not mounted", _prepare(f)))
         elif not set(mounts) & set(f.qemu_conf_mounts):
             rows.append(
                 Row(
                     name,
                     bad,
                     f"{', '.join(mounts)} mounted, but libvirt's hugetlbfs_mount does not list it",
-                    PREPARE,
+                    _prepare(f),
                 )
             )
         else:
@@ -227,19 +233,26 @@ def _hugetlbfs_rows(f: CheckFacts) -> list[Row]:
     return rows
 
 
+def _prepare(f: CheckFacts) -> str:
+    """The command that fixes a row, on the host the facts are of."""
+    return f"{PREPARE} --hosts {f.remote}" if f.remote else PREPARE
+
+
 def _network_row(f: CheckFacts) -> Row:
     name = f"network {f.network_name}"
+    virsh = f"virsh -c {f.uri}" if f.remote else "virsh"
     if f.network is None:
-        return Row(name, MISSING, "not defined", PREPARE)
+        return Row(name, MISSING, "not defined", _prepare(f))
     if f.network_forwards:
         return Row(
             name,
             MISSING,
             "forwards traffic off the host (the lab needs it isolated)",
-            f"virsh net-destroy {f.network_name}; virsh net-undefine {f.network_name}; {PREPARE}",
+            f"{virsh} net-destroy {f.network_name}; {virsh} net-undefine {f.network_name};"
+            f" {_prepare(f)}",
         )
     if not f.network_active:
-        return Row(name, MISSING, "defined but not running", PREPARE)
+        return Row(name, MISSING, "defined but not running", _prepare(f))
     return Row(
         name,
         OK,
@@ -282,6 +295,7 @@ def gather_facts(
     host = ctx.host
     f = CheckFacts(pair=pair, network_name=ctx.config.network)
     f.remote = remote.name if remote else None
+    f.uri = ctx.config.libvirt_uri
 
     def read(path: str) -> str:
         try:

@@ -53,9 +53,10 @@ RPCBIND = Daemon("rpcbind", ("rpcbind", "-w"), "rpcbind", "rpcbind", socket="/ru
 BASE_DAEMONS = (VIRTLOGD, LIBVIRTD)
 
 
-def has_systemd(root: Path = Path("/")) -> bool:
-    """True when systemd is the running init (the test systemd itself uses)."""
-    return (root / "run/systemd/system").is_dir()
+def has_systemd(root: Path = Path("/"), host: Host | None = None) -> bool:
+    """True when systemd is the running init (the test systemd itself uses), on ``host``
+    (this machine by default)."""
+    return (host or Host()).is_dir(root / "run/systemd/system")
 
 
 def find_pid(daemon: Daemon, proc_root: Path = Path("/proc")) -> int | None:

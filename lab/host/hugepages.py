@@ -31,12 +31,13 @@ def option_text(page_kib: int) -> str:
     return format_kib(page_kib)
 
 
-def check_needs(needs: Needs, pools: list[Pool]) -> list[str]:
+def check_needs(needs: Needs, pools: list[Pool], host: str | None = None) -> list[str]:
     """Problems that stop guests with ``needs`` from starting, as sentences with a fix.
 
     ``needs`` is a list, or a mapping from the variant (or guest) that needs them to its
     list, which names it in the message: "shp1g needs 1 free 1 GiB page on node 0; 0 free.
     Run: lab host prepare --hugepages 1G:1". Needs of several guests on one node add up.
+    ``host`` names another host: its command gets ``--hosts HOST``.
     """
     named: Mapping[str, Sequence[HugePageNeed]] = (
         needs if isinstance(needs, Mapping) else {"the guests": list(needs)}
@@ -70,6 +71,7 @@ def check_needs(needs: Needs, pools: list[Pool]) -> list[str]:
         problems.append(
             f"{names} {verb} {count} free {size} page{'s' if count != 1 else ''} on node {node};"
             f" {pool.free} free. Run: lab host prepare --hugepages {target}"
+            + (f" --hosts {host}" if host else "")
         )
     return problems
 

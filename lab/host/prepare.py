@@ -6,7 +6,6 @@ Every step is idempotent (it looks before it changes) and records what it change
 
 from __future__ import annotations
 
-import grp
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ from lab.errors import LabError
 from lab.host import daemons, nfs
 from lab.host.changes import Change, ChangeLog
 from lab.host.facts import (
+    Pool,
     hugetlbfs_mounts,
     numa_nodes,
     parse_mounts,
@@ -28,6 +28,7 @@ from lab.hostexec import Host
 
 if TYPE_CHECKING:
     from lab.context import Context
+    from lab.sites import Site
 
 QEMU_CONF_MARK = "# Added by `lab host prepare`; `lab host release` restores the file."
 
@@ -58,62 +59,108 @@ class PrepareRequest:
 
 
 def prepare_host(
-    ctx: Context, request: PrepareRequest, layout: HostLayout = HostLayout()
+    ctx: Context,
+    request: PrepareRequest,
+    layout: HostLayout = HostLayout(),
+    site: Site | None = None,
 ) -> list[Change]:
-    """Make the host ready for a pair; returns the changes made by this call."""
+    """Make the host ready for a pair; returns the changes made by this call.
+
+    With a remote ``site`` the same steps run on that host, over its SSH and its libvirt
+    connection, and their record is kept on this machine (``site.state_dir``). Its libvirtd
+    runs (the lab reached it), so no daemon is started there, and NFS is not set up: the
+    workloads that need a server on the host run on this machine only.
+    """
+    remote = site.name if site is not None and site.remote else None
+    if site is not None:
+        ctx = site.ctx
     host = ctx.host
-    state_dir = Path(ctx.config.state_dir)
-    log = ChangeLog.load(state_dir)
-    systemd = daemons.has_systemd(layout.root)
-    make_directories(host, log, [state_dir, Path(ctx.config.image_dir)])
-    reserve_pools(host, log, layout, request.hugepages)
+    state_dir = Path(ctx.config.state_dir)  # on the host being prepared
+    log = ChangeLog.load(site.state_dir if site is not None else state_dir)
+    systemd = daemons.has_systemd(layout.root, host)
+    make_directories(host, log, [state_dir] if remote else [state_dir, Path(ctx.config.image_dir)])
+    pools = site.hugepage_pools() if remote and site is not None else None
+    reserve_pools(host, log, layout, request.hugepages, pools)
     mount_hugetlbfs(host, log, layout, request.hugepages)
     conf_changed = configure_qemu_conf(host, log, layout, state_dir)
     fix_dev_kvm(host, log, layout)
-    for daemon in daemons.BASE_DAEMONS:
-        _start(ctx, log, daemon, systemd, layout)
-    started_now = {c.detail["name"] for c in log.added if c.kind == "daemon"}
-    if conf_changed and daemons.LIBVIRTD.name not in started_now:
-        ctx.note("restarting libvirtd so it reads the new hugetlbfs_mount (guests keep running)")
-        pid = daemons.restart(
-            host, daemons.LIBVIRTD, systemd=systemd, clock=ctx.clock, proc_root=layout.proc
-        )
-        ours = log.find("daemon", name=daemons.LIBVIRTD.name)
-        if ours is not None and pid:  # started by an earlier prepare: follow its new pid
-            ours.detail["pid"] = pid
-            log.save()
+    if remote:
+        if conf_changed:
+            _restart_remote_libvirtd(ctx, remote, systemd)
+    else:
+        for daemon in daemons.BASE_DAEMONS:
+            _start(ctx, log, daemon, systemd, layout)
+        started_now = {c.detail["name"] for c in log.added if c.kind == "daemon"}
+        if conf_changed and daemons.LIBVIRTD.name not in started_now:
+            ctx.note(
+                "restarting libvirtd so it reads the new hugetlbfs_mount (guests keep running)"
+            )
+            pid = daemons.restart(
+                host, daemons.LIBVIRTD, systemd=systemd, clock=ctx.clock, proc_root=layout.proc
+            )
+            ours = log.find("daemon", name=daemons.LIBVIRTD.name)
+            if ours is not None and pid:  # started by an earlier prepare: follow its new pid
+                ours.detail["pid"] = pid
+                log.save()
     steps: list[str] = []
     info = ensure_network(ctx.libvirt, ctx.config.network, request.subnet, steps)
     if steps:
         log.add("network", name=ctx.config.network, steps=steps)
+    where = f" on host {remote}" if remote else ""
     ctx.note(
-        f"lab network {info.name}: bridge {info.bridge}, host {info.host_ip}/{info.prefix}"
+        f"lab network {info.name}{where}: bridge {info.bridge}, host {info.host_ip}/{info.prefix}"
         ", isolated (no forward)"
     )
-    if request.nfs:
+    if request.nfs and remote:
+        ctx.note(f"NFS: not set up on host {remote}; workloads that need it run on local")
+    elif request.nfs:
         export = _nfs(ctx, log, layout, state_dir, info.host_ip, info.subnet, systemd)
         ctx.note(
             f"NFS ({export.server}): guests mount {export.source} (export {export.export_dir})"
         )
     for change in log.added:
-        ctx.note(f"changed: {change.describe()}")
+        ctx.note(f"changed{where}: {change.describe()}")
     return log.added
+
+
+def _restart_remote_libvirtd(ctx: Context, name: str, systemd: bool) -> None:
+    """Another host's libvirtd rereads qemu.conf only when restarted: through systemd there;
+    without it the lab cannot tell how it was started, so it says what to run."""
+    if not systemd:
+        ctx.warn(
+            f"host {name} has no systemd: restart its libvirtd by hand so it reads the new"
+            " hugetlbfs_mount (guests keep running), e.g. `kill $(cat /run/libvirtd.pid);"
+            " libvirtd -d` there"
+        )
+        return
+    ctx.note(f"restarting libvirtd on host {name} so it reads the new hugetlbfs_mount")
+    ctx.host.run(["systemctl", "restart", daemons.LIBVIRTD.unit])
+    # The connection made before the restart is gone: the next use opens a new one.
+    ctx.__dict__.pop("libvirt", None)
 
 
 def make_directories(host: Host, log: ChangeLog, paths: list[Path]) -> None:
     for path in paths:
-        if not path.is_dir():
+        if not host.is_dir(path):
             host.run(["mkdir", "-p", str(path)])
             log.add("mkdir", path=str(path))
         # QEMU runs as libvirt-qemu and must reach guest disks and base images.
-        if path.stat().st_mode & 0o005 != 0o005:
+        if host.file_mode(path).mode & 0o005 != 0o005:
             host.run(["chmod", "go+rx", str(path)])
 
 
 def reserve_pools(
-    host: Host, log: ChangeLog, layout: HostLayout, wanted: list[tuple[int, int, int | None]]
+    host: Host,
+    log: ChangeLog,
+    layout: HostLayout,
+    wanted: list[tuple[int, int, int | None]],
+    pools: list[Pool] | None = None,
 ) -> None:
-    nodes: list[int | None] = list(numa_nodes(read_hugepage_pools(layout.sysfs))) or [None]
+    """Reserve ``wanted`` on every NUMA node; ``pools`` are the host's as read (None: read
+    them under ``layout.sysfs`` here)."""
+    if pools is None:
+        pools = read_hugepage_pools(layout.sysfs)
+    nodes: list[int | None] = list(numa_nodes(pools)) or [None]
     for page_kib, count, node in wanted:
         for target in [node] if node is not None else nodes:
             before = reserve(host, layout.sysfs, page_kib, count, target, layout.proc)
@@ -136,7 +183,7 @@ def mount_hugetlbfs(
         if mounted.get(page_kib):
             continue
         target = layout.hugetlbfs_dir(page_kib)
-        if not target.is_dir():
+        if not host.is_dir(target):
             host.run(["mkdir", "-p", str(target)])
             log.add("mkdir", path=str(target))
         size = option_text(page_kib)
@@ -188,18 +235,16 @@ def _sha(text: str) -> str:
 def fix_dev_kvm(host: Host, log: ChangeLog, layout: HostLayout) -> None:
     """QEMU (user libvirt-qemu, group kvm) must open /dev/kvm, or KVM is unusable."""
     path = layout.dev_kvm
-    if not path.exists():
+    if not host.exists(path):
         return
-    st = path.stat()
-    try:
-        kvm_gid = grp.getgrnam("kvm").gr_gid
-    except KeyError:
+    if not host.run(["getent", "group", "kvm"], check=False).ok:
         return  # no kvm group: libvirt's packages were not installed the usual way
-    if st.st_gid == kvm_gid and st.st_mode & 0o060 == 0o060:
+    st = host.file_mode(path)
+    if st.group == "kvm" and st.mode & 0o060 == 0o060:
         return
     host.run(["chgrp", "kvm", str(path)])
     host.run(["chmod", "660", str(path)])
-    log.add("dev_kvm", path=str(path), mode=st.st_mode & 0o7777, gid=st.st_gid)
+    log.add("dev_kvm", path=str(path), mode=st.mode, gid=st.gid)
 
 
 def _start(
@@ -271,9 +316,13 @@ def _nfs(
     return nfs.export_for(server, host_ip, export_dir)
 
 
-def release_host(ctx: Context, layout: HostLayout = HostLayout()) -> int:
-    """Undo the recorded changes, newest first; returns how many were undone."""
-    log = ChangeLog.load(Path(ctx.config.state_dir))
+def release_host(ctx: Context, layout: HostLayout = HostLayout(), site: Site | None = None) -> int:
+    """Undo the recorded changes, newest first; returns how many were undone. With a
+    remote ``site``: the changes recorded here for that host, undone there."""
+    remote = site.name if site is not None and site.remote else None
+    if site is not None:
+        ctx = site.ctx
+    log = ChangeLog.load(site.state_dir if site is not None else Path(ctx.config.state_dir))
     # Networks first: removing one needs libvirtd, which a later undo may stop.
     log.changes.sort(key=lambda change: change.kind == "network")
     undone = 0
@@ -283,8 +332,8 @@ def release_host(ctx: Context, layout: HostLayout = HostLayout()) -> int:
         # Forget it first: the record is gone before its own directory is removed.
         log.save()
         try:
-            _undo(ctx, change, layout, pending=log)
-            ctx.note(f"undone: {change.describe()}")
+            _undo(ctx, change, layout, pending=log, remote=remote)
+            ctx.note(f"undone{f' on host {remote}' if remote else ''}: {change.describe()}")
             undone += 1
         except (LabError, OSError) as err:
             ctx.warn(f"could not undo ({change.describe()}): {err}")
@@ -294,12 +343,16 @@ def release_host(ctx: Context, layout: HostLayout = HostLayout()) -> int:
     if failed:
         raise LabError(
             f"{len(failed)} change(s) could not be undone; they stay recorded in {log.path}",
-            hint="Fix what the warnings say, then run lab host release again",
+            hint="Fix what the warnings say, then run lab host release"
+            + (f" --hosts {remote}" if remote else "")
+            + " again",
         )
     return undone
 
 
-def _undo(ctx: Context, change: Change, layout: HostLayout, pending: ChangeLog) -> None:
+def _undo(
+    ctx: Context, change: Change, layout: HostLayout, pending: ChangeLog, remote: str | None
+) -> None:
     host, d = ctx.host, change.detail
     if change.kind == "hugepages":
         host.write_text(d["path"], f"{d['before']}\n")
@@ -312,7 +365,7 @@ def _undo(ctx: Context, change: Change, layout: HostLayout, pending: ChangeLog) 
     elif change.kind == "qemu_conf":
         # A libvirtd the lab started is stopped by a later undo: no restart needed then.
         ours = pending.find("daemon", name=daemons.LIBVIRTD.name) is not None
-        _restore_qemu_conf(ctx, d, layout, restart=not ours)
+        _restore_qemu_conf(ctx, d, layout, restart=not ours, remote=remote)
     elif change.kind == "dev_kvm":
         host.run(["chown", f":{d['gid']}", d["path"]])
         host.run(["chmod", f"{d['mode']:o}", d["path"]])
@@ -347,7 +400,11 @@ def _undo(ctx: Context, change: Change, layout: HostLayout, pending: ChangeLog) 
 
 
 def _restore_qemu_conf(
-    ctx: Context, d: dict[str, Any], layout: HostLayout, restart: bool = True
+    ctx: Context,
+    d: dict[str, Any],
+    layout: HostLayout,
+    restart: bool = True,
+    remote: str | None = None,
 ) -> None:
     host = ctx.host
     current = host.read_text(d["path"])
@@ -359,11 +416,13 @@ def _restore_qemu_conf(
         return
     host.write_text(d["path"], host.read_text(d["backup"]))
     host.run(["rm", "-f", d["backup"]])
-    if restart and daemons.is_running(daemons.LIBVIRTD, layout.proc):
+    if remote:
+        _restart_remote_libvirtd(ctx, remote, daemons.has_systemd(layout.root, host))
+    elif restart and daemons.is_running(daemons.LIBVIRTD, layout.proc):
         daemons.restart(
             host,
             daemons.LIBVIRTD,
-            systemd=daemons.has_systemd(layout.root),
+            systemd=daemons.has_systemd(layout.root, host),
             clock=ctx.clock,
             proc_root=layout.proc,
         )

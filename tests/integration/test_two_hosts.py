@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import STATE_DIR, Lab, Pair
+from tests.integration.conftest import STATE_DIR, SYSFS_1G, Lab, Pair
 from tests.integration.sshhop import SSHD, SSHHop
 
 pytestmark = pytest.mark.integration
@@ -129,6 +129,37 @@ def test_the_remote_host_is_checked_over_its_ssh_and_libvirt(hop: tuple[Lab, SSH
     pages = [row["detail"] for name, row in rows.items() if name.startswith("huge pages 1 GiB")]
     assert pages and all("2 total, 1 free" in detail for detail in pages), pages
     assert "not used on other hosts" in rows["NFS (ganesha)"]["detail"]
+
+
+def test_the_remote_host_is_prepared_and_released_over_ssh(hop: tuple[Lab, SSHHop]) -> None:
+    """A third 1 GiB page reserved on "loop" over its SSH, recorded here for that host only,
+    and given back by release; everything else prepare does is there already (the session's
+    local prepare made it), so that page is the one change."""
+    lab, _ = hop
+    local_record = STATE_DIR / "host-changes.json"
+    before = local_record.read_bytes() if local_record.exists() else None
+    pool = SYSFS_1G / "nr_hugepages"
+    assert pool.read_text().strip() == "2"
+    done = lab("host", "prepare", "--hosts", "loop", "--hugepages", "1G:3")
+    assert "changed on host loop: 1 GiB huge pages on node 0: 2 -> 3" in done.stderr
+    assert "host loop prepared: 1 change(s) made this time" in done.stderr
+    assert "NFS: not set up on host loop" in done.stderr
+    try:
+        assert pool.read_text().strip() == "3"
+        record = json.loads((STATE_DIR / "hosts/loop/host-changes.json").read_text())
+        assert [c["kind"] for c in record["changes"]] == ["hugepages"]
+        assert (local_record.read_bytes() if local_record.exists() else None) == before
+        checked = json.loads(lab("host", "check", "--hosts", "loop", "--json", *SIZING).stdout)
+        rows = {row["name"]: row["detail"] for row in checked["rows"]}
+        assert "3 total, 2 free" in rows["huge pages 1 GiB node 0"], rows
+        again = lab("host", "prepare", "--hosts", "loop", "--hugepages", "1G:3")
+        assert "host loop prepared: it already was, nothing changed" in again.stderr
+    finally:
+        released = lab("host", "release", "--hosts", "loop")
+    assert "undone on host loop: 1 GiB huge pages on node 0: 2 -> 3" in released.stderr
+    assert pool.read_text().strip() == "2"
+    assert not (STATE_DIR / "hosts/loop/host-changes.json").exists()
+    assert (local_record.read_bytes() if local_record.exists() else None) == before
 
 
 def test_the_remote_pair_is_up_from_pool_volumes_and_verified(loop_pair: LoopPair) -> None:
