@@ -164,7 +164,7 @@ def bring_up(
     else:
         ctx.note(f"{label}accelerator KVM: {twins.accel.reason}")
     _check_requirements(site, twins, allow_overcommit)
-    placed = site.files.place_image(image)
+    placed = site.files.place_image(image, lambda text: phase(f"{site.name} image", text))
     twins = plan_twins(
         ctx, request, boot=placed.boot, topology=twins.topology, accel_facts=accel_facts,
         prefix=site.prefix,

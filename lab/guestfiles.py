@@ -9,6 +9,7 @@ volumes, uploaded and cloned over the libvirt connection.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -31,7 +32,9 @@ class PlacedImage:
 
 
 class GuestFiles(Protocol):
-    def place_image(self, image: BaseImage) -> PlacedImage: ...
+    def place_image(
+        self, image: BaseImage, progress: Callable[[str], None] = ...
+    ) -> PlacedImage: ...
 
     def make(self, guest: Guest, base: PlacedImage, seed: SeedData) -> None: ...
 
@@ -45,8 +48,10 @@ class LocalFiles:
         self.host = host
         self.guests_dir = state_dir / "guests"
 
-    def place_image(self, image: BaseImage) -> PlacedImage:
-        return PlacedImage(image.boot, str(image.disk))
+    def place_image(
+        self, image: BaseImage, progress: Callable[[str], None] = lambda _text: None
+    ) -> PlacedImage:
+        return PlacedImage(image.boot, str(image.disk))  # already here: nothing to send
 
     def make(self, guest: Guest, base: PlacedImage, seed: SeedData) -> None:
         directory = guest.directory

@@ -62,6 +62,26 @@ def volume_xml(
     return str(etree.tostring(volume, encoding="unicode"))
 
 
+class UploadProgress:
+    """Bytes sent, told as "uploading image 40 % of 812 MiB" each time another tenth is done
+    (so a log gets ten lines, not one per chunk)."""
+
+    def __init__(self, total: int, report: Callable[[str], None], steps: int = 10) -> None:
+        self.total = max(total, 1)
+        self.report = report
+        self.steps = steps
+        self.done = 0
+        self.told = 0  # the start is told by the note that names the image
+
+    def sent(self, nbytes: int) -> None:
+        self.done += nbytes
+        step = min(self.done * self.steps // self.total, self.steps)
+        if step > self.told:
+            self.told = step
+            percent = 100 * step // self.steps
+            self.report(f"uploading image {percent} % of {self.total / 2**20:.0f} MiB")
+
+
 class PoolFiles:
     def __init__(self, ctx: Context, note: Callable[[str], None] | None = None) -> None:
         self.ctx = ctx
@@ -95,21 +115,33 @@ class PoolFiles:
         pool.refresh(0)
         return pool
 
-    def _upload(self, pool: Any, name: str, local: Path, fmt: str, mode: str = "0644") -> Any:
+    def _upload(
+        self,
+        pool: Any,
+        name: str,
+        local: Path,
+        fmt: str,
+        mode: str = "0644",
+        sent: Callable[[int], None] = lambda _n: None,
+    ) -> Any:
         size = local.stat().st_size
         volume = pool.createXML(volume_xml(name, size, fmt, mode=mode), 0)
         stream = self.ctx.libvirt.newStream(0)
         volume.upload(stream, 0, size, 0)
 
         def source(_stream: Any, nbytes: int, handle: BinaryIO) -> bytes:
-            return handle.read(min(nbytes, CHUNK))
+            data = handle.read(min(nbytes, CHUNK))
+            sent(len(data))
+            return data
 
         with open(local, "rb") as handle:
             stream.sendAll(source, handle)
         stream.finish()
         return volume
 
-    def place_image(self, image: BaseImage) -> PlacedImage:
+    def place_image(
+        self, image: BaseImage, progress: Callable[[str], None] = lambda _text: None
+    ) -> PlacedImage:
         import libvirt
 
         pool = self._pool(IMAGE_POOL, str(self.state_dir / "images"))
@@ -122,11 +154,12 @@ class PoolFiles:
         if f"{folder}.complete" not in names:
             total = sum(path.stat().st_size for path, _ in files.values())
             self.note(f"{self.host_label}: uploading image {folder} ({total / 2**20:.0f} MiB)")
+            counter = UploadProgress(total, progress)
             for name, (path, fmt) in files.items():
                 if name in names:  # an upload cut short
                     pool.storageVolLookupByName(name).delete(0)
                 try:
-                    self._upload(pool, name, path, fmt)
+                    self._upload(pool, name, path, fmt, sent=counter.sent)
                 except libvirt.libvirtError as err:
                     raise PoolError(
                         f"uploading {path} to {self.host_label} failed: {err.get_error_message()}",

@@ -195,3 +195,18 @@ def test_pool_and_volume_xml_are_what_libvirt_reads_back() -> None:
     assert xml.findtext("backingStore/path") == vol.path()
     assert xml.find("target/format").get("type") == "qcow2"
     assert int(xml.findtext("capacity")) == 2**30
+
+
+def test_an_upload_is_told_once_per_tenth_however_it_is_chunked() -> None:
+    from lab.storagepool import UploadProgress
+
+    told: list[str] = []
+    counter = UploadProgress(1000 * 2**20, told.append)
+    for _ in range(1000):
+        counter.sent(2**20)
+    assert told == [f"uploading image {p} % of 1000 MiB" for p in range(10, 101, 10)]
+    told.clear()
+    counter = UploadProgress(1000, told.append)
+    for size in (100, 150, 300, 449, 1):  # 10 %, 25 %, 55 %, 99.9 %, 100 %
+        counter.sent(size)
+    assert [int(line.split()[2]) for line in told] == [10, 20, 50, 90, 100]
