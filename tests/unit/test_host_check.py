@@ -165,3 +165,26 @@ def test_the_accelerator_row_on_this_kind_of_machine(tmp_path: Path) -> None:
         rows_from_facts(replace(ready_facts(), accel=AccelChoice("kvm", "usable"))), "accelerator"
     )
     assert (kvm.state, kvm.detail) == (OK, "KVM: usable")
+
+
+def test_another_host_s_fixes_are_commands_for_that_host() -> None:
+    facts = replace(
+        ready_facts(),
+        remote="rack2",
+        uri="qemu+ssh://root@rack2/system",
+        pools=[Pool(None, GIB, 2, 0, 0), Pool(0, GIB, 2, 0, 0)],
+        hugetlbfs={},
+        network_forwards=True,
+        libvirt_error="cannot connect to libvirt at qemu+ssh://root@rack2/system",
+    )
+    rows = rows_from_facts(facts)
+    assert row(rows, "huge pages 1 GiB node 0").fix == (
+        "lab host prepare --hugepages 1G:3 --hosts rack2"
+    )
+    assert row(rows, "hugetlbfs 1 GiB").fix == "lab host prepare --hosts rack2"
+    assert row(rows, "network lab").fix == (
+        "virsh -c qemu+ssh://root@rack2/system net-destroy lab;"
+        " virsh -c qemu+ssh://root@rack2/system net-undefine lab; lab host prepare --hosts rack2"
+    )
+    assert row(rows, "libvirtd").fix == "on host rack2: systemctl start libvirtd"
+    assert row(rows, "NFS (ganesha)").state == WARN  # not used there, not a fix to make
