@@ -7,6 +7,7 @@ Every step is idempotent (it looks before it changes) and records what it change
 from __future__ import annotations
 
 import hashlib
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -82,7 +83,11 @@ def prepare_host(
     pools = site.hugepage_pools() if remote and site is not None else None
     reserve_pools(host, log, layout, request.hugepages, pools)
     mount_hugetlbfs(host, log, layout, request.hugepages)
-    conf_changed = configure_qemu_conf(host, log, layout, state_dir)
+    # A host prepared from another machine keeps that machine's backup apart, so a record
+    # here and one there (the host prepared as 'local' too) never overwrite each other's.
+    backup = state_dir / (f"qemu.conf.before-lab-from-{socket.gethostname()}" if remote else
+                          "qemu.conf.before-lab")  # fmt: skip
+    conf_changed = configure_qemu_conf(host, log, layout, backup)
     fix_dev_kvm(host, log, layout)
     if remote:
         if conf_changed:
@@ -123,17 +128,18 @@ def prepare_host(
     return log.added
 
 
-def _restart_remote_libvirtd(ctx: Context, name: str, systemd: bool) -> None:
+def _restart_remote_libvirtd(
+    ctx: Context, name: str, systemd: bool, why: str = "it reads the new hugetlbfs_mount"
+) -> None:
     """Another host's libvirtd rereads qemu.conf only when restarted: through systemd there;
     without it the lab cannot tell how it was started, so it says what to run."""
     if not systemd:
         ctx.warn(
-            f"host {name} has no systemd: restart its libvirtd by hand so it reads the new"
-            " hugetlbfs_mount (guests keep running), e.g. `kill $(cat /run/libvirtd.pid);"
-            " libvirtd -d` there"
+            f"host {name} has no systemd: restart its libvirtd by hand so {why} (guests keep"
+            " running), e.g. `kill $(cat /run/libvirtd.pid); libvirtd -d` there"
         )
         return
-    ctx.note(f"restarting libvirtd on host {name} so it reads the new hugetlbfs_mount")
+    ctx.note(f"restarting libvirtd on host {name} so {why}")
     ctx.host.run(["systemctl", "restart", daemons.LIBVIRTD.unit])
     # The connection made before the restart is gone: the next use opens a new one.
     ctx.__dict__.pop("libvirt", None)
@@ -202,8 +208,9 @@ def qemu_conf_with_mounts(text: str, mounts: list[str]) -> str:
     return "\n".join([*lines, "", QEMU_CONF_MARK, f"hugetlbfs_mount = [{listed}]", ""])
 
 
-def configure_qemu_conf(host: Host, log: ChangeLog, layout: HostLayout, state_dir: Path) -> bool:
-    """List every hugetlbfs mount in libvirt's qemu.conf; True when the file changed."""
+def configure_qemu_conf(host: Host, log: ChangeLog, layout: HostLayout, backup: Path) -> bool:
+    """List every hugetlbfs mount in libvirt's qemu.conf, keeping the original as ``backup``;
+    True when the file changed."""
     mounted = hugetlbfs_mounts(parse_mounts(host.read_text(layout.proc / "mounts")))
     wanted = sorted({path for paths in mounted.values() for path in paths})
     if not wanted:
@@ -214,7 +221,6 @@ def configure_qemu_conf(host: Host, log: ChangeLog, layout: HostLayout, state_di
         return False
     new = qemu_conf_with_mounts(text, sorted(set(current) | set(wanted)))
     earlier = log.find("qemu_conf", path=str(layout.qemu_conf))
-    backup = state_dir / "qemu.conf.before-lab"
     if earlier is None:  # cp -p: the copy keeps qemu.conf's mode (0600) and owner
         host.run(["cp", "-p", str(layout.qemu_conf), str(backup)])
     host.write_text(layout.qemu_conf, new)
@@ -417,7 +423,8 @@ def _restore_qemu_conf(
     host.write_text(d["path"], host.read_text(d["backup"]))
     host.run(["rm", "-f", d["backup"]])
     if remote:
-        _restart_remote_libvirtd(ctx, remote, daemons.has_systemd(layout.root, host))
+        systemd = daemons.has_systemd(layout.root, host)
+        _restart_remote_libvirtd(ctx, remote, systemd, why="it reads the restored qemu.conf")
     elif restart and daemons.is_running(daemons.LIBVIRTD, layout.proc):
         daemons.restart(
             host,

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import STATE_DIR, SYSFS_1G, Lab, Pair
+from tests.integration.conftest import STATE_DIR, Lab, Pair
 from tests.integration.sshhop import SSHD, SSHHop
 
 pytestmark = pytest.mark.integration
@@ -29,6 +29,7 @@ pytestmark = pytest.mark.integration
 SIZING = ("--vcpus", "1", "--memory", "1G", "--reserve-host-cpus", "0")
 SYSBENCH_3S = ("-p", "time=3", "-p", "total_size=1000G", "-p", "block_size=1M")
 METRIC = "throughput_mib_s"
+QEMU_CONF = Path("/etc/libvirt/qemu.conf")
 
 
 def free_port() -> int:
@@ -132,32 +133,46 @@ def test_the_remote_host_is_checked_over_its_ssh_and_libvirt(hop: tuple[Lab, SSH
 
 
 def test_the_remote_host_is_prepared_and_released_over_ssh(hop: tuple[Lab, SSHHop]) -> None:
-    """A third 1 GiB page reserved on "loop" over its SSH, recorded here for that host only,
-    and given back by release; everything else prepare does is there already (the session's
-    local prepare made it), so that page is the one change."""
+    """2 MiB pages asked of "loop" over its SSH: the pool, a hugetlbfs mount and libvirt's
+    qemu.conf are changed there, recorded here for that host only, and put back by release.
+    (The 1 GiB pages, the network and the rest are there already: the session's own prepare
+    made them on this same machine, and its record stays as it was.)"""
     lab, _ = hop
     local_record = STATE_DIR / "host-changes.json"
     before = local_record.read_bytes() if local_record.exists() else None
-    pool = SYSFS_1G / "nr_hugepages"
-    assert pool.read_text().strip() == "2"
-    done = lab("host", "prepare", "--hosts", "loop", "--hugepages", "1G:3")
-    assert "changed on host loop: 1 GiB huge pages on node 0: 2 -> 3" in done.stderr
-    assert "host loop prepared: 1 change(s) made this time" in done.stderr
-    assert "NFS: not set up on host loop" in done.stderr
+    conf_before = QEMU_CONF.read_text()
+    pool = Path("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages")
+    assert pool.read_text().strip() == "0"
     try:
-        assert pool.read_text().strip() == "3"
+        done = lab("host", "prepare", "--hosts", "loop", "--hugepages", "1G:2,2M:4")
+        assert [line.split(": ", 1)[1] for line in done.stderr.splitlines()
+                if line.startswith("lab: changed on host loop")] == [
+            "2 MiB huge pages on node 0: 0 -> 4",
+            "created /dev/hugepages2M",
+            "mounted hugetlbfs (pagesize=2M) on /dev/hugepages2M",
+            f"set hugetlbfs_mount in {QEMU_CONF}",
+        ]  # fmt: skip
+        assert "host loop has no systemd: restart its libvirtd by hand" in done.stderr
+        assert "NFS: not set up on host loop" in done.stderr
+        assert pool.read_text().strip() == "4"
+        assert "/dev/hugepages2M hugetlbfs" in Path("/proc/mounts").read_text()
+        assert '"/dev/hugepages2M"' in QEMU_CONF.read_text()
         record = json.loads((STATE_DIR / "hosts/loop/host-changes.json").read_text())
-        assert [c["kind"] for c in record["changes"]] == ["hugepages"]
+        assert [c["kind"] for c in record["changes"]] == ["hugepages", "mkdir", "mount",
+                                                          "qemu_conf"]  # fmt: skip
         assert (local_record.read_bytes() if local_record.exists() else None) == before
         checked = json.loads(lab("host", "check", "--hosts", "loop", "--json", *SIZING).stdout)
         rows = {row["name"]: row["detail"] for row in checked["rows"]}
-        assert "3 total, 2 free" in rows["huge pages 1 GiB node 0"], rows
-        again = lab("host", "prepare", "--hosts", "loop", "--hugepages", "1G:3")
+        assert "4 total, 4 free" in rows["huge pages 2 MiB node 0"], rows
+        assert "in libvirt's hugetlbfs_mount" in rows["hugetlbfs 2 MiB"], rows
+        again = lab("host", "prepare", "--hosts", "loop", "--hugepages", "1G:2,2M:4")
         assert "host loop prepared: it already was, nothing changed" in again.stderr
     finally:
         released = lab("host", "release", "--hosts", "loop")
-    assert "undone on host loop: 1 GiB huge pages on node 0: 2 -> 3" in released.stderr
-    assert pool.read_text().strip() == "2"
+    assert "host loop released: 4 change(s) undone" in released.stderr
+    assert pool.read_text().strip() == "0"
+    assert "/dev/hugepages2M" not in Path("/proc/mounts").read_text()
+    assert QEMU_CONF.read_text() == conf_before
     assert not (STATE_DIR / "hosts/loop/host-changes.json").exists()
     assert (local_record.read_bytes() if local_record.exists() else None) == before
 

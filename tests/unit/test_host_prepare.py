@@ -140,12 +140,13 @@ def test_qemu_conf_edit_disables_an_earlier_active_line() -> None:
 def test_configure_qemu_conf_lists_the_mounts_and_backs_up(layout: HostLayout, state: Path) -> None:
     mount_1g(layout)
     host, log = TreeHost(), ChangeLog.load(state)
-    assert configure_qemu_conf(host, log, layout, state)
+    assert configure_qemu_conf(host, log, layout, state / "qemu.conf.before-lab")
     mounts = parse_qemu_conf_hugetlbfs(layout.qemu_conf.read_text())
     assert mounts == [f"{layout.dev}/hugepages1G"]
     backup = Path(log.added[0].detail["backup"])
     assert backup.read_text() == (HOST / "libvirt-9.0-qemu.conf-debian-default").read_text()
-    assert not configure_qemu_conf(TreeHost(), ChangeLog.load(state), layout, state)
+    again = ChangeLog.load(state)
+    assert not configure_qemu_conf(TreeHost(), again, layout, state / "qemu.conf.before-lab")
 
 
 def test_release_undoes_exactly_the_recorded_changes(layout: HostLayout, state: Path) -> None:
@@ -154,7 +155,7 @@ def test_release_undoes_exactly_the_recorded_changes(layout: HostLayout, state: 
     reserve_pools(host, log, layout, [(GIB, 2, None)])
     mount_hugetlbfs(host, log, layout, [(GIB, 2, None)])
     mount_1g(layout)
-    configure_qemu_conf(host, log, layout, state)
+    configure_qemu_conf(host, log, layout, state / "qemu.conf.before-lab")
     assert (state / CHANGES_FILE).exists()
     assert len(ChangeLog.load(state).changes) == 4
 
@@ -178,7 +179,7 @@ def test_release_leaves_a_qemu_conf_someone_else_changed(
 ) -> None:
     mount_1g(layout)
     log = ChangeLog.load(state)
-    configure_qemu_conf(TreeHost(), log, layout, state)
+    configure_qemu_conf(TreeHost(), log, layout, state / "qemu.conf.before-lab")
     edited = layout.qemu_conf.read_text() + "max_files = 1000\n"
     layout.qemu_conf.write_text(edited)
     release_host(context(state, TreeHost()), layout)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import socket
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -159,7 +160,8 @@ def test_a_remote_host_is_prepared_over_its_ssh_and_recorded_here(
     assert machine.files[pools] == "2\n"
     assert "none /dev/hugepages1G hugetlbfs" in machine.files["/proc/mounts"]
     assert parse_qemu_conf_hugetlbfs(machine.files[QEMU_CONF]) == ["/dev/hugepages1G"]
-    assert machine.files["/var/lib/lab/qemu.conf.before-lab"].startswith("#")  # the original
+    backup = f"/var/lib/lab/qemu.conf.before-lab-from-{socket.gethostname()}"
+    assert machine.files[backup].startswith("#")  # the original, apart from a local prepare's
     commands = [" ".join(words) for words in machine.commands]
     assert "chgrp kvm /dev/kvm" in commands and "chmod 660 /dev/kvm" in commands
     assert "systemctl restart libvirtd" in commands
@@ -183,7 +185,7 @@ def test_a_remote_host_is_prepared_over_its_ssh_and_recorded_here(
     assert machine.files[pools] == "1\n"
     assert "hugetlbfs" not in machine.files["/proc/mounts"]
     assert parse_qemu_conf_hugetlbfs(machine.files[QEMU_CONF]) == []
-    assert "/var/lib/lab/qemu.conf.before-lab" not in machine.files
+    assert backup not in machine.files
     assert ["systemctl", "restart", "libvirtd"] in machine.commands
     assert machine.modes["/dev/kvm"] == FileMode(0o600, 0, "root")
     with pytest.raises(libvirt.libvirtError):
