@@ -145,8 +145,9 @@ def test_the_remote_host_is_prepared_and_released_over_ssh(hop: tuple[Lab, SSHHo
     assert pool.read_text().strip() == "0"
     try:
         done = lab("host", "prepare", "--hosts", "loop", "--hugepages", "1G:2,2M:4")
-        assert [line.split(": ", 1)[1] for line in done.stderr.splitlines()
-                if line.startswith("lab: changed on host loop")] == [
+        mark = "lab: changed on host loop: "
+        assert [line.removeprefix(mark) for line in done.stderr.splitlines()
+                if line.startswith(mark)] == [
             "2 MiB huge pages on node 0: 0 -> 4",
             "created /dev/hugepages2M",
             "mounted hugetlbfs (pagesize=2M) on /dev/hugepages2M",
