@@ -15,7 +15,13 @@ import pytest
 from lab.host import daemons, nfs
 from lab.hostexec import Host
 from tests.integration.conftest import STATE_DIR, Pair
-from tests.integration.test_run import LONG_SYSBENCH, SHORT_SYSBENCH, attempts, samples
+from tests.integration.test_run import (
+    LONG_SYSBENCH,
+    SHORT_SYSBENCH,
+    TIMED_SYSBENCH,
+    attempts,
+    samples,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +52,7 @@ def domstate(name: str) -> str:
 
 def test_a_libvirtd_restart_during_a_run_does_not_stop_it(pair: Pair, tmp_path: Path) -> None:
     db = tmp_path / "lab.db"
-    proc = start_run(pair, db, "sysbench-memory", "--n", "6", *SHORT_SYSBENCH)
+    proc = start_run(pair, db, "sysbench-memory", "--n", "6", *TIMED_SYSBENCH)
     wait_for_samples(db, "sysbench-memory", "throughput_mib_s", 2)
     systemd = daemons.has_systemd()
     daemons.restart(Host(), daemons.LIBVIRTD, systemd=systemd)

@@ -18,6 +18,10 @@ pytestmark = pytest.mark.integration
 SHORT_SYSBENCH = ["-p", "time=2", "-p", "total_size=256M", "-p", "block_size=1M"]
 # Iterations long enough (8 s, never cut short by the size) for a fault to land inside one.
 LONG_SYSBENCH = ["-p", "time=8", "-p", "total_size=1000G", "-p", "block_size=1M"]
+# 2 s each by the clock, however fast the machine: a run of them lasts long enough to be
+# interrupted part way (SHORT_SYSBENCH ends at its size, in a fraction of a second on a
+# fast host, so a 20-iteration run could finish between two looks of the test).
+TIMED_SYSBENCH = ["-p", "time=2", "-p", "total_size=1000G", "-p", "block_size=1M"]
 
 
 def samples(db: Path, workload: str, metric: str) -> dict[str, list[tuple[int, float]]]:
@@ -87,14 +91,14 @@ def test_killed_controller_resumes_to_exactly_n(pair: Pair, tmp_path: Path) -> N
         "20",
         "--db",
         str(db),
-        *SHORT_SYSBENCH,
+        *TIMED_SYSBENCH,
     ]
     proc = subprocess.Popen(
         args, env=pair.lab.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
-        time.sleep(2)
+        time.sleep(0.5)
         if (
             db.exists()
             and sum(len(v) for v in samples(db, "sysbench-memory", "throughput_mib_s").values())
@@ -105,7 +109,7 @@ def test_killed_controller_resumes_to_exactly_n(pair: Pair, tmp_path: Path) -> N
     proc.wait()
     before = samples(db, "sysbench-memory", "throughput_mib_s")
     assert sum(len(v) for v in before.values()) < 40, "the run ended before it could be killed"
-    pair.lab("run", "sysbench-memory", "--n", "20", "--db", str(db), *SHORT_SYSBENCH)
+    pair.lab("run", "sysbench-memory", "--n", "20", "--db", str(db), *TIMED_SYSBENCH)
     after = samples(db, "sysbench-memory", "throughput_mib_s")
     for name in ("lab-thp", "lab-shp1g"):
         assert [i for i, _ in after[name]] == list(range(1, 21))
