@@ -80,33 +80,18 @@ def prepare_host(
     log = ChangeLog.load(site.state_dir if site is not None else state_dir)
     systemd = daemons.has_systemd(layout.root, host)
     make_directories(host, log, [state_dir] if remote else [state_dir, Path(ctx.config.image_dir)])
-    pools = site.hugepage_pools() if remote and site is not None else None
+    pools = site.hugepage_pools() if site is not None and site.remote else None
     reserve_pools(host, log, layout, request.hugepages, pools)
     mount_hugetlbfs(host, log, layout, request.hugepages)
-    # A host prepared from another machine keeps that machine's backup apart, so a record
-    # here and one there (the host prepared as 'local' too) never overwrite each other's.
-    backup = state_dir / (f"qemu.conf.before-lab-from-{socket.gethostname()}" if remote else
-                          "qemu.conf.before-lab")  # fmt: skip
-    conf_changed = configure_qemu_conf(host, log, layout, backup)
+    backup = "qemu.conf.before-lab"
+    if remote:  # apart from the backup of a prepare made on that host itself, as 'local'
+        backup += f"-from-{socket.gethostname()}"
+    conf_changed = configure_qemu_conf(host, log, layout, state_dir / backup)
     fix_dev_kvm(host, log, layout)
-    if remote:
-        if conf_changed:
-            _restart_remote_libvirtd(ctx, remote, systemd)
-    else:
-        for daemon in daemons.BASE_DAEMONS:
-            _start(ctx, log, daemon, systemd, layout)
-        started_now = {c.detail["name"] for c in log.added if c.kind == "daemon"}
-        if conf_changed and daemons.LIBVIRTD.name not in started_now:
-            ctx.note(
-                "restarting libvirtd so it reads the new hugetlbfs_mount (guests keep running)"
-            )
-            pid = daemons.restart(
-                host, daemons.LIBVIRTD, systemd=systemd, clock=ctx.clock, proc_root=layout.proc
-            )
-            ours = log.find("daemon", name=daemons.LIBVIRTD.name)
-            if ours is not None and pid:  # started by an earlier prepare: follow its new pid
-                ours.detail["pid"] = pid
-                log.save()
+    if remote is None:
+        start_daemons(ctx, log, layout, systemd, restart_libvirtd=conf_changed)
+    elif conf_changed:
+        _restart_remote_libvirtd(ctx, remote, systemd)
     steps: list[str] = []
     info = ensure_network(ctx.libvirt, ctx.config.network, request.subnet, steps)
     if steps:
@@ -126,6 +111,26 @@ def prepare_host(
     for change in log.added:
         ctx.note(f"changed{where}: {change.describe()}")
     return log.added
+
+
+def start_daemons(
+    ctx: Context, log: ChangeLog, layout: HostLayout, systemd: bool, restart_libvirtd: bool
+) -> None:
+    """virtlogd and libvirtd on this machine, started when they do not run; libvirtd
+    restarted when ``restart_libvirtd`` (qemu.conf changed) and it was running already."""
+    for daemon in daemons.BASE_DAEMONS:
+        _start(ctx, log, daemon, systemd, layout)
+    started_now = {c.detail["name"] for c in log.added if c.kind == "daemon"}
+    if not restart_libvirtd or daemons.LIBVIRTD.name in started_now:
+        return
+    ctx.note("restarting libvirtd so it reads the new hugetlbfs_mount (guests keep running)")
+    pid = daemons.restart(
+        ctx.host, daemons.LIBVIRTD, systemd=systemd, clock=ctx.clock, proc_root=layout.proc
+    )
+    ours = log.find("daemon", name=daemons.LIBVIRTD.name)
+    if ours is not None and pid:  # started by an earlier prepare: follow its new pid
+        ours.detail["pid"] = pid
+        log.save()
 
 
 def _restart_remote_libvirtd(
