@@ -26,6 +26,13 @@ from lab.hostexec import Result
 # lab's to report (once, in one line): paramiko's records go nowhere.
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
+# A connection is tried every KEEPALIVE_S seconds of quiet. Through a ProxyCommand whose
+# ssh died (its host dropped off) paramiko sees no end of file, only silence, so without
+# this a request already sent would wait for ever; the keepalive's write fails instead.
+KEEPALIVE_S = 5
+# An SFTP request unanswered this long (a network that stalls without failing) gives up.
+SFTP_TIMEOUT_S = 120
+
 
 @dataclass(frozen=True)
 class GuestAddress:
@@ -69,6 +76,8 @@ class GuestShell:
             key = paramiko.PKey.from_type_string(keytype, base64.b64decode(blob))
             conn.client.get_host_keys().add(self.address.ip, keytype, key)
             conn.client.set_missing_host_key_policy(paramiko.RejectPolicy())
+            conn.open()
+            conn.transport.set_keepalive(KEEPALIVE_S)
             self._conn = conn
         return self._conn
 
@@ -88,6 +97,8 @@ class GuestShell:
             res = self._connection().run(
                 command, hide=True, warn=True, timeout=timeout, in_stream=False
             )
+            if res.exited == -1 and not self._connected():  # no exit status: the line died
+                raise ConnectionError(f"the connection was lost during `{command}`")
         result = Result(tuple(argv), res.exited, res.stdout, res.stderr)
         if check and not result.ok:
             raise GuestCommandError(
@@ -115,6 +126,7 @@ class GuestShell:
         a reader each time cost the guest more than the runner's own work."""
         with self._failing(f"reading {remote}", sftp=True):
             sftp = self._connection().sftp()
+            sftp.get_channel().settimeout(SFTP_TIMEOUT_S)
             try:
                 with sftp.open(remote, "rb") as stream:
                     stream.seek(offset)
@@ -130,7 +142,7 @@ class GuestShell:
         sshd start, and re-execute, a child for a connection that is then dropped.
         """
         with self._failing(f"SSH to {self.address.ip}"):
-            self._connection().open()
+            self._connection()
 
     @contextmanager
     def _failing(self, what: str, hint: str | None = None, sftp: bool = False) -> Iterator[None]:

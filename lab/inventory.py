@@ -30,8 +30,10 @@ class SSHTarget:
 
     def argv(self, *options: str) -> list[str]:
         """``ssh`` with the target's options, never asking a question (no password prompt,
-        no unknown host key accepted): what the host's SSH does not allow fails at once."""
+        no unknown host key accepted): what the host's SSH does not allow fails at once,
+        and a host that stops answering is given up after 3 keepalives 5 s apart."""
         argv = [self.command, "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]
+        argv += ["-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]
         argv += ["-p", str(self.port)] if self.port else []
         argv += ["-i", self.keyfile] if self.keyfile else []
         return [*argv, *options, self.login]

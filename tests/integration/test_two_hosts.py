@@ -248,6 +248,37 @@ def test_both_pairs_run_at_once_into_one_store_tagged_by_host(
     assert low < result["combined"]["difference"] < high
 
 
+def test_a_request_in_flight_when_its_host_drops_off_fails_in_seconds(loop_pair: LoopPair) -> None:
+    """A command running in a remote guest when the host's SSH dies: the connection through
+    the dead hop is noticed (keepalive) and the command fails, instead of waiting for ever
+    for an answer that cannot come."""
+    lab, hop = loop_pair.lab, loop_pair.hop
+    marker = f"/tmp/inflight-{time.monotonic_ns()}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lab", "ssh", "lab-loop-thp", "sh", "-c", f"touch {marker};"
+         " sleep 120"],
+        env=lab.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        wait_until(
+            "the command to run in the guest",
+            lambda: lab("ssh", "lab-loop-thp", "test", "-e", marker, check=False).returncode == 0,
+            120, proc,
+        )  # fmt: skip
+        hop.cut()
+        cut = time.monotonic()
+        _, err = proc.communicate(timeout=90)
+        took = time.monotonic() - cut
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if hop.proc is None:
+            hop.start()
+    assert proc.returncode != 0
+    assert "lab-loop-thp" in err and "failed" in err, err
+    assert took < 45, f"{took:.0f} s to notice the lost host"
+
+
 def test_a_host_that_drops_off_does_not_stop_the_other_and_resumes(
     loop_pair: LoopPair, tmp_path: Path
 ) -> None:

@@ -28,15 +28,34 @@ class Connection:
     def __init__(self, active: bool, error: BaseException | None = None, data: bytes = b""):
         self.transport = Transport(active)
         self.error, self.data, self.closed = error, data, False
+        self.sftp_timeout: float | None = None
 
     def put(self, local: str, remote: str) -> None:
         assert self.error is not None
         raise self.error
 
+    def run(self, command: str, **kwargs: Any) -> Any:
+        """A command whose channel closed with no exit status (paramiko's -1): the line
+        died if the transport did, or the command was killed by a signal if it did not."""
+
+        class Ran:
+            exited, stdout, stderr = -1, "", ""
+
+        return Ran()
+
     def sftp(self) -> Any:
         connection = self
 
+        class Channel:
+            def settimeout(self, seconds: float) -> None:
+                connection.sftp_timeout = seconds
+
         class Sftp:
+            channel = Channel()
+
+            def get_channel(self) -> Channel:
+                return self.channel
+
             def open(self, path: str, mode: str) -> io.BytesIO:
                 if connection.error is not None:
                     raise connection.error
@@ -112,3 +131,27 @@ def test_paramikos_own_error_records_do_not_reach_stderr() -> None:
     loud = subprocess.run([sys.executable, "-c", emit], capture_output=True, text=True)
     assert "banner" in loud.stderr  # what Python does with no handler
     assert quiet.stderr == ""
+
+
+def test_a_command_cut_off_by_a_lost_connection_is_a_guest_error() -> None:
+    """The guest's host dropped off while the command ran: no exit status, transport gone.
+    That is a lost guest (retried), not a command the guest failed."""
+    dead = Connection(active=False)
+    with pytest.raises(GuestError, match="connection was lost during `sleep 60`") as caught:
+        shell_with(dead).run(["sleep", "60"], check=False)
+    assert not isinstance(caught.value, GuestCommandError) and dead.closed
+
+
+def test_a_command_killed_by_a_signal_on_a_live_connection_is_the_guest_s_answer() -> None:
+    result = shell_with(Connection(active=True)).run(["sleep", "60"], check=False)
+    assert result.returncode == -1
+    with pytest.raises(GuestCommandError, match="exited -1"):
+        shell_with(Connection(active=True)).run(["sleep", "60"])
+
+
+def test_journal_reads_give_up_on_a_stalled_connection() -> None:
+    from lab.guestssh import SFTP_TIMEOUT_S
+
+    connection = Connection(True, data=b"x")
+    shell_with(connection).read_bytes("/j", 0, 1)
+    assert connection.sftp_timeout == SFTP_TIMEOUT_S
