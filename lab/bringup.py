@@ -82,10 +82,10 @@ def _check_requirements(site: Site, twins: Twins, allow_overcommit: bool = False
     needs: dict[str, list[HugePageNeed]] = {}
     for guest in twins.guests:  # named by variant: "shp1g needs 1 free 1 GiB page ..."
         needs.setdefault(guest.variant.name, []).extend(guest.needs)
-    remote = site.name if site.remote else None
+    remote = site.remote_name
     problems = check_needs(needs, site.hugepage_pools(), host=remote)
     if problems:
-        where = f" (on host {site.name})" if site.remote else ""
+        where = f" (on host {remote})" if remote else ""
         raise RequirementError("; ".join(problems) + where)
     prepare = f"Run: lab host prepare --hosts {remote}" if remote else "Run: lab host prepare"
     import libvirt

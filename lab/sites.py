@@ -48,6 +48,12 @@ class Site:
         return self.entry.remote
 
     @property
+    def remote_name(self) -> str | None:
+        """The host's name when it is another host (for messages and ``--hosts`` hints);
+        None for this machine."""
+        return self.name if self.remote else None
+
+    @property
     def prefix(self) -> str:
         return guest_prefix(self.name)
 

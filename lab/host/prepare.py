@@ -72,7 +72,7 @@ def prepare_host(
     runs (the lab reached it), so no daemon is started there, and NFS is not set up: the
     workloads that need a server on the host run on this machine only.
     """
-    remote = site.name if site is not None and site.remote else None
+    remote = site.remote_name if site is not None else None
     if site is not None:
         ctx = site.ctx
     host = ctx.host
@@ -80,7 +80,7 @@ def prepare_host(
     log = ChangeLog.load(site.state_dir if site is not None else state_dir)
     systemd = daemons.has_systemd(layout.root, host)
     make_directories(host, log, [state_dir] if remote else [state_dir, Path(ctx.config.image_dir)])
-    pools = site.hugepage_pools() if site is not None and site.remote else None
+    pools = site.hugepage_pools() if site is not None and remote else None
     reserve_pools(host, log, layout, request.hugepages, pools)
     mount_hugetlbfs(host, log, layout, request.hugepages)
     backup = "qemu.conf.before-lab"
@@ -330,7 +330,7 @@ def _nfs(
 def release_host(ctx: Context, layout: HostLayout = HostLayout(), site: Site | None = None) -> int:
     """Undo the recorded changes, newest first; returns how many were undone. With a
     remote ``site``: the changes recorded here for that host, undone there."""
-    remote = site.name if site is not None and site.remote else None
+    remote = site.remote_name if site is not None else None
     if site is not None:
         ctx = site.ctx
     log = ChangeLog.load(site.state_dir if site is not None else Path(ctx.config.state_dir))
