@@ -116,3 +116,26 @@ def guest_prefix(host: str) -> str:
     """Guests on 'local' are lab-VARIANT, elsewhere lab-HOST-VARIANT: names stay unique in
     the store and in `lab ssh` whatever the hosts are."""
     return "lab-" if host == LOCAL else f"lab-{host}-"
+
+
+def spread_pairs(names: list[str], up: set[str], pairs: int) -> list[str]:
+    """``lab up --pairs N``: the hosts for N pairs, one pair per host, taken in the order of
+    ``names`` among those with no lab ``up`` yet.
+
+    One host holds one pair: twins share a host's memory bandwidth and caches with nothing
+    but each other, and a second pair there would be load in both twins' timings.
+    """
+    if pairs < 1:
+        raise UsageError(f"--pairs must be 1 or more, not {pairs}", hint="e.g. --pairs 2")
+    free = [name for name in names if name not in up]
+    if len(free) < pairs:
+        busy = [name for name in names if name in up]
+        have = f"{len(free)} of the {len(names)} host(s) asked for have no lab up"
+        have += f" ({', '.join(free)})" if free else ""
+        have += f"; a lab is up on {', '.join(busy)}" if busy else ""
+        raise UsageError(
+            f"{pairs} pair(s) need {pairs} host(s), one pair per host: {have}",
+            hint="Add hosts under [hosts] in lab.toml (see `lab config`), `lab down --hosts"
+            " NAME` where a lab is up, or ask for fewer --pairs",
+        )
+    return free[:pairs]

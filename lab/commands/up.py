@@ -34,7 +34,14 @@ def register(subparsers: Any) -> None:
     add_twin_arguments(parser)
     from lab.sites import add_hosts_argument
 
-    add_hosts_argument(parser, default="local")
+    add_hosts_argument(parser, default="local; 'all' with --pairs")
+    parser.add_argument(
+        "--pairs",
+        type=int,
+        metavar="N",
+        help="N pairs, one per host: on the first N hosts of --hosts (in lab.toml's order,"
+        " 'local' first) that have no lab up yet; refused when fewer are free",
+    )
     parser.add_argument(
         "--allow-overcommit",
         action="store_true",
@@ -57,7 +64,15 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if args.image:
         ctx.config = replace(ctx.config, image=args.image)
     request = request_from(args, ctx, parse_pair(args.pair))
-    sites = chosen_sites(ctx, args.hosts)
+    sites = chosen_sites(ctx, args.hosts if args.pairs is None or args.hosts else "all")
+    if args.pairs is not None:
+        from lab.inventory import spread_pairs
+
+        up_already = {s.name for s in sites if s.load_state() is not None}
+        names = spread_pairs([s.name for s in sites], up_already, args.pairs)
+        sites = [s for s in sites if s.name in names]
+        skipped = f" (a lab is up on {', '.join(sorted(up_already))})" if up_already else ""
+        ctx.note(f"{args.pairs} pair(s), one per host: on {', '.join(names)}{skipped}")
     if any(not s.remote for s in sites):  # variants, CPU plan and memory, before anything
         check_host_memory(ctx, request)
     failures: list[tuple[Site, LabError]] = []

@@ -66,7 +66,8 @@ class LoopPair:
 @pytest.fixture(scope="module")
 def loop_pair(hop: tuple[Lab, SSHHop]) -> LoopPair:
     lab, ssh = hop
-    up = lab("up", "--pair", "thp,shp1g", "--hosts", "loop", *SIZING, "--allow-overcommit")
+    # --pairs 1 over all hosts: 'local' runs the session's pair, so the pair goes to 'loop'.
+    up = lab("up", "--pair", "thp,shp1g", "--pairs", "1", *SIZING, "--allow-overcommit")
     return LoopPair(lab, ssh, up.stdout + up.stderr)
 
 
@@ -180,6 +181,7 @@ def test_the_remote_host_is_prepared_and_released_over_ssh(hop: tuple[Lab, SSHHo
 
 def test_the_remote_pair_is_up_from_pool_volumes_and_verified(loop_pair: LoopPair) -> None:
     out = loop_pair.up_output
+    assert "1 pair(s), one per host: on loop (a lab is up on local)" in out
     assert "lab up on loop" in out and "verified" in out
     assert "host loop: accelerator TCG" in out
     if "uploading image" in out:  # the first pair on this host (the image pool stays after)

@@ -165,6 +165,29 @@ def test_unknown_host(lab_env: Lab, capsys: pytest.CaptureFixture[str]) -> None:
     assert err == "lab: error: unknown host 'rack9'. Known hosts: local"
 
 
+@pytest.mark.parametrize("pairs", ["0", "-2"])
+def test_pairs_below_one(lab_env: Lab, capsys: pytest.CaptureFixture[str], pairs: str) -> None:
+    err = lab_env.lab(capsys, "up", "--pair", "thp,shp1g", "--pairs", pairs)
+    assert lab_env.status == 2
+    assert err == f"lab: error: --pairs must be 1 or more, not {pairs}. e.g. --pairs 2"
+
+
+def test_more_pairs_than_hosts_without_a_lab(
+    lab_env: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'local' has a lab up, so of two hosts one is free: two pairs cannot be placed, and
+    nothing is started on the free one either."""
+    with open(lab_env.config, "a") as config:
+        config.write('[hosts]\nrack2 = "qemu+ssh://root@rack2/system"\n')
+    with_state(lab_env)
+    err = lab_env.lab(capsys, "up", "--pair", "thp,shp1g", "--pairs", "2")
+    assert lab_env.status == 2
+    assert err.startswith(
+        "lab: error: 2 pair(s) need 2 host(s), one pair per host: 1 of the 2 host(s) asked"
+        " for have no lab up (rack2); a lab is up on local. Add hosts under [hosts]"
+    )
+
+
 def test_a_workload_with_host_servers_on_a_remote_host(
     lab_env: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:

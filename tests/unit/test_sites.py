@@ -20,9 +20,16 @@ from lab.bringup import shared_cpus
 from lab.config import Config, config_from_mapping
 from lab.context import Context
 from lab.cpuplan import plan_cpus
-from lab.errors import ConfigError, HostCommandError, UnknownNameError
+from lab.errors import ConfigError, HostCommandError, UnknownNameError, UsageError
 from lab.hostexec import RecordingHost, Result
-from lab.inventory import SSHTarget, guest_prefix, inventory, parse_uri, select_hosts
+from lab.inventory import (
+    SSHTarget,
+    guest_prefix,
+    inventory,
+    parse_uri,
+    select_hosts,
+    spread_pairs,
+)
 from lab.labstate import GuestRecord, LabState, load_state, save_state
 from lab.remotehost import RemoteHost
 from lab.sites import parse_pool_listing, remote_accel_facts, site_for
@@ -79,6 +86,39 @@ def test_hosts_are_chosen_by_name_or_all() -> None:
     assert [h.name for h in select_hosts(config, "rack2,loop,rack2")] == ["rack2", "loop"]
     with pytest.raises(UnknownNameError, match="Known hosts: local, loop, rack2"):
         select_hosts(config, "rack3")
+
+
+@pytest.mark.parametrize(
+    ("names", "up", "pairs", "chosen"),
+    [
+        (["local", "loop", "rack2"], set(), 1, ["local"]),
+        (["local", "loop", "rack2"], set(), 3, ["local", "loop", "rack2"]),
+        (["local", "loop", "rack2"], {"local"}, 1, ["loop"]),
+        (["local", "loop", "rack2"], {"loop"}, 2, ["local", "rack2"]),
+        (["rack2", "loop"], set(), 1, ["rack2"]),  # the order --hosts gave
+    ],
+)
+def test_pairs_go_one_per_host_to_hosts_without_a_lab(
+    names: list[str], up: set[str], pairs: int, chosen: list[str]
+) -> None:
+    assert spread_pairs(names, up, pairs) == chosen
+
+
+@pytest.mark.parametrize(
+    ("names", "up", "pairs", "words"),
+    [
+        (["local"], set(), 2, "2 pair(s) need 2 host(s), one pair per host: 1 of the 1 host(s)"),
+        (["local", "loop"], {"local", "loop"}, 1, "0 of the 2 host(s) asked for have no lab up;"
+         " a lab is up on local, loop"),
+        (["local"], set(), 0, "--pairs must be 1 or more, not 0"),
+    ],
+)  # fmt: skip
+def test_pairs_that_do_not_fit_are_refused(
+    names: list[str], up: set[str], pairs: int, words: str
+) -> None:
+    with pytest.raises(UsageError) as caught:
+        spread_pairs(names, up, pairs)
+    assert words in str(caught.value)
 
 
 def test_the_ssh_argv_never_asks_and_the_proxy_reaches_the_guest() -> None:
