@@ -302,3 +302,58 @@ def test_placement_with_one_placement_only_adds_nothing(
     db = placement_store(tmp_path / "short.db", n=8, swap_every=10)  # never got to swap
     _, out, _ = run(capsys, "compare", "--db", str(db), "--format", "json")
     assert "placement" not in json.loads(out)[0]
+
+
+def two_host_store(path: Path, effects: dict[str, float], n: int = 40) -> dict[str, tuple]:
+    """thp and shp1g on each host; shp1g's mean is thp's + the host's effect. Returns each
+    host's (thp samples, shp1g samples)."""
+    samples: dict[str, tuple] = {}
+    with Store.open(path) as store:
+        study = store.ensure_study("hosts")
+        run_id = store.ensure_run(study, "h/sysbench", "sysbench", {}, None, n,
+                                  [MetricInfo("total_time_s", "s", "lower")])  # fmt: skip
+        for h, (host, effect) in enumerate(effects.items()):
+            a = constructed(n, 100.0, 2.0, 2 * h)
+            b = constructed(n, 100.0 + effect, 2.5 * (1 + 2 * h), 2 * h + 1)  # unequal weights
+            samples[host] = (a, b)
+            prefix = "lab-" if host == "local" else f"lab-{host}-"
+            for variant, values in (("thp", a), ("shp1g", b)):
+                guest = store.ensure_guest(study, prefix + variant, variant, host=host)
+                store.record(run_id, guest, [
+                    IterationRecord(i + 1, 1, True, metrics={"total_time_s": float(v)})
+                    for i, v in enumerate(values)
+                ])  # fmt: skip
+    return samples
+
+
+def test_by_host_prints_each_host_and_the_weighted_combination(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    samples = two_host_store(tmp_path / "h.db", {"local": -3.0, "rack2": +2.0})
+    code, out, _ = run(capsys, "compare", "--db", str(tmp_path / "h.db"), "--by", "host")
+    assert code == 0
+    # The inverse-variance weighted mean of the per-host differences, computed here by hand.
+    diffs, weights = [], []
+    for a, b in samples.values():
+        diffs.append(b.mean() - a.mean())
+        weights.append(1 / (a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b)))
+    combined = float(np.average(diffs, weights=weights))
+    assert abs(combined - np.mean(diffs)) > 0.5  # the weights matter here
+    lines = out.splitlines()
+    local = next(line for line in lines if line.strip().startswith("│ local"))
+    rack2 = next(line for line in lines if line.strip().startswith("│ rack2"))
+    both = next(line for line in lines if "combined" in line and "│" in line)
+    assert "-3" in local and "+2" in rack2
+    assert f"{combined:+,.4g}" in both
+    assert "shp1g − thp within each host" in out
+    # Opposite effects on the two hosts: Cochran's Q says they disagree.
+    assert "2 host(s), weighted by 1/se²" in out and "the hosts disagree about the effect" in out
+
+
+def test_by_host_on_agreeing_hosts_does_not_cry_disagreement(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    two_host_store(tmp_path / "h.db", {"local": -3.0, "rack2": -3.0})
+    code, out, _ = run(capsys, "compare", "--db", str(tmp_path / "h.db"), "--by", "host")
+    assert code == 0
+    assert "Cochran's Q" in out and "disagree" not in out
