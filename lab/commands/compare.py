@@ -73,7 +73,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from lab.errors import UsageError
     from lab.report import formats
-    from lab.stats.analysis import analyse, with_placement, with_warmup
+    from lab.stats.analysis import analyse, with_hosts, with_placement, with_warmup
     from lab.stats.paired import synced_workloads
     from lab.stats.verdict import parse_percent
     from lab.store.cli import open_store, series_without_warmup, variant_order
@@ -107,6 +107,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if placements:
         comparisons = with_placement(comparisons, series, placements)
     comparisons = with_warmup(comparisons, trimmed.cuts)
+    comparisons = with_hosts(comparisons, series)
     if args.format == "table":
         formats.print_tables(ctx.out, comparisons)
     elif args.format == "markdown":
@@ -123,12 +124,14 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
 def _json(comparisons: Sequence[MetricComparison]) -> str:
     """``formats.as_json`` with a ``paired`` list where the paired analysis ran, a
-    ``placement`` object where the CPU sets were swapped, and the ``warmup`` of each arm."""
+    ``placement`` object where the CPU sets were swapped, the ``warmup`` of each arm, and a
+    ``hosts`` object (as ``--by host`` gives) where the arms ran on several hosts."""
     import json
 
     from lab.report import formats
     from lab.report.tables import paired_data, placement_data
     from lab.report.warmup import warmup_data
+    from lab.stats.blocked import as_dict
 
     data = formats.as_json_data(comparisons)
     for entry, c in zip(data, comparisons, strict=True):
@@ -138,6 +141,8 @@ def _json(comparisons: Sequence[MetricComparison]) -> str:
             entry["placement"] = placement_data(c)
         if c.warmup is not None:
             entry["warmup"] = warmup_data(c.warmup)
+        if c.hosts is not None:
+            entry["hosts"] = as_dict(c.hosts)
     return json.dumps(data, indent=2, ensure_ascii=False)
 
 
@@ -205,9 +210,10 @@ def _warmup_csv(comparisons: Sequence[MetricComparison]) -> str:
 def _by_host(ctx: Context, series: Any, order: Sequence[str], args: argparse.Namespace) -> int:
     import json
 
-    from rich.table import Table
-
     from lab.errors import UsageError
+    from lab.report.formats import rich_table
+    from lab.report.hosts import host_note, host_table
+    from lab.report.tables import TableData
     from lab.stats.blocked import as_dict, by_host
 
     results = by_host(series, order, args.confidence)
@@ -220,26 +226,7 @@ def _by_host(ctx: Context, series: Any, order: Sequence[str], args: argparse.Nam
         ctx.out.file.write(json.dumps([as_dict(r) for r in results], indent=2) + "\n")
         return 0
     for r in results:
-        table = Table(
-            "host", f"n {r.a}", f"n {r.b}", f"mean {r.a}", f"mean {r.b}", "B − A",
-            f"{r.confidence:g}% CI", "p",
-            title=f"{r.workload} · {r.metric} ({r.unit}): {r.b} − {r.a} within each host,"
-            " then combined",
-        )  # fmt: skip
-        for b in r.blocks:
-            table.add_row(
-                b.block, str(b.n_a), str(b.n_b), f"{b.mean_a:,.4g}", f"{b.mean_b:,.4g}",
-                f"{b.difference:+,.4g}", f"{b.ci[0]:+,.4g} … {b.ci[1]:+,.4g}", f"{b.p:.3g}",
-            )  # fmt: skip
-        table.add_row(
-            "combined", "", "", "", "", f"{r.difference:+,.4g} ({r.percent:+.2f}%)",
-            f"{r.ci[0]:+,.4g} … {r.ci[1]:+,.4g}", f"{r.p:.3g}", style="bold",
-        )  # fmt: skip
-        ctx.out.print(table)
-        q_text = f"Cochran's Q {r.q:.3g}, p {r.q_p:.3g}" if len(r.blocks) > 1 else "one host"
-        ctx.out.print(
-            f"{len(r.blocks)} host(s), weighted by 1/se²; {q_text}"
-            + (" (the hosts disagree about the effect)" if r.q_p < 0.05 else "")
-            + "".join(f"; left out {s}" for s in r.skipped)
-        )
+        unit = f" ({r.unit})" if r.unit else ""
+        ctx.out.print(rich_table(TableData(*host_table(r, f"{r.workload} · {r.metric}{unit}"))))
+        ctx.out.print(host_note(r))
     return 0

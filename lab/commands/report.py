@@ -16,7 +16,8 @@ def register(subparsers: Any) -> None:
         " histograms overlaid per variant, box/violin plots, run-order plots with a running"
         " median, normal Q–Q plots, the means with their margins and the difference with its"
         " confidence interval; a Warm-up table of what was left out as warm-up (each run's"
-        " declaration, or --warmup) with a CUSUM test and MSER-5 per arm; then the studies,"
+        " declaration, or --warmup) with a CUSUM test and MSER-5 per arm; a By-host table where"
+        " the twins ran on several hosts (as `lab compare --by host`); then the studies,"
         " runs, attempts, guests, their facts and domain XML and the XML diff between the"
         " twins. No network is needed to read it.",
     )  # fmt: skip
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from lab.errors import UsageError
     from lab.report.html import ReportMeta, render
     from lab.report.images import image_summaries
-    from lab.stats.analysis import analyse, with_placement, with_warmup
+    from lab.stats.analysis import analyse, with_hosts, with_placement, with_warmup
     from lab.stats.verdict import parse_percent
     from lab.store.cli import open_store, series_without_warmup, store_path, variant_order
 
@@ -74,6 +75,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if placements:  # the twins swapped CPU sets (lab run --swap-every): a Placement table
         comparisons = with_placement(comparisons, series, placements)
     comparisons = with_warmup(comparisons, trimmed.cuts)
+    comparisons = with_hosts(comparisons, series)  # pairs on several hosts: a By-host table
     out = Path(args.out) if args.out else path.parent / "report"
     try:
         index = render(comparisons, meta, out, embed=args.embed)

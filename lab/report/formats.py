@@ -43,7 +43,7 @@ def rich_table(data: TableData) -> Table:
     for head in data.header[1:]:
         table.add_column(head, justify="right")
     for row in data.rows:
-        style = "bold" if row[0] == "Verdict" else None
+        style = "bold" if row[0] in ("Verdict", "combined") else None
         table.add_row(*row, style=style)
     return table
 

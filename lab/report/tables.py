@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lab.report.hosts import host_note, host_table
 from lab.report.warmup import warmup_notes, warmup_table
 from lab.stats.analysis import (
     ALL,
@@ -317,6 +318,9 @@ def block_tables(block: Sequence[MetricComparison]) -> list[TableData]:
             f"{first.title}: diagnostics", DIAGNOSTIC_ROWS, _columns(block, "arms"), decimals, False
         )
     )
+    hosts = next((c.hosts for c in block if c.hosts is not None), None)
+    if hosts is not None:
+        tables.append(TableData(*host_table(hosts, first.title)))
     if first.warmup is not None:  # what was left out before every table above, and why
         title, header, rows = warmup_table(first.warmup, first.title)
         tables.append(TableData(title, header, tuple(rows)))
@@ -350,6 +354,7 @@ def notes(block: Sequence[MetricComparison]) -> list[str]:
             )
     lines.extend(paired_note(q) for q in block[0].paired)
     lines.extend(placement_note(c.placement) for c in block if c.placement is not None)
+    lines.extend(host_note(c.hosts) for c in block if c.hosts is not None)
     pairs: Sequence[Pair] = block[0].pairs
     if pairs:
         lines.append("median CI: " + pairs[0].difference.bootstrap.describe())

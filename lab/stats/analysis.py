@@ -21,6 +21,7 @@ import numpy as np
 from scipy import stats
 
 from lab.errors import UsageError
+from lab.stats.blocked import BlockedDifference, by_host
 from lab.stats.descriptive import Summary, check_confidence, summarize
 from lab.stats.diagnostics import Diagnostics, diagnose, tukey_fences
 from lab.stats.difference import BOOTSTRAP_SEED, Difference, compare
@@ -92,6 +93,7 @@ class MetricComparison:
     paired: tuple[PairedPair, ...] = ()  # only when the runs were synchronised
     placement: PlacementPair | None = None  # only when the runs swapped the CPU sets
     warmup: WarmupCut | None = None  # what was discarded as warm-up before all of the above
+    hosts: BlockedDifference | None = None  # only when the arms ran on more than one host
 
     @property
     def title(self) -> str:
@@ -187,6 +189,27 @@ def with_warmup(
             rank = {a.label: i for i, a in enumerate(c.arms)}
             cut = replace(cut, arms=tuple(sorted(cut.arms, key=lambda a: rank.get(a.label, 0))))
         result.append(replace(c, warmup=cut))
+    return result
+
+
+def with_hosts(
+    comparisons: Sequence[MetricComparison], series: Sequence[Series]
+) -> list[MetricComparison]:
+    """The comparisons whose arms ran on more than one host, each with the host as a
+    blocking factor (``lab.stats.blocked``): B − A within each host, then combined. A and B
+    are the comparison's first two variants; the trimmed subset is left as it was."""
+    result = []
+    for c in comparisons:
+        variants = list(dict.fromkeys(a.variant for a in c.arms))
+        if c.subset != ALL or len(variants) < 2 or len({a.host for a in c.arms}) < 2:
+            result.append(c)
+            continue
+        group = [
+            s for s in series
+            if (s.study, s.workload, s.metric) == (c.study, c.workload, c.metric)
+        ]  # fmt: skip
+        found = by_host(group, variants, c.confidence * 100)
+        result.append(replace(c, hosts=found[0]) if found else c)
     return result
 
 

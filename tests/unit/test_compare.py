@@ -357,3 +357,38 @@ def test_by_host_on_agreeing_hosts_does_not_cry_disagreement(
     code, out, _ = run(capsys, "compare", "--db", str(tmp_path / "h.db"), "--by", "host")
     assert code == 0
     assert "Cochran's Q" in out and "disagree" not in out
+
+
+def test_plain_compare_and_its_json_add_the_by_host_result_when_hosts_differ(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    two_host_store(tmp_path / "h.db", {"local": -3.0, "rack2": +2.0})
+    code, out, _ = run(capsys, "compare", "--db", str(tmp_path / "h.db"))
+    assert code == 0
+    assert "shp1g − thp within each host, then combined" in out
+    assert "by host: 2 host(s)" in out
+    code, out, _ = run(capsys, "compare", "--db", str(tmp_path / "h.db"), "--format", "json")
+    (entry,) = json.loads(out)
+    code, by, _ = run(capsys, "compare", "--db", str(tmp_path / "h.db"), "--by", "host",
+                      "--format", "json")  # fmt: skip
+    assert entry["hosts"] == json.loads(by)[0]  # the same analysis as --by host
+    assert [h["host"] for h in entry["hosts"]["hosts"]] == ["local", "rack2"]
+
+
+def test_one_host_gets_no_by_host_table(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "compare", "--db", str(db))
+    assert code == 0 and "within each host" not in out and "by host:" not in out
+    code, out, _ = run(capsys, "compare", "--db", str(db), "--format", "json")
+    assert all("hosts" not in entry for entry in json.loads(out))
+
+
+def test_the_report_has_the_by_host_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    two_host_store(tmp_path / "h.db", {"local": -3.0, "rack2": +2.0})
+    code, _, _ = run(capsys, "report", "--db", str(tmp_path / "h.db"), "--out",
+                     str(tmp_path / "r"))  # fmt: skip
+    assert code == 0
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert "shp1g − thp within each host, then combined</caption>" in page
+    assert "<td>rack2</td>" in page and "by host: 2 host(s)" in page
