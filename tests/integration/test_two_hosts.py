@@ -248,6 +248,11 @@ def test_both_pairs_run_at_once_into_one_store_tagged_by_host(
     assert all(h["n_a"] == n and h["n_b"] == n for h in result["hosts"])
     low, high = result["combined"]["ci"]
     assert low < result["combined"]["difference"] < high
+    # The report of a study on two hosts carries the same By-host table by itself.
+    lab("report", "--db", str(db), "--out", str(tmp_path / "report"))
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "shp1g − thp within each host, then combined</caption>" in page
+    assert "<td>local</td>" in page and "<td>loop</td>" in page
 
 
 def test_a_request_in_flight_when_its_host_drops_off_fails_in_seconds(loop_pair: LoopPair) -> None:
