@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from lab.cli import main
+from lab.inventory import guest_prefix
 from lab.store import IterationRecord, MetricInfo, Store
 
 Z9999 = 3.890591886  # z(1 − 0.0001/2), from a normal table
@@ -316,9 +317,9 @@ def two_host_store(path: Path, effects: dict[str, float], n: int = 40) -> dict[s
             a = constructed(n, 100.0, 2.0, 2 * h)
             b = constructed(n, 100.0 + effect, 2.5 * (1 + 2 * h), 2 * h + 1)  # unequal weights
             samples[host] = (a, b)
-            prefix = "lab-" if host == "local" else f"lab-{host}-"
             for variant, values in (("thp", a), ("shp1g", b)):
-                guest = store.ensure_guest(study, prefix + variant, variant, host=host)
+                name = guest_prefix(host) + variant
+                guest = store.ensure_guest(study, name, variant, host=host)
                 store.record(run_id, guest, [
                     IterationRecord(i + 1, 1, True, metrics={"total_time_s": float(v)})
                     for i, v in enumerate(values)
