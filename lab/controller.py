@@ -38,6 +38,10 @@ SCHEDULES = ("concurrent", "alternate", "sync")
 STATUS_EVERY = 30.0  # seconds between asking every runner whether it still runs
 READ_CHUNK = 1024 * 1024  # bytes of journal read (and stored) at a time
 RECENT = 50  # iterations whose wall times give the rate and the ETA
+# SQLite's page cache for the store while a run appends to it: the controller rereads
+# nothing it wrote, and SQLite's default (2,000 KiB) would grow its memory through the
+# first thousands of iterations, where the soak looks for a leak.
+STORE_CACHE_KIB = 256
 # Python in the guest writes the spec from its argument; write_text closes the file, so a
 # full disk fails the command (a bare open().write() lost the error at exit, leaving it empty).
 WRITE_SPEC = "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text(sys.argv[2])"

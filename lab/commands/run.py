@@ -143,7 +143,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from pathlib import Path
 
     from lab.bringup import shell_for
-    from lab.controller import Controller, RunPlan
+    from lab.controller import STORE_CACHE_KIB, Controller, RunPlan
     from lab.errors import UsageError
     from lab.inventory import LOCAL
     from lab.labstate import guest_named
@@ -198,7 +198,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     )
     with (
         run_lock(Path(ctx.config.state_dir), command_line(args), ctx.warn),
-        Store.open(Path(args.db or ctx.config.store)) as store,
+        Store.open(Path(args.db or ctx.config.store), cache_kib=STORE_CACHE_KIB) as store,
         host_side(
             ctx, workload, params, state, [g for g in guests if g.host == LOCAL], plan.runner_dir
         ),

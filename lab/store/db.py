@@ -40,8 +40,14 @@ class Store(Reads):
     # -- opening -----------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | Path) -> Store:
-        """Open (creating it and its folder if needed) the store at ``path``."""
+    def open(cls, path: str | Path, cache_kib: int | None = None) -> Store:
+        """Open (creating it and its folder if needed) the store at ``path``.
+
+        ``cache_kib`` bounds SQLite's page cache for this connection (its default is
+        2,000 KiB): a writer that only appends, such as `lab run`'s controller, gains
+        nothing from caching the pages it wrote, and a small cache keeps its memory flat
+        from the first minutes of a run.
+        """
         path = Path(path)
         check_file(path)
         try:
@@ -58,6 +64,8 @@ class Store(Reads):
             ) from None
         try:
             prepare(conn, path)
+            if cache_kib is not None:
+                conn.execute(f"PRAGMA cache_size = -{int(cache_kib)}")
         except BaseException as err:
             conn.close()
             if is_disk_full(err, path):  # creating or upgrading the schema found no room
