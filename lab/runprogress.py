@@ -10,6 +10,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from lab.context import Context
 
+# At import, not at the first progress line: scipy's lazy submodules would otherwise load
+# while the run goes on, where they look like growth of the controller's memory.
+from lab.stats.descriptive import margin_of_error
+
 if TYPE_CHECKING:
     from lab.controller import Controller, GuestProgress
 
@@ -42,8 +46,6 @@ class RunProgress:
             )
 
     def describe(self, controller: Controller, guest: GuestProgress) -> str:
-        from lab.stats.descriptive import margin_of_error
-
         parts = []
         moments = guest.moments
         if moments.count >= 2 and controller.metrics:
