@@ -3,7 +3,8 @@
 As in the study: the source tarball (``apt-get source --download-only gdb`` gives
 ``gdb_13.1.orig.tar.xz``) is unpacked once into the host's NFS export; each guest mounts the
 export, configures its own build tree once (untimed) and then times ``make -jN TARGET``.
-``target=all-libiberty`` builds a small part, for short runs.
+``target=all-libdecnumber`` builds one small directory (its configure and a dozen
+files), for short runs.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ class GdbBuild(NfsBuild):
     parameters = MappingProxyType(
         {
             "source": Param(None, "path on the host of a GDB source tarball (required)", str),
-            "target": Param("all", "what make builds, e.g. all-libiberty for a short run", str),
+            "target": Param("all", "what make builds, e.g. all-libdecnumber for a short run", str),
             "jobs": Param(None, "make -j (default: the guest's vCPUs)", int),
             "configure_args": Param("", "extra arguments to configure, shell-quoted", str),
         }
