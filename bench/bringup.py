@@ -32,12 +32,12 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 
-from lab.bringup import bring_down, bring_up, shell_for
-from lab.config import find_config_file, load_config
-from lab.context import Context
-from lab.labstate import LabState, load_state
-from lab.readiness import STAGE, STATUS_FILE
-from lab.twinplan import TwinRequest
+from lab.core.config import find_config_file, load_config
+from lab.core.context import Context
+from lab.guests.bringup import bring_down, bring_up, shell_for
+from lab.guests.labstate import LabState, load_state
+from lab.guests.plan import TwinRequest
+from lab.guests.readiness import STAGE, STATUS_FILE
 
 ORDER = ["clone", "define", "start", "booting", "lease", "ssh", "cloud-init"]
 

@@ -25,9 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from lab.controller import RUNNER_DIR
-from lab.seed import GUEST_USER
-from lab.workload import RUNNER_FILES
+from lab.guests.seed import GUEST_USER
+from lab.run.controller import RUNNER_DIR
+from lab.run.workload import RUNNER_FILES
 
 
 def lab(*args: str) -> subprocess.CompletedProcess[str]:

@@ -14,7 +14,7 @@ the controller's heap reaches its high-water mark in the first large backlogs it
 * RSS: at most ``RSS_SLOPE_MAX`` bytes per iteration (of each twin). What legitimately
   grows is the set of completed iterations (an int and a table slot, ~60 bytes per
   iteration of each twin), in steps as its table doubles; the store's page cache is held
-  at 256 KiB while a run writes (``lab.controller.STORE_CACHE_KIB``; SQLite's default
+  at 256 KiB while a run writes (``lab.run.controller.STORE_CACHE_KIB``; SQLite's default
   2 MiB filled over the first 4,000 iterations, ~500 bytes per iteration). Measured on
   the real pair, 3,000 iterations: 7-124 bytes per iteration. Keeping one journal line
   per iteration (its text ~300 bytes for `null`, two twins) measured 476: past the bound.

@@ -1,5 +1,5 @@
 """shp2m: guest RAM backed by static 2 MiB huge pages."""
 
-from lab.variant import StaticHugePages
+from lab.guests.variant import StaticHugePages
 
 VARIANT = StaticHugePages("shp2m", "<memoryBacking> with static 2 MiB huge pages", page_kib=2048)

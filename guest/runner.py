@@ -17,7 +17,7 @@ output, and the pid and boot id of the last command started; the command's envir
 carries LAB_RUN_KEY and LAB_RUN_DIR, which is how a restarted runner tells it, if it still
 runs, from a process that reused its pid).
 
-Journal (read by lab/journal.py): one JSON line per attempt at an iteration, appended with
+Journal (read by lab/run/journal.py): one JSON line per attempt at an iteration, appended with
 one write; plus event lines. Just before an attempt's timed command starts the runner writes
 ``{"event": "begin", "iteration": i, "attempt": a}``. Every line is fsynced before the runner
 does anything else, except a result line followed at once by the next begin line: one fsync

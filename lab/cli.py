@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from lab import __version__
-from lab.errors import LabError
+from lab.core.errors import LabError
 
 # Order is the order of `lab --help`.
 COMMAND_MODULES = (
@@ -66,8 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        from lab.config import find_config_file, load_config
-        from lab.context import Context
+        from lab.core.config import find_config_file, load_config
+        from lab.core.context import Context
 
         ctx = Context(config=load_config(find_config_file(args.config)))
         return int(args.run(args, ctx) or 0)

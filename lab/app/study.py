@@ -53,8 +53,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from lab.errors import ConfigError, LabError
-from lab.workload import GuestInfo, ParamValue, Workload
+from lab.core.errors import ConfigError, LabError
+from lab.run.workload import GuestInfo, ParamValue, Workload
 
 SCHEDULES = ("concurrent", "alternate", "sync")
 DEFAULT_CONFIDENCE = 99.99
@@ -180,11 +180,11 @@ def parse_study(
         raise ConfigError(f"{source}: not valid TOML ({err})") from None
     _check_keys(data, STUDY_KEYS, source, "")
     if workloads is None:
-        from lab.workload import load_workloads
+        from lab.run.workload import load_workloads
 
         workloads = load_workloads()
     if variants is None:
-        from lab.variants import load_variants
+        from lab.guests.variants import load_variants
 
         variants = list(load_variants())
     name = _checked(source, "name", data["name"], _plain("study"))
@@ -259,7 +259,7 @@ def _workload(
     _check_keys(table, WORKLOAD_KEYS, source, f"{where}: ")
     name = table["name"]
     try:
-        from lab.workload import get_workload
+        from lab.run.workload import get_workload
 
         workload = get_workload(name, workloads)
     except LabError as err:
@@ -363,7 +363,7 @@ def _one_of(choices: tuple[str, ...]) -> Callable[[str], None]:
 
 def _plain(kind: str) -> Callable[[str], None]:
     def check(value: str) -> None:
-        from lab.names import check_name
+        from lab.core.names import check_name
 
         check_name(kind, value)
 
@@ -386,7 +386,7 @@ def _variants(known: Collection[str]) -> Callable[[list[Any]], None]:
 
 
 def _size(value: str) -> None:
-    from lab.units import parse_size_kib
+    from lab.core.units import parse_size_kib
 
     parse_size_kib(value)
 
@@ -407,7 +407,7 @@ def _percent(value: str) -> None:
 
 def _dry_guest(vcpus: int, memory: str) -> GuestInfo:
     """A guest of the study's size, to ask each workload what it would run there."""
-    from lab.units import parse_size_kib
+    from lab.core.units import parse_size_kib
 
     return GuestInfo(
         name="lab-study-check",

@@ -1,1 +1,2 @@
-"""One module per ``lab`` sub-command; see :data:`lab.cli.COMMAND_MODULES`."""
+"""One module per ``lab`` sub-command (see :data:`lab.cli.COMMAND_MODULES`): each parses its
+options, calls the layers below and renders what they return. May import: every layer."""

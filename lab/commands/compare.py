@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from lab.context import Context
+from lab.core.context import Context
 from lab.store.cli import add_db_argument, add_study_argument, add_warmup_argument
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    from lab.errors import UsageError
+    from lab.core.errors import UsageError
     from lab.report import formats
     from lab.stats.analysis import analyse, with_hosts, with_placement, with_warmup
     from lab.stats.paired import synced_workloads
@@ -210,7 +210,7 @@ def _warmup_csv(comparisons: Sequence[MetricComparison]) -> str:
 def _by_host(ctx: Context, series: Any, order: Sequence[str], args: argparse.Namespace) -> int:
     import json
 
-    from lab.errors import UsageError
+    from lab.core.errors import UsageError
     from lab.report.formats import rich_table
     from lab.report.hosts import host_note, host_table
     from lab.report.tables import TableData

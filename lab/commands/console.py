@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lab.context import Context
+from lab.core.context import Context
 
 
 def register(subparsers: Any) -> None:
@@ -23,7 +23,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     import sys
     from pathlib import Path
 
-    from lab.labstate import require_state
+    from lab.guests.labstate import require_state
 
     record = require_state(Path(ctx.config.state_dir)).guest(args.name)
     text = (Path(record.directory) / "console.log").read_text(errors="replace")

@@ -10,7 +10,7 @@ import argparse
 import os
 from typing import Any
 
-from lab.context import Context
+from lab.core.context import Context
 
 PAIR = "thp,shp1g"
 
@@ -61,9 +61,9 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from pathlib import Path
 
     from lab.cli import main
-    from lab.errors import UsageError
-    from lab.paths import RESULTS_DIR
-    from lab.runlock import run_lock
+    from lab.core.errors import UsageError
+    from lab.core.paths import RESULTS_DIR
+    from lab.run.lock import run_lock
 
     if args.n < 1:
         raise UsageError(f"--n must be 1 or more, not {args.n}", hint="e.g. lab demo --n 5")

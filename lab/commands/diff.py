@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lab.context import Context
-from lab.twinplan import add_twin_arguments, plan_twins, request_from
+from lab.core.context import Context
+from lab.guests.plan import add_twin_arguments, plan_twins, request_from
 
 
 def register(subparsers: Any) -> None:
@@ -27,7 +27,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from rich.table import Table
 
-    from lab.fairness import pair_changes
+    from lab.guests.fairness import pair_changes
 
     twins = plan_twins(ctx, request_from(args, ctx, [args.a, args.b]))
     changes = pair_changes(twins.guests[0], twins.guests[1])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lab.context import Context
+from lab.core.context import Context
 
 
 def register(subparsers: Any) -> None:
@@ -15,16 +15,16 @@ def register(subparsers: Any) -> None:
         description="Destroy and undefine the lab's guests and delete their disks, seeds and"
         " console logs. The base image and the result store are kept.",
     )
-    from lab.sites import add_hosts_argument
+    from lab.guests.sites import add_hosts_argument
 
     add_hosts_argument(parser, default="every host where a lab is up")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    from lab.bringup import bring_down
-    from lab.errors import LabError
-    from lab.sites import sites_up
+    from lab.core.errors import LabError
+    from lab.guests.bringup import bring_down
+    from lab.guests.sites import sites_up
 
     removed, failed = [], []
     for site, _ in sites_up(ctx, args.hosts):

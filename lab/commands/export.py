@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Iterable
 from typing import IO, TYPE_CHECKING, Any
 
-from lab.context import Context
+from lab.core.context import Context
 from lab.store.cli import add_db_argument, add_study_argument
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     import sys
     from pathlib import Path
 
-    from lab.errors import UsageError
+    from lab.core.errors import UsageError
     from lab.store.cli import open_store
 
     with open_store(args, ctx) as store:

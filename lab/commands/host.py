@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lab.context import Context
-from lab.twinplan import add_twin_arguments
+from lab.core.context import Context
+from lab.guests.plan import add_twin_arguments
 
 DEFAULT_HUGEPAGES = "1G:2"
 
 
 def register(subparsers: Any) -> None:
-    from lab.sites import add_hosts_argument
+    from lab.guests.sites import add_hosts_argument
 
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "host",
@@ -75,9 +75,9 @@ def register(subparsers: Any) -> None:
 def run_check(args: argparse.Namespace, ctx: Context) -> int:
     import json
 
+    from lab.guests.plan import parse_pair
+    from lab.guests.sites import chosen_sites
     from lab.host.check import check_host, print_rows, rows_json
-    from lab.sites import chosen_sites
-    from lab.twinplan import parse_pair
 
     sites = chosen_sites(ctx, args.hosts)
     all_ready, documents = True, {}
@@ -102,9 +102,9 @@ def run_check(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_prepare(args: argparse.Namespace, ctx: Context) -> int:
+    from lab.guests.sites import chosen_sites
     from lab.host.facts import parse_hugepages_option
     from lab.host.prepare import PrepareRequest, prepare_host
-    from lab.sites import chosen_sites
 
     request = PrepareRequest(
         hugepages=parse_hugepages_option(args.hugepages),
@@ -123,8 +123,8 @@ def run_prepare(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_release(args: argparse.Namespace, ctx: Context) -> int:
+    from lab.guests.sites import chosen_sites
     from lab.host.prepare import release_host
-    from lab.sites import chosen_sites
 
     for site in chosen_sites(ctx, args.hosts):
         undone = release_host(ctx, site=site)

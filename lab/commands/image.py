@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from lab.context import Context
+from lab.core.context import Context
 
 
 def register(subparsers: Any) -> None:
@@ -55,14 +55,14 @@ def register(subparsers: Any) -> None:
 
 
 def run_build(args: argparse.Namespace, ctx: Context) -> int:
-    from lab.image import build_image
-    from lab.names import check_name
-    from lab.paths import IMAGES_DIR
+    from lab.core.names import check_name
+    from lab.core.paths import IMAGES_DIR
+    from lab.images.image import build_image
 
     recipe = check_name("recipe", args.recipe or ctx.config.image, "--recipe")
     recipe_dir = IMAGES_DIR / recipe
     if not recipe_dir.is_dir():
-        from lab.errors import UnknownNameError
+        from lab.core.errors import UnknownNameError
 
         known = [p.name for p in IMAGES_DIR.iterdir() if (p / "recipe.toml").is_file()]
         raise UnknownNameError("recipe", recipe, known)
@@ -80,7 +80,7 @@ def run_build(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_import(args: argparse.Namespace, ctx: Context) -> int:
-    from lab.image import import_image
+    from lab.images.image import import_image
 
     path = Path(args.path)
     with ctx.err.status(f"importing {path}", spinner="dots") as status:
@@ -104,7 +104,7 @@ def run_import(args: argparse.Namespace, ctx: Context) -> int:
 def run_list(args: argparse.Namespace, ctx: Context) -> int:
     from rich.table import Table
 
-    from lab.image import list_images
+    from lab.images.image import list_images
 
     images = list_images(Path(ctx.config.image_dir))
     if not images:
@@ -128,7 +128,7 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_prune(args: argparse.Namespace, ctx: Context) -> int:
-    from lab.imageprune import prune_images
+    from lab.images.prune import prune_images
 
     image_dir = Path(ctx.config.image_dir)
     gone, kept = prune_images(image_dir, ctx.libvirt, ctx.host, dry_run=args.dry_run)

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from lab.context import Context
+from lab.core.context import Context
 from lab.store.cli import add_db_argument, add_study_argument
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def format_duration(seconds: float | None) -> str:
 
 
 def _delta(effect: str, mean: float | None, where: str) -> float:
-    from lab.errors import UsageError
+    from lab.core.errors import UsageError
     from lab.stats.verdict import parse_percent
 
     if effect.strip().endswith("%"):
@@ -79,7 +79,7 @@ def _delta(effect: str, mean: float | None, where: str) -> float:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from rich.table import Table
 
-    from lab.errors import UsageError
+    from lab.core.errors import UsageError
     from lab.stats.planning import FORMULA, plan_samples
 
     rows: list[tuple[str, int | None, Plan]] = []  # name, samples already stored, plan
@@ -128,7 +128,7 @@ PlanRow = tuple[str, int | None, Any]  # name, samples already stored, Plan
 def _from_store(args: argparse.Namespace, ctx: Context) -> list[PlanRow]:
     import numpy as np
 
-    from lab.errors import UsageError
+    from lab.core.errors import UsageError
     from lab.stats.diagnostics import lag1_autocorrelation
     from lab.stats.planning import plan_samples
     from lab.store.cli import open_store, variant_order

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lab.context import Context
+from lab.core.context import Context
 from lab.store.cli import add_db_argument, add_study_argument, add_warmup_argument
 
 
@@ -45,7 +45,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from pathlib import Path
 
-    from lab.errors import UsageError
+    from lab.core.errors import UsageError
     from lab.report.html import ReportMeta, render
     from lab.report.images import image_summaries
     from lab.stats.analysis import analyse, with_hosts, with_placement, with_warmup

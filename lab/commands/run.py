@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lab.context import Context
+from lab.core.context import Context
 from lab.store.cli import warmup_rule
 
 
@@ -28,7 +28,7 @@ def register(subparsers: Any) -> None:
         help="iterations per guest (with --until: the most it may take)",
     )
     parser.add_argument("--guests", help="comma-separated guest names (default: all)")
-    from lab.sites import add_hosts_argument
+    from lab.guests.sites import add_hosts_argument
 
     add_hosts_argument(parser, default="every host where a lab is up")
     parser.add_argument(
@@ -103,7 +103,7 @@ def register(subparsers: Any) -> None:
 
 def parse_threshold(text: str) -> float:
     """'1%' or '0.01' as a fraction."""
-    from lab.errors import UsageError
+    from lab.core.errors import UsageError
 
     try:
         value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
@@ -118,7 +118,7 @@ def parse_threshold(text: str) -> float:
 
 def pair_items(pairs: list[str]) -> list[tuple[str, str]]:
     """``KEY=VALUE`` strings as pairs; the workload converts and checks the values."""
-    from lab.errors import UsageError
+    from lab.core.errors import UsageError
 
     items = []
     for pair in pairs:
@@ -142,17 +142,17 @@ def command_line(args: argparse.Namespace) -> list[str]:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from pathlib import Path
 
-    from lab.bringup import shell_for
-    from lab.controller import STORE_CACHE_KIB, Controller, RunPlan
-    from lab.errors import UsageError
-    from lab.inventory import LOCAL
-    from lab.labstate import guest_named
-    from lab.runlock import run_lock
-    from lab.runprogress import RunProgress
-    from lab.sites import guests_of, require_up
+    from lab.core.errors import UsageError
+    from lab.core.inventory import LOCAL
+    from lab.guests.bringup import shell_for
+    from lab.guests.labstate import guest_named
+    from lab.guests.sites import guests_of, require_up
+    from lab.run.controller import STORE_CACHE_KIB, Controller, RunPlan
+    from lab.run.hostside import host_side
+    from lab.run.lock import run_lock
+    from lab.run.progress import RunProgress
+    from lab.run.workload import get_workload
     from lab.store import Store
-    from lab.workload import get_workload
-    from lab.workloadhost import host_side
 
     if args.n < 1:
         raise UsageError(f"--n must be 1 or more, not {args.n}", hint="e.g. --n 30")
@@ -169,7 +169,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                 hint="Declare a warm-up shorter than the run, or run more iterations",
             ) from None
     if args.swap_every is not None:
-        from lab.placement import check_swap_schedule
+        from lab.run.placement import check_swap_schedule
 
         check_swap_schedule(args.schedule, args.swap_every)
     workload = get_workload(args.workload)
@@ -180,7 +180,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     guests = [guest_named(everyone, name) for name in names]
     _check_remote(workload, guests)
     if args.swap_every is not None:
-        from lab.placement import check_swap_plan
+        from lab.run.placement import check_swap_plan
 
         check_swap_plan(args.schedule, guests, args.swap_every)
     params = workload.resolve(dict(pair_items(args.param)))
@@ -237,8 +237,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
 def _check_remote(workload: Any, guests: list[Any]) -> None:
     """Servers and NFS exports are made on this machine only, for its own guests."""
-    from lab.errors import UsageError
-    from lab.inventory import LOCAL
+    from lab.core.errors import UsageError
+    from lab.core.inventory import LOCAL
 
     remote = sorted({g.host for g in guests if g.host != LOCAL})
     if not remote:

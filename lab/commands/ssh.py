@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import Any
 
-from lab.context import Context
+from lab.core.context import Context
 
 
 def register(subparsers: Any) -> None:
@@ -24,9 +24,9 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     import sys
 
-    from lab.bringup import shell_for
-    from lab.labstate import guest_named
-    from lab.sites import guests_of, require_up
+    from lab.guests.bringup import shell_for
+    from lab.guests.labstate import guest_named
+    from lab.guests.sites import guests_of, require_up
 
     record = guest_named(guests_of(require_up(ctx)), args.name)
     if not args.cmd:
@@ -41,8 +41,8 @@ def _interactive(ctx: Context, record: Any) -> int:
     """Hand over to OpenSSH with a known_hosts file holding only this guest's key."""
     from pathlib import Path
 
-    from lab.bringup import proxy_for
-    from lab.keys import lab_client_key, secure_dir
+    from lab.guests.bringup import proxy_for
+    from lab.guests.keys import lab_client_key, secure_dir
 
     ssh_dir = secure_dir(Path(ctx.config.state_dir) / "ssh")
     key, _ = lab_client_key(ssh_dir)

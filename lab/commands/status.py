@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lab.context import Context
+from lab.core.context import Context
 
 
 def register(subparsers: Any) -> None:
@@ -19,8 +19,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    from lab.errors import LabError
-    from lab.sites import sites_up
+    from lab.core.errors import LabError
+    from lab.guests.sites import sites_up
 
     up = sites_up(ctx)
     if not up:

@@ -1,4 +1,4 @@
-"""``lab study check|run FILE``: a whole study from its study file (:mod:`lab.study`).
+"""``lab study check|run FILE``: a whole study from its study file (:mod:`lab.app.study`).
 
 ``run`` brings the twins up when no lab is up, runs every ``[[workload]]`` in file order as
 the ``lab run`` command a user would type (parsed by the real command line and run in this
@@ -15,14 +15,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lab.context import Context
+from lab.core.context import Context
 from lab.store.cli import add_db_argument
 
 if TYPE_CHECKING:
-    from lab.labstate import LabState
+    from lab.app.study import Study, StudyWorkload
+    from lab.guests.labstate import LabState
+    from lab.guests.plan import TwinRequest
     from lab.store import Store
-    from lab.study import Study, StudyWorkload
-    from lab.twinplan import TwinRequest
 
 
 def register(subparsers: Any) -> None:
@@ -97,7 +97,7 @@ def report_argv(study: Study, db: str) -> list[str]:
 
 
 def twin_request(study: Study, ctx: Context) -> TwinRequest:
-    from lab.twinplan import TwinRequest
+    from lab.guests.plan import TwinRequest
 
     reserve = study.reserve_host_cpus
     return TwinRequest(
@@ -110,7 +110,7 @@ def twin_request(study: Study, ctx: Context) -> TwinRequest:
 
 def check_lab(state: LabState, study: Study) -> None:
     """Refuse a lab that is up with other variants, another guest size or another image."""
-    from lab.errors import UsageError
+    from lab.core.errors import UsageError
 
     up = sorted(g.variant for g in state.guests)
     hint = "Run `lab down`, then `lab study run` again: it brings the study's pair up"
@@ -195,7 +195,7 @@ class InProcessCli:
         self.parser = build_parser()
 
     def parse(self, argv: list[str]) -> argparse.Namespace:
-        from lab.errors import UsageError
+        from lab.core.errors import UsageError
 
         try:
             return self.parser.parse_args(argv)
@@ -216,15 +216,15 @@ def real_steps(ctx: Context) -> StudySteps:
     cli = InProcessCli(ctx)
 
     def lab_state() -> LabState | None:
-        from lab.labstate import load_state
+        from lab.guests.labstate import load_state
 
         return load_state(Path(ctx.config.state_dir))
 
     def up(request: TwinRequest) -> None:
-        from lab.bringup import bring_up
         from lab.commands.up import PHASES
-        from lab.hostmemory import check_host_memory
-        from lab.progress import PhaseBoard
+        from lab.core.progress import PhaseBoard
+        from lab.guests.bringup import bring_up
+        from lab.guests.memory import check_host_memory
 
         check_host_memory(ctx, request)
         with PhaseBoard(ctx.err, PHASES) as board:
@@ -345,8 +345,8 @@ def describe_plan(
 
 
 def run_check(args: argparse.Namespace, ctx: Context) -> int:
+    from lab.app.study import load_study
     from lab.store.cli import store_path
-    from lab.study import load_study
 
     study = load_study(args.file)
     db = store_path(args, ctx)
@@ -367,9 +367,9 @@ def run_check(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_run(args: argparse.Namespace, ctx: Context) -> int:
-    from lab.runlock import run_lock
+    from lab.app.study import load_study
+    from lab.run.lock import run_lock
     from lab.store.cli import store_path
-    from lab.study import load_study
 
     study = load_study(args.file)
     if study.image is not None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lab.context import Context
-from lab.twinplan import add_twin_arguments, parse_pair, request_from
+from lab.core.context import Context
+from lab.guests.plan import add_twin_arguments, parse_pair, request_from
 
 PHASES = ("clone", "define", "start", "booting", "lease", "ssh", "cloud-init", "verified")
 
@@ -32,7 +32,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--image", help="base image name (config: image)")
     add_twin_arguments(parser)
-    from lab.sites import add_hosts_argument
+    from lab.guests.sites import add_hosts_argument
 
     add_hosts_argument(parser, default="local; 'all' with --pairs")
     parser.add_argument(
@@ -55,18 +55,18 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from concurrent.futures import ThreadPoolExecutor
     from dataclasses import replace
 
-    from lab.bringup import UpResult, bring_up
-    from lab.errors import LabError
-    from lab.hostmemory import check_host_memory
-    from lab.progress import PhaseBoard
-    from lab.sites import Site, chosen_sites
+    from lab.core.errors import LabError
+    from lab.core.progress import PhaseBoard
+    from lab.guests.bringup import UpResult, bring_up
+    from lab.guests.memory import check_host_memory
+    from lab.guests.sites import Site, chosen_sites
 
     if args.image:
         ctx.config = replace(ctx.config, image=args.image)
     request = request_from(args, ctx, parse_pair(args.pair))
     sites = chosen_sites(ctx, args.hosts if args.pairs is None or args.hosts else "all")
     if args.pairs is not None:
-        from lab.inventory import spread_pairs
+        from lab.core.inventory import spread_pairs
 
         up_already = {s.name for s in sites if s.load_state() is not None}
         names = spread_pairs([s.name for s in sites], up_already, args.pairs)
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 def _print_result(ctx: Context, result: Any) -> None:
     from rich.table import Table
 
-    from lab.inventory import LOCAL
+    from lab.core.inventory import LOCAL
 
     state = result.state
     where = f" on {state.host}" if state.host != LOCAL else ""

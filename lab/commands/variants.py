@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lab.context import Context
+from lab.core.context import Context
 
 
 def register(subparsers: Any) -> None:
@@ -20,7 +20,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from rich.table import Table
 
-    from lab.variants import load_variants
+    from lab.guests.variants import load_variants
 
     table = Table("variant", "what it changes", "needs from the host")
     for name, variant in sorted(load_variants().items()):

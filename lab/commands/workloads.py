@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lab.context import Context
+from lab.core.context import Context
 
 
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "workloads",
         help="list the workloads, their metrics and parameters",
-        description="List the workload plug-ins (lab/workloads/*.py): what each runs, what it"
+        description="List the workload plug-ins (lab/run/workloads/*.py): what each runs, what it"
         " records (unit, which way is better) and every parameter with its default;"
         " set parameters with `lab run WORKLOAD -p KEY=VALUE`.",
     )
@@ -22,7 +22,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from rich.table import Table
 
-    from lab.workload import load_workloads
+    from lab.run.workload import load_workloads
 
     for name, workload in sorted(load_workloads().items()):
         table = Table(

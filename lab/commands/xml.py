@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lab.context import Context
-from lab.twinplan import add_twin_arguments, plan_twins, request_from
+from lab.core.context import Context
+from lab.guests.plan import add_twin_arguments, plan_twins, request_from
 
 
 def register(subparsers: Any) -> None:

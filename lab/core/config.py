@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from lab.errors import ConfigError, LabError
-from lab.paths import RESULTS_DIR
+from lab.core.errors import ConfigError, LabError
+from lab.core.paths import RESULTS_DIR
 
 
 def _doc(text: str) -> dict[str, str]:
@@ -129,8 +129,8 @@ def config_from_mapping(data: dict[str, Any], source: str = "config") -> Config:
 
 def check_hosts(value: Any, source: str = "config") -> None:
     """The ``[hosts]`` table: plain names to libvirt URIs; 'local' is this machine's own."""
-    from lab.inventory import LOCAL, parse_uri
-    from lab.names import check_name
+    from lab.core.inventory import LOCAL, parse_uri
+    from lab.core.names import check_name
 
     where = f"{source}: key 'hosts'"
     example = "[hosts]\nrack2 = 'qemu+ssh://root@rack2/system'"
@@ -169,7 +169,7 @@ def _one_of(*choices: str) -> Any:
 
 def _name(kind: str) -> Any:
     def check(value: Any) -> None:
-        from lab.names import check_name
+        from lab.core.names import check_name
 
         check_name(kind, value)
 
@@ -177,7 +177,7 @@ def _name(kind: str) -> Any:
 
 
 def _size(value: Any) -> None:
-    from lab.units import parse_size_kib
+    from lab.core.units import parse_size_kib
 
     parse_size_kib(value)
 

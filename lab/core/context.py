@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from lab.clock import Clock
-from lab.config import Config
-from lab.errors import LabError
-from lab.hostexec import Host
+from lab.core.clock import Clock
+from lab.core.config import Config
+from lab.core.errors import LabError
+from lab.core.hostexec import Host
 
 if TYPE_CHECKING:
     import libvirt

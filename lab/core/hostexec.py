@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab.errors import HostCommandError
+from lab.core.errors import HostCommandError
 
 
 @dataclass(frozen=True)

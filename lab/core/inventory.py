@@ -12,8 +12,8 @@ import shlex
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlsplit
 
-from lab.config import Config
-from lab.errors import ConfigError, UnknownNameError, UsageError
+from lab.core.config import Config
+from lab.core.errors import ConfigError, UnknownNameError, UsageError
 
 LOCAL = "local"
 

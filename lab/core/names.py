@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from lab.errors import UsageError
+from lab.core.errors import UsageError
 
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 _NAME = re.compile(NAME_PATTERN)

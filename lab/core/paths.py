@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 GUEST_DIR = PROJECT_ROOT / "guest"
 IMAGES_DIR = PROJECT_ROOT / "images"
 RESULTS_DIR = PROJECT_ROOT / "results"

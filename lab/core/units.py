@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
-from lab.errors import UsageError
+from lab.core.errors import UsageError
 
 _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)(i?B)?\s*$", re.IGNORECASE | re.ASCII)
 _FACTOR = {"": 1, "K": 1, "M": 1024, "G": 1024**2, "T": 1024**3}

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from lab.clock import Clock
-from lab.errors import GuestError
+from lab.core.clock import Clock
+from lab.core.errors import GuestError
 
 T = TypeVar("T")
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from lxml import etree
 
-from lab.units import format_cpuset, parse_cpuset
+from lab.core.units import format_cpuset, parse_cpuset
 
 
 @dataclass(frozen=True)

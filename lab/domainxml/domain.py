@@ -1,7 +1,7 @@
 """The whole ``<domain>``: the common base every lab guest shares, plus its parts.
 
 A :class:`DomainSpec` is an immutable value. A variant changes it with
-``dataclasses.replace`` (see :mod:`lab.variant`), so the two twins are built from the
+``dataclasses.replace`` (see :mod:`lab.guests.variant`), so the two twins are built from the
 same base and differ only where the variant (and the guest's identity) says.
 """
 
@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 from lxml import etree
 
-from lab.domain.boot import Boot
-from lab.domain.cputune import CPUTune
-from lab.domain.devices import Disk, NetworkInterface, SeedCDROM, SerialConsole
-from lab.domain.memorybacking import MemoryBacking
-from lab.domain.numatune import NUMATune
+from lab.domainxml.boot import Boot
+from lab.domainxml.cputune import CPUTune
+from lab.domainxml.devices import Disk, NetworkInterface, SeedCDROM, SerialConsole
+from lab.domainxml.memorybacking import MemoryBacking
+from lab.domainxml.numatune import NUMATune
 
 ACCELERATORS = ("kvm", "qemu")
 

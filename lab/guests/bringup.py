@@ -14,20 +14,20 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from lab.accel import TCG_WARNING
-from lab.context import Context
-from lab.errors import GuestError, RequirementError, UsageError
-from lab.guestfiles import PlacedImage
-from lab.guestssh import GuestAddress, GuestShell
-from lab.inventory import LOCAL, inventory
-from lab.keys import KeyPair, lab_client_key
-from lab.labstate import GuestRecord, LabState, clear_state, save_state
-from lab.seed import GUEST_USER, SeedData
-from lab.sites import Site, local_site
-from lab.twinplan import TwinRequest, Twins, plan_twins
-from lab.twins import Guest
-from lab.variant import HugePageNeed
-from lab.waiting import wait_for
+from lab.core.context import Context
+from lab.core.errors import GuestError, RequirementError, UsageError
+from lab.core.inventory import LOCAL, inventory
+from lab.core.waiting import wait_for
+from lab.guests.files import PlacedImage
+from lab.guests.keys import KeyPair, lab_client_key
+from lab.guests.labstate import GuestRecord, LabState, clear_state, save_state
+from lab.guests.plan import TwinRequest, Twins, plan_twins
+from lab.guests.seed import GUEST_USER, SeedData
+from lab.guests.sites import Site, local_site
+from lab.guests.ssh import GuestAddress, GuestShell
+from lab.guests.twins import Guest
+from lab.guests.variant import HugePageNeed
+from lab.host.accel import TCG_WARNING
 
 # How often a booting guest is asked for its lease and its SSH port: both questions are
 # cheap (a libvirt call, a TCP connect), so the lab notices either within a fifth of a second.
@@ -145,7 +145,7 @@ def bring_up(
     allow_overcommit: bool = False,
 ) -> UpResult:
     """Twins on ``site`` (default: this machine) from the configured base image."""
-    from lab.image import find_image
+    from lab.images.image import find_image
 
     site = site or local_site(ctx)
     ctx = site.ctx
@@ -288,8 +288,8 @@ def _wait_ready(
     """Lease, then SSH, then cloud-init done; each layer with the time left and a clear error."""
     import libvirt
 
+    from lab.guests.readiness import NOT_YET, STATUS_FILE, parse_status, wait_argv
     from lab.host.network import lease_for
-    from lab.readiness import NOT_YET, STATUS_FILE, parse_status, wait_argv
 
     ctx = site.ctx
     timeout = float(ctx.config.boot_timeout)
@@ -381,7 +381,7 @@ def verify_running(
 ) -> list[str]:
     """Compare what runs with what was declared: pinning, RAM backing, huge page pool drop.
     QEMU's memory map and the pools are read on the guests' host, through its commands."""
-    from lab.verify import check_backing, check_pinning, check_pool_drop, hugetlb_mappings
+    from lab.guests.verify import check_backing, check_pinning, check_pool_drop, hugetlb_mappings
 
     ctx = site.ctx
     problems: list[str] = []

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lab.errors import PlanError
-from lab.topology import HostCPU, Topology
+from lab.core.errors import PlanError
+from lab.host.topology import HostCPU, Topology
 
 
 @dataclass(frozen=True)

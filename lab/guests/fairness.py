@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from lab.diff import Change, diff_domains, variant_delta_paths
-from lab.twins import Guest
+from lab.guests.diff import Change, diff_domains, variant_delta_paths
+from lab.guests.twins import Guest
 
 
 def pair_changes(a: Guest, b: Guest) -> list[Change]:

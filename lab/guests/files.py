@@ -2,7 +2,7 @@
 
 On this machine (:class:`LocalFiles`) the base image is used from the image folder and each
 guest gets ``<state_dir>/guests/NAME`` with a ``qemu-img`` linked clone and a seed ISO.
-On another host (:class:`lab.storagepool.PoolFiles`) the same files are libvirt storage
+On another host (:class:`lab.guests.storagepool.PoolFiles`) the same files are libvirt storage
 volumes, uploaded and cloned over the libvirt connection.
 """
 
@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from lab.domain.boot import Boot
-from lab.hostexec import Host
-from lab.seed import SeedData, write_seed_iso
+from lab.core.hostexec import Host
+from lab.domainxml.boot import Boot
+from lab.guests.seed import SeedData, write_seed_iso
 
 if TYPE_CHECKING:
-    from lab.image import BaseImage
-    from lab.twins import Guest
+    from lab.guests.twins import Guest
+    from lab.images.image import BaseImage
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from lab.errors import UnknownNameError, UsageError
+from lab.core.errors import UnknownNameError, UsageError
 
 STATE_VERSION = 1
 
@@ -28,7 +28,7 @@ class GuestRecord:
     host_public_key: str
     ip: str | None = None
     facts: dict[str, object] = field(default_factory=dict)
-    host: str = "local"  # the inventory's name of the host it runs on (lab.inventory)
+    host: str = "local"  # the inventory's name of the host it runs on (lab.core.inventory)
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lab.context import Context
-from lab.errors import PlanError
+from lab.core.context import Context
+from lab.core.errors import PlanError
+from lab.core.units import format_kib
+from lab.guests.plan import TwinRequest, plan_twins
+from lab.guests.twins import Guest
 from lab.host.check import OVERHEAD_KIB
 from lab.host.facts import parse_meminfo
-from lab.twinplan import TwinRequest, plan_twins
-from lab.twins import Guest
-from lab.units import format_kib
 
 MEMINFO = "/proc/meminfo"
 
@@ -56,7 +56,7 @@ def check_host_memory(ctx: Context, request: TwinRequest) -> None:
     """
     from pathlib import Path
 
-    from lab.labstate import load_state
+    from lab.guests.labstate import load_state
 
     twins = plan_twins(ctx, request)
     if load_state(Path(ctx.config.state_dir)) is not None:

@@ -1,7 +1,7 @@
 """From user request to twin guests: variants, host topology, accelerator, CPU plan.
 
 Gathers the host facts through the context (libvirt capabilities, /proc, /sys) and
-hands them to the pure builders in :mod:`lab.twins` and :mod:`lab.cpuplan`.
+hands them to the pure builders in :mod:`lab.guests.twins` and :mod:`lab.guests.cpuplan`.
 """
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab.accel import AccelChoice, AccelFacts, choose_accelerator
-from lab.context import Context
-from lab.cpuplan import CPUPlan, plan_cpus
-from lab.domain.boot import Boot, KernelBoot
-from lab.errors import LabError, UsageError
-from lab.topology import Cell, HostCPU, Topology, parse_capabilities
-from lab.twins import GUEST_PREFIX, Guest, GuestSettings, build_twins
-from lab.units import parse_size_kib
-from lab.variants import get_variant, load_variants
+from lab.core.context import Context
+from lab.core.errors import LabError, UsageError
+from lab.core.units import parse_size_kib
+from lab.domainxml.boot import Boot, KernelBoot
+from lab.guests.cpuplan import CPUPlan, plan_cpus
+from lab.guests.twins import GUEST_PREFIX, Guest, GuestSettings, build_twins
+from lab.guests.variants import get_variant, load_variants
+from lab.host.accel import AccelChoice, AccelFacts, choose_accelerator
+from lab.host.topology import Cell, HostCPU, Topology, parse_capabilities
 
 # Serial console for logs and `lab console`; no need to probe absent hardware.
 DEFAULT_CMDLINE = "root=/dev/vda rw console=ttyS0 quiet"

@@ -12,12 +12,12 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from lab.accel import AccelFacts
-from lab.context import Context
-from lab.guestfiles import GuestFiles, LocalFiles
+from lab.core.context import Context
+from lab.core.inventory import LOCAL, HostEntry, guest_prefix, inventory
+from lab.guests.files import GuestFiles, LocalFiles
+from lab.guests.labstate import GuestRecord, LabState, load_state, no_lab_up
+from lab.host.accel import AccelFacts
 from lab.host.facts import Pool
-from lab.inventory import LOCAL, HostEntry, guest_prefix, inventory
-from lab.labstate import GuestRecord, LabState, load_state, no_lab_up
 
 SYSFS = Path("/sys")
 # One fixed script, no user input in it: every huge page pool of the host as PATH:VALUE.
@@ -62,7 +62,7 @@ class Site:
 
     def accel_facts(self) -> AccelFacts:
         if not self.remote:
-            from lab.twinplan import read_accel_facts
+            from lab.guests.plan import read_accel_facts
 
             return read_accel_facts()
         return remote_accel_facts(self.ctx)
@@ -84,8 +84,8 @@ def site_for(ctx: Context, entry: HostEntry) -> Site:
     state_dir = Path(ctx.config.state_dir)
     if entry.ssh is None:
         return Site(entry, ctx, state_dir, LocalFiles(ctx.host, state_dir))
-    from lab.remotehost import RemoteHost
-    from lab.storagepool import PoolFiles
+    from lab.guests.storagepool import PoolFiles
+    from lab.host.remote import RemoteHost
 
     there = replace(
         ctx,
@@ -117,7 +117,7 @@ def parse_pool_listing(text: str) -> list[Pool]:
 
 
 def remote_accel_facts(ctx: Context) -> AccelFacts:
-    """What :func:`lab.accel.choose_accelerator` needs, read on the host over SSH."""
+    """What :func:`lab.host.accel.choose_accelerator` needs, read on the host over SSH."""
     host = ctx.host
     cpuinfo = host.read_text("/proc/cpuinfo")
     modules = frozenset(m for m in KVM_MODULES if host.exists(f"/sys/module/{m}"))
@@ -132,7 +132,7 @@ def remote_accel_facts(ctx: Context) -> AccelFacts:
 
 def chosen_sites(ctx: Context, hosts: str | None) -> list[Site]:
     """``--hosts`` as sites; None means this machine (what `lab up` does by default)."""
-    from lab.inventory import select_hosts
+    from lab.core.inventory import select_hosts
 
     return [site_for(ctx, entry) for entry in select_hosts(ctx.config, hosts)]
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lab.errors import GuestCommandError, GuestError
-from lab.hostexec import Result
+from lab.core.errors import GuestCommandError, GuestError
+from lab.core.hostexec import Result
 
 # paramiko logs every failed connection from its own thread, with a traceback, and with no
 # handler configured Python prints that on stderr. A guest that cannot be reached is the

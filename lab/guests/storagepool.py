@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lxml import etree
 
-from lab.context import Context
-from lab.domain.boot import KernelBoot
-from lab.errors import LabError
-from lab.guestfiles import PlacedImage, tail_lines
-from lab.seed import SeedData, write_seed_iso
+from lab.core.context import Context
+from lab.core.errors import LabError
+from lab.domainxml.boot import KernelBoot
+from lab.guests.files import PlacedImage, tail_lines
+from lab.guests.seed import SeedData, write_seed_iso
 
 if TYPE_CHECKING:
-    from lab.image import BaseImage
-    from lab.twins import Guest
+    from lab.guests.twins import Guest
+    from lab.images.image import BaseImage
 
 IMAGE_POOL = "lab-images"
 CHUNK = 4 * 1024 * 1024

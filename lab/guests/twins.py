@@ -10,14 +10,14 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab.cpuplan import CPUPlan, Placement
-from lab.domain.boot import Boot
-from lab.domain.cputune import CPUTune
-from lab.domain.devices import Disk, NetworkInterface, SeedCDROM, SerialConsole
-from lab.domain.domain import DomainSpec
-from lab.domain.numatune import NUMATune
-from lab.errors import UsageError
-from lab.variant import HugePageNeed, Variant
+from lab.core.errors import UsageError
+from lab.domainxml.boot import Boot
+from lab.domainxml.cputune import CPUTune
+from lab.domainxml.devices import Disk, NetworkInterface, SeedCDROM, SerialConsole
+from lab.domainxml.domain import DomainSpec
+from lab.domainxml.numatune import NUMATune
+from lab.guests.cpuplan import CPUPlan, Placement
+from lab.guests.variant import HugePageNeed, Variant
 
 GUEST_PREFIX = "lab-"
 
@@ -33,7 +33,7 @@ class GuestSettings:
     network: str
     state_dir: Path
     cpu_mode: str | None = "host-passthrough"
-    prefix: str = GUEST_PREFIX  # lab-HOST- on hosts other than this one (lab.inventory)
+    prefix: str = GUEST_PREFIX  # lab-HOST- on hosts other than this one (lab.core.inventory)
 
 
 @dataclass(frozen=True)

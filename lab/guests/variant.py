@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from lab.domain.domain import DomainSpec
-from lab.domain.memorybacking import HugePages, MemoryBacking
-from lab.units import format_kib
+from lab.core.units import format_kib
+from lab.domainxml.domain import DomainSpec
+from lab.domainxml.memorybacking import HugePages, MemoryBacking
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The registry of variant plug-ins: every ``*.py`` in the variant directories.
 
-Each plug-in file defines ``VARIANT``, an instance of :class:`lab.variant.Variant`.
+Each plug-in file defines ``VARIANT``, an instance of :class:`lab.guests.variant.Variant`.
 The directories are the project's ``domains/`` plus any the configuration adds.
 """
 
@@ -10,9 +10,9 @@ import importlib.util
 from collections.abc import Iterable
 from pathlib import Path
 
-from lab.errors import ConfigError, UnknownNameError
-from lab.paths import PROJECT_ROOT
-from lab.variant import Variant
+from lab.core.errors import ConfigError, UnknownNameError
+from lab.core.paths import PROJECT_ROOT
+from lab.guests.variant import Variant
 
 DEFAULT_DIRS = (PROJECT_ROOT / "domains",)
 
@@ -46,7 +46,7 @@ def _load_file(path: Path) -> Variant:
     if not isinstance(variant, Variant) or not variant.name:
         raise ConfigError(
             f"variant plug-in {path} does not define VARIANT",
-            hint="Define VARIANT = <a lab.variant.Variant with a name> in that file",
+            hint="Define VARIANT = <a lab.guests.variant.Variant with a name> in that file",
         )
     if variant.name != path.stem:
         raise ConfigError(

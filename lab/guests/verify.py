@@ -1,7 +1,7 @@
 """Proof that each guest runs as declared, from facts read off the host and libvirt.
 
 Pure functions over captured text and libvirt's answers, so each check is tested on
-real captures; :mod:`lab.bringup` gathers the facts and fails `lab up` on a mismatch.
+real captures; :mod:`lab.guests.bringup` gathers the facts and fails `lab up` on a mismatch.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lab.units import format_cpuset
+from lab.core.units import format_cpuset
 
 _KPS = re.compile(r"kernelpagesize_kB=(\d+)")
 _NODE_PAGES = re.compile(r"\bN\d+=(\d+)")

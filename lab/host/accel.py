@@ -68,7 +68,7 @@ def choose_accelerator(facts: AccelFacts, requested: str = "auto") -> AccelChoic
     reason = "; ".join(p for p, _ in problems)
     fix = next((f for _, f in problems if f), "")
     if requested == "kvm":
-        from lab.errors import RequirementError
+        from lab.core.errors import RequirementError
 
         raise RequirementError(
             f"KVM was requested but cannot run guests: {reason}",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lab.errors import StoreError
+from lab.core.errors import StoreError
 from lab.host.hugepages import size_text
 
 CHANGES_FILE = "host-changes.json"

@@ -15,9 +15,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lab.accel import AccelChoice, choose_accelerator, cpu_flags
-from lab.errors import LabError, PlanError
+from lab.core.errors import LabError, PlanError
+from lab.guests.variant import HugePageNeed
 from lab.host import nfs
+from lab.host.accel import AccelChoice, choose_accelerator, cpu_flags
 from lab.host.facts import (
     Pool,
     hugetlbfs_mounts,
@@ -29,11 +30,10 @@ from lab.host.facts import (
 )
 from lab.host.hugepages import check_needs, size_text
 from lab.host.network import NetworkInfo, parse_network_xml
-from lab.variant import HugePageNeed
 
 if TYPE_CHECKING:
-    from lab.context import Context
-    from lab.sites import Site
+    from lab.core.context import Context
+    from lab.guests.sites import Site
 
 OK, WARN, MISSING = "ok", "warn", "missing"
 PREPARE = "lab host prepare"
@@ -287,7 +287,7 @@ def gather_facts(
     """Read everything :func:`rows_from_facts` judges (side effects: reads only). With a
     remote ``site``, its host's files, pools and accelerator are read over its SSH and
     libvirt; the image is this machine's, which `lab up` uploads there."""
-    from lab.twinplan import host_topology, plan_twins, read_accel_facts, request_from
+    from lab.guests.plan import host_topology, plan_twins, read_accel_facts, request_from
 
     remote = site if site is not None and site.remote else None
     if site is not None:
@@ -357,7 +357,7 @@ def _network_facts(f: CheckFacts, conn: object) -> None:
 
 
 def _image_facts(f: CheckFacts, ctx: Context) -> None:
-    from lab.image import find_image
+    from lab.images.image import find_image
 
     try:
         image = find_image(Path(ctx.config.image_dir), ctx.config.image)

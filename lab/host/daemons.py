@@ -11,9 +11,9 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab.clock import Clock
-from lab.errors import LabError
-from lab.hostexec import Host
+from lab.core.clock import Clock
+from lab.core.errors import LabError
+from lab.core.hostexec import Host
 
 
 @dataclass(frozen=True)

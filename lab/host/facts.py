@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab.errors import UsageError
-from lab.units import parse_size_kib
+from lab.core.errors import UsageError
+from lab.core.units import parse_size_kib
 
 _MEMINFO = re.compile(r"^([A-Za-z0-9_()]+):\s+(\d+)(?:\s+kB)?\s*$")
 _POOL_DIR = re.compile(r"^hugepages-(\d+)kB$")

@@ -11,11 +11,11 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from lab.errors import RequirementError
+from lab.core.errors import RequirementError
+from lab.core.hostexec import Host
+from lab.core.units import format_kib
+from lab.guests.variant import HugePageNeed
 from lab.host.facts import Pool, numa_nodes
-from lab.hostexec import Host
-from lab.units import format_kib
-from lab.variant import HugePageNeed
 
 Needs = Sequence[HugePageNeed] | Mapping[str, Sequence[HugePageNeed]]
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from lxml import etree
 
-from lab.errors import LabError, RequirementError, UsageError
+from lab.core.errors import LabError, RequirementError, UsageError
 
 if TYPE_CHECKING:
     import libvirt

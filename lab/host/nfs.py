@@ -12,11 +12,11 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab.clock import Clock
-from lab.errors import LabError
+from lab.core.clock import Clock
+from lab.core.errors import LabError
+from lab.core.hostexec import Host
 from lab.host.daemons import Daemon
 from lab.host.facts import parse_proc_filesystems
-from lab.hostexec import Host
 
 KERNEL = "kernel"
 GANESHA = "ganesha"

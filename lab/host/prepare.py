@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lab.errors import LabError
+from lab.core.errors import LabError
+from lab.core.hostexec import Host
 from lab.host import daemons, nfs
 from lab.host.changes import Change, ChangeLog
 from lab.host.facts import (
@@ -25,11 +26,10 @@ from lab.host.facts import (
 )
 from lab.host.hugepages import option_text, pool_file, reserve
 from lab.host.network import ensure_network, remove_network
-from lab.hostexec import Host
 
 if TYPE_CHECKING:
-    from lab.context import Context
-    from lab.sites import Site
+    from lab.core.context import Context
+    from lab.guests.sites import Site
 
 QEMU_CONF_MARK = "# Added by `lab host prepare`; `lab host release` restores the file."
 

@@ -12,9 +12,9 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from lab.errors import HostCommandError, RequirementError
-from lab.hostexec import FileMode, Host, Result
-from lab.inventory import SSHTarget
+from lab.core.errors import HostCommandError, RequirementError
+from lab.core.hostexec import FileMode, Host, Result
+from lab.core.inventory import SSHTarget
 
 # ssh exits 255 when it could not log in or lost the connection (not the command's status).
 SSH_FAILED = 255

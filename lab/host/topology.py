@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
-from lab.units import parse_cpuset
+from lab.core.units import parse_cpuset
 
 
 @dataclass(frozen=True)

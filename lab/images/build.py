@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lab.clock import Clock
-from lab.errors import ConfigError, HostCommandError
-from lab.hostexec import Host
-from lab.image import (
+from lab.core.clock import Clock
+from lab.core.errors import ConfigError, HostCommandError
+from lab.core.hostexec import Host
+from lab.core.units import parse_size_kib
+from lab.images.image import (
     DISK,
     INITRD,
     KERNEL,
@@ -37,7 +38,6 @@ from lab.image import (
     point_name_at,
     publish,
 )
-from lab.units import parse_size_kib
 
 # Part of every recipe hash: bump it when a change here changes what an image contains.
 BUILDER_VERSION = "1"

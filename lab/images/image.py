@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lab.clock import Clock
-from lab.domain.boot import Boot, DiskBoot, KernelBoot
-from lab.errors import LabError, RequirementError, UsageError
-from lab.hostexec import Host
-from lab.paths import IMAGES_DIR
+from lab.core.clock import Clock
+from lab.core.errors import LabError, RequirementError, UsageError
+from lab.core.hostexec import Host
+from lab.core.paths import IMAGES_DIR
+from lab.domainxml.boot import Boot, DiskBoot, KernelBoot
 
 MANIFEST = "manifest.json"
 DISK = "base.qcow2"
@@ -196,7 +196,7 @@ _OTHER_MAGIC = ((b"KDMV", "vmdk"), (b"conectix", "vpc"), (b"vhdxfile", "vhdx"),
 
 def check_importable(path: Path, name: str) -> None:
     """Refuse, before anything runs or is written, a path that is no qcow2 file or a bad name."""
-    from lab.names import check_name
+    from lab.core.names import check_name
 
     if not path.is_file():
         raise UsageError(
@@ -290,7 +290,7 @@ def build_image(
     clock: Clock | None = None,
 ) -> BaseImage:
     """Build (or find in the cache) the image described by ``recipe_dir``; see imagebuild."""
-    from lab.imagebuild import ImageBuilder
+    from lab.images.build import ImageBuilder
 
     return ImageBuilder(Path(recipe_dir), Path(image_dir), host, log, clock).build(force=force)
 

@@ -16,9 +16,9 @@ from typing import Any
 
 from lxml import etree
 
-from lab.hostexec import Host
-from lab.image import MANIFEST, image_dir_lock
-from lab.imagebuild import tree_bytes
+from lab.core.hostexec import Host
+from lab.images.build import tree_bytes
+from lab.images.image import MANIFEST, image_dir_lock
 
 
 @dataclass(frozen=True)

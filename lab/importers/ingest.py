@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab.errors import UsageError
+from lab.core.errors import UsageError
 from lab.importers.appended import read_iperf3_json, read_iperf3_text, read_sysbench, read_time
 from lab.importers.records import BadLine, Parsed, Sample, infer_direction, known_unit
 from lab.importers.tabular import Defaults, read_csv, read_jsonl

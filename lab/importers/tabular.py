@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
-from lab.errors import UsageError
+from lab.core.errors import UsageError
 from lab.importers.records import BadLine, Parsed, Sample
 
 REQUIRED = ("variant", "workload", "metric", "value")

@@ -18,20 +18,20 @@ from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from lab.context import Context
-from lab.errors import GuestCommandError, GuestError, LabError, UsageError
-from lab.guestssh import GuestShell
-from lab.inventory import LOCAL
-from lab.journal import JournalEntry, JournalEvent, complete_length, parse_journal_line
-from lab.labstate import GuestRecord, LabState
-from lab.placement import Placement, SwapSchedule, check_swap_plan
-from lab.seed import GUEST_USER
+from lab.core.context import Context
+from lab.core.errors import GuestCommandError, GuestError, LabError, UsageError
+from lab.core.inventory import LOCAL
+from lab.guests.labstate import GuestRecord, LabState
+from lab.guests.seed import GUEST_USER
+from lab.guests.ssh import GuestShell
+from lab.run.journal import JournalEntry, JournalEvent, complete_length, parse_journal_line
+from lab.run.placement import Placement, SwapSchedule, check_swap_plan
+from lab.run.workload import RUNNER_FILES
 from lab.stats.running import RunningMoments
 from lab.store import IterationRecord, MetricInfo, Store
-from lab.workload import RUNNER_FILES
 
 if TYPE_CHECKING:
-    from lab.sites import Site
+    from lab.guests.sites import Site
 
 RUNNER_DIR = f"/home/{GUEST_USER}/lab-runner"
 SCHEDULES = ("concurrent", "alternate", "sync")
@@ -129,7 +129,7 @@ def split_journal(data: str) -> tuple[list[JournalEntry | JournalEvent], int]:
 @dataclass
 class RunPlan:
     study: str
-    workload: Any  # lab.workload.Workload
+    workload: Any  # lab.run.workload.Workload
     params: dict[str, Any]
     n: int
     schedule: str
@@ -283,7 +283,7 @@ class Controller:
         guest.runner_started = True
 
     def guest_info(self, guest: GuestProgress) -> Any:
-        from lab.workloadhost import guest_infos, nfs_source
+        from lab.run.hostside import guest_infos, nfs_source
 
         state = self.state_of(guest.record)
         nfs = ""

@@ -12,9 +12,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from lab.context import Context
-from lab.labstate import GuestRecord, LabState
-from lab.workload import GuestInfo, Workload
+from lab.core.context import Context
+from lab.guests.labstate import GuestRecord, LabState
+from lab.run.workload import GuestInfo, Workload
 
 NFS_SUBDIR = "nfs"
 
@@ -55,7 +55,7 @@ def host_side(
     records: Sequence[GuestRecord],
     work_dir: str,
 ) -> Iterator[None]:
-    from lab.errors import RequirementError
+    from lab.core.errors import RequirementError
     from lab.host.nfs import is_serving
 
     state_dir = Path(ctx.config.state_dir)

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from lab.errors import StoreError
+from lab.core.errors import StoreError
 
 JOURNAL_VERSION = 1
 T = TypeVar("T")

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from lab.errors import LabError
+from lab.core.errors import LabError
 
 LOCK_FILE = "run.lock"
 _held: dict[tuple[int, str], int] = {}  # (pid, lock path) -> depth, for re-entry

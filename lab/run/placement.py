@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from lab.errors import LabError, UsageError
-from lab.labstate import GuestRecord
-from lab.verify import check_pinning, cpus_from_bools
+from lab.core.errors import LabError, UsageError
+from lab.guests.labstate import GuestRecord
+from lab.guests.verify import check_pinning, cpus_from_bools
 
 OWN = "own"
 SWAPPED = "swapped"

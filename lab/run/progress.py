@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
-from lab.context import Context
+from lab.core.context import Context
 
 # At import, not at the first progress line: scipy's lazy submodules would otherwise load
 # while the run goes on, where they look like growth of the controller's memory.
 from lab.stats.descriptive import margin_of_error
 
 if TYPE_CHECKING:
-    from lab.controller import Controller, GuestProgress
+    from lab.run.controller import Controller, GuestProgress
 
 CONFIDENCE = 99.99  # the reference study's level, for the running margin
 PLAIN_EVERY = 30.0  # seconds between progress lines when stderr is not a terminal

@@ -1,12 +1,12 @@
 """What a workload is: the command the in-guest runner times, its parameters and metrics.
 
-A workload plug-in is one small file in ``lab/workloads/`` that defines ``WORKLOAD``, an
+A workload plug-in is one small file in ``lab/run/workloads/`` that defines ``WORKLOAD``, an
 instance of :class:`Workload`, named like its file with ``-`` for ``_``
 (``sysbench_memory.py`` defines ``sysbench-memory``); files starting with ``_`` hold shared
 code. :func:`load_workloads` finds them, :func:`get_workload` picks one. A workload never runs
 anything itself: :meth:`Workload.spec` describes, as data, what ``guest/runner.py`` runs in
 one guest, and the host-side hooks (:meth:`Workload.host_prepare`,
-:meth:`Workload.host_servers`) receive the :class:`~lab.hostexec.Host` they act through.
+:meth:`Workload.host_servers`) receive the :class:`~lab.core.hostexec.Host` they act through.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
-from lab.errors import ConfigError, UnknownNameError, UsageError
-from lab.hostexec import Host
-from lab.paths import GUEST_DIR, PROJECT_ROOT
+from lab.core.errors import ConfigError, UnknownNameError, UsageError
+from lab.core.hostexec import Host
+from lab.core.paths import GUEST_DIR, PROJECT_ROOT
 
 Direction = Literal["lower", "higher"]
 ParamValue = int | float | str | None
@@ -36,7 +36,7 @@ RUNNER_FILES: Mapping[str, Path] = MappingProxyType(
 
 # The runner's own measurements of the timed command, usable in ``metrics_from``.
 RUNNER_TIMINGS = ("wall_s", "user_s", "sys_s")
-WORKLOAD_DIRS = (PROJECT_ROOT / "lab" / "workloads",)
+WORKLOAD_DIRS = (Path(__file__).resolve().parent / "workloads",)
 
 
 @dataclass(frozen=True)
@@ -241,7 +241,7 @@ def _load_file(path: Path) -> Workload:
     if not isinstance(workload, Workload) or not workload.name:
         raise ConfigError(
             f"workload plug-in {path} does not define WORKLOAD",
-            hint="Define WORKLOAD = <a lab.workload.Workload with a name> in that file",
+            hint="Define WORKLOAD = <a lab.run.workload.Workload with a name> in that file",
         )
     if workload.name.replace("-", "_") != path.stem:
         raise ConfigError(

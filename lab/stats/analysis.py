@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import stats
 
-from lab.errors import UsageError
+from lab.core.errors import UsageError
 from lab.stats.blocked import BlockedDifference, by_host
 from lab.stats.descriptive import Summary, check_confidence, summarize
 from lab.stats.diagnostics import Diagnostics, diagnose, tukey_fences
@@ -254,7 +254,7 @@ def analyse(
     return result
 
 
-OWN, SWAPPED = "own", "swapped"  # as lab.placement labels them
+OWN, SWAPPED = "own", "swapped"  # as lab.run.placement labels them
 
 
 def cpu_set_name(variant: str) -> str:

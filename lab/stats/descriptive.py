@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from lab.errors import UsageError
+from lab.core.errors import UsageError
 
 
 def check_confidence(confidence: float) -> float:

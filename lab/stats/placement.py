@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from lab.errors import UsageError
+from lab.core.errors import UsageError
 from lab.stats.descriptive import check_confidence
 
 METHOD = "two-way linear model (variant × placement), least squares, ±½ effect coding"

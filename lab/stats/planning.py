@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from scipy import stats
 
-from lab.errors import UsageError
+from lab.core.errors import UsageError
 from lab.stats.descriptive import check_confidence, margin_of_error
 
 FORMULA = (

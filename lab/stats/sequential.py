@@ -50,7 +50,7 @@ from typing import Literal
 import numpy as np
 from scipy import integrate, optimize, stats
 
-from lab.errors import UsageError
+from lab.core.errors import UsageError
 from lab.stats.descriptive import check_confidence
 from lab.stats.verdict import Outcome, Verdict, decide, parse_percent
 from lab.store import Direction

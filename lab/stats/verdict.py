@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from lab.errors import UsageError
+from lab.core.errors import UsageError
 from lab.store import Direction
 
 _PERCENT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*%?\s*$")

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lab.context import Context
+from lab.core.context import Context
 from lab.store.db import Store
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def variant_order(store: Store, study: str | None = None) -> list[str]:
 def series_without_warmup(store: Store, args: argparse.Namespace) -> Trimmed:
     """The series ``--workload``, ``--metric`` and ``--study`` select, without their warm-up:
     ``--warmup`` when given, else what each run declared (``lab.stats.discard``)."""
-    from lab.errors import UsageError
+    from lab.core.errors import UsageError
     from lab.stats.discard import cut_warmup, describe_rule
 
     series = store.values(workload=args.workload, metric=args.metric, study=args.study)

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from lab.errors import StoreError
+from lab.core.errors import StoreError
 from lab.store.full import StoreFull, is_disk_full, store_full
 from lab.store.reads import Reads
 from lab.store.records import IterationRecord, MetricInfo

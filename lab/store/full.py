@@ -15,7 +15,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from lab.errors import StoreError
+from lab.core.errors import StoreError
 
 NEARLY_FULL = 1024 * 1024  # bytes: an I/O error with less room than this is taken as "full"
 

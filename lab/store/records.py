@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from lab.errors import StoreError
+from lab.core.errors import StoreError
 
 Direction = Literal["lower", "higher"]
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from lab.errors import StoreError
+from lab.core.errors import StoreError
 
 SCHEMA_VERSION = 3
 

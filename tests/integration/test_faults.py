@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from lab.core.hostexec import Host
 from lab.host import daemons, nfs
-from lab.hostexec import Host
 from tests.integration.conftest import STATE_DIR, Pair
 from tests.integration.test_run import (
     LONG_SYSBENCH,

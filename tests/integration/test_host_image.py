@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.config import Config
+from lab.core.config import Config
 from lab.host.facts import (
     hugetlbfs_mounts,
     parse_mounts,
@@ -18,7 +18,7 @@ from lab.host.facts import (
 )
 from lab.host.network import parse_network_xml
 from lab.host.nfs import is_serving
-from lab.image import find_image
+from lab.images.image import find_image
 from tests.integration.conftest import Lab
 
 pytestmark = pytest.mark.integration

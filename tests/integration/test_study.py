@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lab.paths import PROJECT_ROOT
-from lab.study import load_study
+from lab.app.study import load_study
+from lab.core.paths import PROJECT_ROOT
 from tests.integration.conftest import Pair
 from tests.integration.test_run import samples
 

@@ -1,7 +1,7 @@
 """A guest whose in-guest runner is simulated in memory, for tests of the controller's
 bookkeeping over many iterations (thousands, where the real runner would take minutes).
 
-The journal lines are the runner's format (``lab.journal``), written the way
+The journal lines are the runner's format (``lab.run.journal``), written the way
 ``guest/runner.py`` writes them: a ``begin`` line, then the attempt's result line. The
 simulated runner progresses only when the controller reads the journal: each read finds
 ``per_read`` more iterations done, so a test knows how far a run got without any clock.
@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lab.clock import Clock
-from lab.config import Config
-from lab.context import Context
-from lab.controller import Controller, RunPlan
-from lab.guestssh import GuestAddress, GuestShell
-from lab.hostexec import Result
-from lab.labstate import GuestRecord, LabState
+from lab.core.clock import Clock
+from lab.core.config import Config
+from lab.core.context import Context
+from lab.core.hostexec import Result
+from lab.guests.labstate import GuestRecord, LabState
+from lab.guests.ssh import GuestAddress, GuestShell
+from lab.run.controller import Controller, RunPlan
 from lab.store import Store
 from tests.unit.test_controller import ShellWorkload
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lab.domain.boot import KernelBoot
-from lab.topology import Cell, HostCPU, Topology
-from lab.twins import GuestSettings
+from lab.domainxml.boot import KernelBoot
+from lab.guests.twins import GuestSettings
+from lab.host.topology import Cell, HostCPU, Topology
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 

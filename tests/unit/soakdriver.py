@@ -17,9 +17,9 @@ import sys
 import time
 from pathlib import Path
 
-import lab.controller
-from lab.controller import STORE_CACHE_KIB
-from lab.journal import JournalEntry, JournalEvent
+import lab.run.controller
+from lab.run.controller import STORE_CACHE_KIB
+from lab.run.journal import JournalEntry, JournalEvent
 from tests.unit.fakeguest import NAMES, FakeRunnerGuest, make_controller
 
 KEPT: list[str] = []
@@ -44,13 +44,13 @@ def leaky_split(data: str) -> tuple[list[JournalEntry | JournalEvent], int]:
     return parsed, used
 
 
-ORIGINAL_SPLIT = lab.controller.split_journal
+ORIGINAL_SPLIT = lab.run.controller.split_journal
 
 
 def main(argv: list[str]) -> int:
     folder, n, leak = Path(argv[0]), int(argv[1]), "--leak" in argv[2:]
     if leak:
-        lab.controller.split_journal = leaky_split  # type: ignore[assignment]
+        lab.run.controller.split_journal = leaky_split  # type: ignore[assignment]
     guests = {name: StreamingGuest(name, per_read=2) for name in NAMES}
     controller, store = make_controller(folder, guests, n, cache_kib=STORE_CACHE_KIB)
     controller.on_update = lambda c: time.sleep(0.003)  # a watcher's looks see it run

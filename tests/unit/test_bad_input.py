@@ -23,14 +23,14 @@ from typing import Any
 import libvirt
 import pytest
 
-import lab.context
+import lab.core.context
 from lab.cli import main
-from lab.context import Context
-from lab.controller import WRITE_SPEC
-from lab.hostexec import RecordingHost
-from lab.journal import JournalEntry, read_journal
-from lab.labstate import GuestRecord, LabState, save_state
-from lab.workload import RUNNER_FILES, GuestInfo, get_workload
+from lab.core.context import Context
+from lab.core.hostexec import RecordingHost
+from lab.guests.labstate import GuestRecord, LabState, save_state
+from lab.run.controller import WRITE_SPEC
+from lab.run.journal import JournalEntry, read_journal
+from lab.run.workload import RUNNER_FILES, GuestInfo, get_workload
 
 # libvirt calls that change something; reads (lookups, XML, capabilities) are fine.
 CHANGES = re.compile(
@@ -118,7 +118,7 @@ def lab_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
             config=config, host=env.host, connect=lambda uri: RecordingConnect(uri, env.calls)
         )
 
-    monkeypatch.setattr(lab.context, "Context", context)
+    monkeypatch.setattr(lab.core.context, "Context", context)
     yield env
 
 
@@ -274,7 +274,7 @@ def test_with_a_lab_up_the_fix_is_lab_down_not_less_memory(
 
 
 def test_without_memavailable_nothing_is_refused() -> None:
-    from lab.hostmemory import check_memory
+    from lab.guests.memory import check_memory
 
     check_memory([], "")
     check_memory([], "MemTotal: 1 kB\n")

@@ -54,7 +54,7 @@ def test_unknown_variant_is_one_line_with_the_known_names(
 
 
 def test_debug_shows_the_traceback() -> None:
-    from lab.errors import UnknownNameError
+    from lab.core.errors import UnknownNameError
 
     with pytest.raises(UnknownNameError):
         main(["--debug", "xml", "--variant", "nope"])

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from lab.cli import main
-from lab.inventory import guest_prefix
+from lab.core.inventory import guest_prefix
 from lab.store import IterationRecord, MetricInfo, Store
 
 Z9999 = 3.890591886  # z(1 − 0.0001/2), from a normal table
@@ -232,7 +232,7 @@ def placement_store(path: Path, n: int = 400, swap_every: int = 10) -> Path:
     Without the swap the two effects would be one (+1 s, "B is slower"); with it the model
     must find each on its own.
     """
-    from lab.placement import placement_for
+    from lab.run.placement import placement_for
 
     rng = np.random.default_rng(7)
     with Store.open(path) as store:

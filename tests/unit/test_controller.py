@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from lab.clock import Clock
-from lab.config import Config
-from lab.context import Context
-from lab.controller import Controller, RunFailed, RunPlan, run_key, split_journal
-from lab.guestssh import GuestAddress, GuestShell
-from lab.hostexec import Result
-from lab.labstate import GuestRecord, LabState
+from lab.core.clock import Clock
+from lab.core.config import Config
+from lab.core.context import Context
+from lab.core.hostexec import Result
+from lab.guests.labstate import GuestRecord, LabState
+from lab.guests.ssh import GuestAddress, GuestShell
+from lab.run.controller import Controller, RunFailed, RunPlan, run_key, split_journal
 from lab.store import Store
 from tests.unit.test_placement_swap import FakeLibvirt
 
@@ -43,7 +43,7 @@ class LocalShell(GuestShell):
         done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
         result = Result(tuple(argv), done.returncode, done.stdout, done.stderr)
         if check and not result.ok:
-            from lab.errors import GuestCommandError
+            from lab.core.errors import GuestCommandError
 
             raise GuestCommandError(f"{argv} exited {done.returncode}: {done.stderr}")
         return result
@@ -316,7 +316,7 @@ def test_until_verdict_stops_a_clear_difference_long_before_the_maximum(tmp_path
 
 
 def test_until_needs_two_guests_of_different_variants(tmp_path: Path) -> None:
-    from lab.errors import UsageError
+    from lab.core.errors import UsageError
 
     controller, store = make(tmp_path, ["true"], n=5, guests=("lab-thp",))
     plan = RunPlan("s", controller.plan.workload, {}, 5, "concurrent", 10, until="verdict")
@@ -466,7 +466,7 @@ def test_stopping_the_runners_puts_the_pins_back(tmp_path: Path) -> None:
 
 
 def test_swap_every_needs_the_sync_schedule_and_two_guests(tmp_path: Path) -> None:
-    from lab.errors import UsageError
+    from lab.core.errors import UsageError
 
     with pytest.raises(UsageError, match="needs --schedule sync, not concurrent"):
         make_pair(tmp_path, 4, "concurrent", SLEEPLESS, swap_every=2)

@@ -14,7 +14,7 @@ import sys
 import tracemalloc
 from pathlib import Path
 
-from lab.controller import READ_CHUNK, RECENT, Controller
+from lab.run.controller import READ_CHUNK, RECENT, Controller
 from tests.unit.fakeguest import NAMES, FakeRunnerGuest, make_controller, wall_of
 
 MiB = 1024 * 1024

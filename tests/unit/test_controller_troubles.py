@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from lab.clock import ManualClock
-from lab.controller import MAX_TROUBLES, Controller, RunFailed
-from lab.hostexec import Result
+from lab.core.clock import ManualClock
+from lab.core.hostexec import Result
+from lab.run.controller import MAX_TROUBLES, Controller, RunFailed
 from lab.store import Store
 from tests.unit.fakeguest import NAMES, FakeRunnerGuest, make_controller
 
@@ -45,7 +45,7 @@ class SickGuest(FakeRunnerGuest):
         if args[:2] == ("python3", "-c") and self.spec_fails:
             result = Result(args, 1, "", "OSError: [Errno 28] No space left on device")
             if check:
-                from lab.errors import GuestCommandError
+                from lab.core.errors import GuestCommandError
 
                 raise GuestCommandError(f"{self.name}: spec write exited 1: {result.stderr}")
             return result

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from lab.cpuplan import plan_cpus
-from lab.errors import PlanError
-from lab.topology import parse_capabilities
+from lab.core.errors import PlanError
+from lab.guests.cpuplan import plan_cpus
+from lab.host.topology import parse_capabilities
 from tests.unit.helpers import FIXTURES, topology
 
 

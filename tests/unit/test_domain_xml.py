@@ -10,12 +10,12 @@ import libvirt
 import pytest
 from lxml import etree
 
-from lab.cpuplan import plan_cpus
-from lab.domain.cputune import CPUTune
-from lab.domain.memorybacking import MemoryBacking
-from lab.domain.numatune import NUMATune
-from lab.twins import build_twins
-from lab.variants import load_variants
+from lab.domainxml.cputune import CPUTune
+from lab.domainxml.memorybacking import MemoryBacking
+from lab.domainxml.numatune import NUMATune
+from lab.guests.cpuplan import plan_cpus
+from lab.guests.twins import build_twins
+from lab.guests.variants import load_variants
 from tests.unit.helpers import settings, topology
 
 SCHEMA = Path("/usr/share/libvirt/schemas/domain.rng")

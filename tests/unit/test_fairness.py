@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from lab.cpuplan import plan_cpus
-from lab.fairness import pair_changes
-from lab.twins import build_twins
-from lab.variants import load_variants
+from lab.guests.cpuplan import plan_cpus
+from lab.guests.fairness import pair_changes
+from lab.guests.twins import build_twins
+from lab.guests.variants import load_variants
 from tests.unit.helpers import settings, topology
 
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from lab.errors import GuestCommandError, GuestError
-from lab.guestssh import GuestAddress, GuestShell
+from lab.core.errors import GuestCommandError, GuestError
+from lab.guests.ssh import GuestAddress, GuestShell
 
 
 class Transport:
@@ -126,7 +126,7 @@ def test_paramikos_own_error_records_do_not_reach_stderr() -> None:
 
     emit = "import logging; logging.getLogger('paramiko.transport').error('banner')"
     quiet = subprocess.run(
-        [sys.executable, "-c", f"import lab.guestssh; {emit}"], capture_output=True, text=True
+        [sys.executable, "-c", f"import lab.guests.ssh; {emit}"], capture_output=True, text=True
     )
     loud = subprocess.run([sys.executable, "-c", emit], capture_output=True, text=True)
     assert "banner" in loud.stderr  # what Python does with no handler
@@ -150,7 +150,7 @@ def test_a_command_killed_by_a_signal_on_a_live_connection_is_the_guest_s_answer
 
 
 def test_journal_reads_give_up_on_a_stalled_connection() -> None:
-    from lab.guestssh import SFTP_TIMEOUT_S
+    from lab.guests.ssh import SFTP_TIMEOUT_S
 
     connection = Connection(True, data=b"x")
     shell_with(connection).read_bytes("/j", 0, 1)

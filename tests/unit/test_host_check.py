@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from lab.accel import AccelChoice, choose_accelerator
+from lab.guests.plan import read_accel_facts
+from lab.guests.variant import HugePageNeed
+from lab.host.accel import AccelChoice, choose_accelerator
 from lab.host.check import MISSING, OK, WARN, CheckFacts, Row, rows_from_facts, rows_json
 from lab.host.facts import Pool
 from lab.host.network import NetworkInfo
-from lab.twinplan import read_accel_facts
-from lab.variant import HugePageNeed
 
 GIB = 1024**2
 HOST = Path(__file__).parent.parent / "fixtures" / "host"

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from lab.clock import ManualClock
-from lab.errors import LabError
+from lab.core.clock import ManualClock
+from lab.core.errors import LabError
+from lab.core.hostexec import RecordingHost, Result
 from lab.host.daemons import (
     LIBVIRTD,
     Daemon,
@@ -19,7 +20,6 @@ from lab.host.daemons import (
     restart,
     stop,
 )
-from lab.hostexec import RecordingHost, Result
 
 
 def add_process(proc: Path, pid: int, comm: str) -> None:

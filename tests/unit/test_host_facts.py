@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.errors import UsageError
+from lab.core.errors import UsageError
 from lab.host.facts import (
     Pool,
     hugetlbfs_mounts,

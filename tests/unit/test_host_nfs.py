@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from lab.clock import ManualClock
-from lab.errors import LabError
+from lab.core.clock import ManualClock
+from lab.core.errors import LabError
+from lab.core.hostexec import RecordingHost
 from lab.host.nfs import (
     GANESHA,
     KERNEL,
@@ -22,7 +23,6 @@ from lab.host.nfs import (
     start_kernel_export,
     wait_until_serving,
 )
-from lab.hostexec import RecordingHost
 
 HOST = Path(__file__).parent.parent / "fixtures" / "host"
 

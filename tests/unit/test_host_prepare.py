@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from lab.clock import ManualClock
-from lab.config import Config
-from lab.context import Context
-from lab.errors import LabError, StoreError
+from lab.core.clock import ManualClock
+from lab.core.config import Config
+from lab.core.context import Context
+from lab.core.errors import LabError, StoreError
+from lab.core.hostexec import Host, Result
 from lab.host.changes import CHANGES_FILE, ChangeLog
 from lab.host.facts import parse_qemu_conf_hugetlbfs
 from lab.host.prepare import (
@@ -24,7 +25,6 @@ from lab.host.prepare import (
     release_host,
     reserve_pools,
 )
-from lab.hostexec import Host, Result
 from tests.unit.test_host_facts import HOST, fake_sysfs
 
 GIB = 1024**2
@@ -51,7 +51,7 @@ class TreeHost(Host):
         args = tuple(str(a) for a in argv)
         self.commands.append(args)
         if args[0] in self.fail:
-            from lab.errors import HostCommandError
+            from lab.core.errors import HostCommandError
 
             raise HostCommandError(list(args), 32, f"{args[0]}: target is busy", hint=hint)
         if args[0] in SAFE:

@@ -9,19 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from lab.clock import ManualClock
-from lab.domain.boot import DiskBoot, KernelBoot
-from lab.errors import ConfigError, UsageError
-from lab.hostexec import Host, Result
-from lab.image import (
-    ImageError,
-    ImageNotBuiltError,
-    build_image,
-    find_image,
-    import_image,
-    list_images,
-)
-from lab.imagebuild import (
+from lab.core.clock import ManualClock
+from lab.core.errors import ConfigError, UsageError
+from lab.core.hostexec import Host, Result
+from lab.core.paths import IMAGES_DIR
+from lab.domainxml.boot import DiskBoot, KernelBoot
+from lab.images.build import (
     BUILDER_VERSION,
     disk_size_bytes,
     load_recipe,
@@ -29,7 +22,14 @@ from lab.imagebuild import (
     parse_dpkg_status,
     recipe_hash,
 )
-from lab.paths import IMAGES_DIR
+from lab.images.image import (
+    ImageError,
+    ImageNotBuiltError,
+    build_image,
+    find_image,
+    import_image,
+    list_images,
+)
 
 MIB = 1024**2
 DPKG_STATUS = """\
@@ -71,7 +71,7 @@ class ToolHost(Host):
         args = tuple(str(a) for a in argv)
         self.commands.append(args)
         if args[0] == self.fail:
-            from lab.errors import HostCommandError
+            from lab.core.errors import HostCommandError
 
             raise HostCommandError(list(args), 1, "E: simulated failure")
         getattr(self, "_" + args[0].replace(".", "_").replace("-", "_"), lambda a: None)(args)
@@ -352,7 +352,7 @@ def test_import_of_the_same_file_twice_is_a_no_op(tmp_path: Path) -> None:
 
 
 def test_recipe_without_mirrors_builds_from_the_hosts_apt_sources(tmp_path: Path) -> None:
-    from lab.imagebuild import host_apt_sources
+    from lab.images.build import host_apt_sources
 
     (tmp_path / "etc/apt/sources.list.d").mkdir(parents=True)
     (tmp_path / "etc/apt/sources.list.d/debian.sources").write_text("Types: deb\n")

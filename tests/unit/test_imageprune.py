@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from lab.hostexec import Host
-from lab.image import MANIFEST
-from lab.imageprune import domain_files, files_in_use, prune_images
+from lab.core.hostexec import Host
+from lab.images.image import MANIFEST
+from lab.images.prune import domain_files, files_in_use, prune_images
 
 CAPTURED = Path(__file__).parent.parent / "fixtures" / "captures_lead"
 DOMAIN_XML = (CAPTURED / "libvirt-9.0-live-domain-shp1g-tcg.xml").read_text()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.errors import UsageError
+from lab.core.errors import UsageError
 from lab.importers.appended import (
     parse_iperf3_text,
     read_iperf3_json,

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lab.errors import LabError, StoreError
-from lab.journal import (
+from lab.core.errors import LabError, StoreError
+from lab.run.journal import (
     JournalEntry,
     JournalError,
     JournalEvent,

@@ -11,7 +11,7 @@ import libvirt
 import pytest
 from lxml import etree
 
-from lab.errors import RequirementError, UsageError
+from lab.core.errors import RequirementError, UsageError
 from lab.host.network import (
     IFNAMSIZ,
     NetworkInfo,

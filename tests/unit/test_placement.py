@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from lab.errors import UsageError
+from lab.core.errors import UsageError
 from lab.stats.placement import placement_effects
 
 

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from lab.cli import main
-from lab.errors import UsageError
-from lab.labstate import GuestRecord
-from lab.placement import (
+from lab.core.errors import UsageError
+from lab.guests.labstate import GuestRecord
+from lab.guests.verify import cpus_from_bools
+from lab.run.placement import (
     OWN,
     SWAPPED,
     Placement,
@@ -25,7 +26,6 @@ from lab.placement import (
     check_swap_plan,
     placement_for,
 )
-from lab.verify import cpus_from_bools
 
 WIDTH = 8  # host CPUs the fake libvirt reports in its pin maps
 

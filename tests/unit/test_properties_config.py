@@ -14,8 +14,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lab.config import Config, config_from_mapping, load_config
-from lab.errors import ConfigError
+from lab.core.config import Config, config_from_mapping, load_config
+from lab.core.errors import ConfigError
 
 KEYS = [f.name for f in fields(Config)]
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -14,8 +14,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lab.accel import cpu_flags
-from lab.errors import LabError
+from lab.core.errors import LabError
+from lab.guests.verify import hugetlb_mappings
+from lab.host.accel import cpu_flags
 from lab.host.facts import (
     hugetlbfs_mounts,
     parse_cloud_init_status,
@@ -26,7 +27,6 @@ from lab.host.facts import (
     parse_thp_mode,
     read_hugepage_pools,
 )
-from lab.verify import hugetlb_mappings
 
 FAST = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # Pieces of the real formats, so arbitrary text often looks nearly right.

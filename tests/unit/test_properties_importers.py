@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lab.errors import UsageError
+from lab.core.errors import UsageError
 from lab.importers.appended import (
     read_iperf3_json,
     read_iperf3_text,

@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lab.journal import (
+from lab.run.journal import (
     EVENTS,
     JOURNAL_VERSION,
     JournalEntry,

@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from lab.readiness import NOT_YET, STATUS_FILE, parse_status, wait_argv
+from lab.guests.readiness import NOT_YET, STATUS_FILE, parse_status, wait_argv
 from tests.unit.helpers import FIXTURES
 
 CAPTURES = FIXTURES / "captures_lead"

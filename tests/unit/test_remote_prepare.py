@@ -19,15 +19,15 @@ from pathlib import Path
 import libvirt
 import pytest
 
-from lab.clock import ManualClock
-from lab.config import Config
-from lab.context import Context
+from lab.core.clock import ManualClock
+from lab.core.config import Config
+from lab.core.context import Context
+from lab.core.hostexec import FileMode, Host, Result
+from lab.core.inventory import inventory
+from lab.guests.sites import POOLS_SCRIPT, site_for
 from lab.host.changes import CHANGES_FILE, ChangeLog
 from lab.host.facts import parse_qemu_conf_hugetlbfs
 from lab.host.prepare import PrepareRequest, prepare_host, release_host
-from lab.hostexec import FileMode, Host, Result
-from lab.inventory import inventory
-from lab.sites import POOLS_SCRIPT, site_for
 from tests.unit.helpers import FIXTURES
 
 GIB = 1024**2
@@ -207,7 +207,7 @@ def test_a_remote_host_without_systemd_is_told_to_restart_libvirtd(
 def test_a_remote_shortfall_of_huge_pages_is_undone_and_explained(
     tmp_path: Path, conn: libvirt.virConnect
 ) -> None:
-    from lab.errors import RequirementError
+    from lab.core.errors import RequirementError
 
     machine = FakeMachine(systemd=True)
     original = machine.answer

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from lab.cli import main
-from lab.errors import LabError
-from lab.labstate import GuestRecord, LabState, save_state
-from lab.runlock import (
+from lab.core.errors import LabError
+from lab.guests.labstate import GuestRecord, LabState, save_state
+from lab.run.lock import (
     LOCK_FILE,
     Holder,
     RunLockedError,
@@ -33,7 +33,7 @@ PROJECT = Path(__file__).resolve().parents[2]
 HOLD = """
 import sys, time
 from pathlib import Path
-from lab.runlock import run_lock
+from lab.run.lock import run_lock
 with run_lock(Path(sys.argv[1]), ["lab", "run", "null", "--n", "500"]):
     print("locked", flush=True)
     time.sleep(60)

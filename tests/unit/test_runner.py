@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from lab.journal import JournalEntry, JournalEvent, read_journal
-from lab.workload import RUNNER_FILES
+from lab.run.journal import JournalEntry, JournalEvent, read_journal
+from lab.run.workload import RUNNER_FILES
 
 CAPTURES = Path(__file__).parent.parent / "fixtures" / "captures"
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id").read_text().strip()

@@ -21,16 +21,16 @@ from typing import Any
 import pytest
 
 from lab.cli import main
-from lab.config import Config
-from lab.context import Context
-from lab.controller import Controller, RunPlan
-from lab.cpuplan import plan_cpus
-from lab.keys import KeyPair, lab_client_key
-from lab.labstate import GuestRecord, LabState, save_state
-from lab.seed import SeedData, write_seed_iso
+from lab.core.config import Config
+from lab.core.context import Context
+from lab.guests.cpuplan import plan_cpus
+from lab.guests.keys import KeyPair, lab_client_key
+from lab.guests.labstate import GuestRecord, LabState, save_state
+from lab.guests.seed import SeedData, write_seed_iso
+from lab.guests.twins import build_twins
+from lab.guests.variants import load_variants
+from lab.run.controller import Controller, RunPlan
 from lab.store import Store
-from lab.twins import build_twins
-from lab.variants import load_variants
 from tests.unit.helpers import settings, topology
 from tests.unit.test_controller import FastClock, LocalShell, ShellWorkload
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lab.clock import ManualClock
-from lab.errors import GuestError, UnknownNameError
-from lab.keys import KeyPair, lab_client_key
-from lab.labstate import GuestRecord, LabState, clear_state, load_state, save_state
-from lab.seed import SeedData, cloud_config_text, read_seed_iso, write_seed_iso
-from lab.waiting import wait_for
+from lab.core.clock import ManualClock
+from lab.core.errors import GuestError, UnknownNameError
+from lab.core.waiting import wait_for
+from lab.guests.keys import KeyPair, lab_client_key
+from lab.guests.labstate import GuestRecord, LabState, clear_state, load_state, save_state
+from lab.guests.seed import SeedData, cloud_config_text, read_seed_iso, write_seed_iso
 
 
 def seed_data() -> SeedData:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from lab.errors import UsageError
+from lab.core.errors import UsageError
 from lab.stats.sequential import (
     StopRule,
     check_stop,

@@ -15,14 +15,11 @@ import libvirt
 import pytest
 from lxml import etree
 
-from lab.accel import choose_accelerator
-from lab.bringup import shared_cpus
-from lab.config import Config, config_from_mapping
-from lab.context import Context
-from lab.cpuplan import plan_cpus
-from lab.errors import ConfigError, HostCommandError, UnknownNameError, UsageError
-from lab.hostexec import RecordingHost, Result
-from lab.inventory import (
+from lab.core.config import Config, config_from_mapping
+from lab.core.context import Context
+from lab.core.errors import ConfigError, HostCommandError, UnknownNameError, UsageError
+from lab.core.hostexec import RecordingHost, Result
+from lab.core.inventory import (
     SSHTarget,
     guest_prefix,
     inventory,
@@ -30,13 +27,16 @@ from lab.inventory import (
     select_hosts,
     spread_pairs,
 )
-from lab.labstate import GuestRecord, LabState, load_state, save_state
-from lab.remotehost import RemoteHost
-from lab.sites import parse_pool_listing, remote_accel_facts, site_for
-from lab.storagepool import pool_xml, volume_xml
-from lab.twinplan import Twins
-from lab.twins import build_twins
-from lab.variants import get_variant, load_variants
+from lab.guests.bringup import shared_cpus
+from lab.guests.cpuplan import plan_cpus
+from lab.guests.labstate import GuestRecord, LabState, load_state, save_state
+from lab.guests.plan import Twins
+from lab.guests.sites import parse_pool_listing, remote_accel_facts, site_for
+from lab.guests.storagepool import pool_xml, volume_xml
+from lab.guests.twins import build_twins
+from lab.guests.variants import get_variant, load_variants
+from lab.host.accel import choose_accelerator
+from lab.host.remote import RemoteHost
 from tests.unit.helpers import FIXTURES, settings, topology
 
 LOOP = "qemu+ssh://root@127.0.0.1:2222/system?command=/tmp/hop/ssh&keyfile=/k/id"
@@ -238,7 +238,7 @@ def test_pool_and_volume_xml_are_what_libvirt_reads_back() -> None:
 
 
 def test_an_upload_is_told_once_per_tenth_however_it_is_chunked() -> None:
-    from lab.storagepool import UploadProgress
+    from lab.guests.storagepool import UploadProgress
 
     told: list[str] = []
     counter = UploadProgress(1000 * 2**20, told.append)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lab.errors import UsageError
+from lab.core.errors import UsageError
 from lab.stats.analysis import ALL, TRIMMED, analyse
 from lab.store import Series
 

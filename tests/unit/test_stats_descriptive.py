@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from lab.errors import UsageError
+from lab.core.errors import UsageError
 from lab.stats.descriptive import check_confidence, margin_of_error, summarize, z_value
 
 

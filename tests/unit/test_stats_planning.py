@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from lab.cli import main
-from lab.errors import UsageError
+from lab.core.errors import UsageError
 from lab.stats.planning import plan_samples, t_test_power
 
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from lab.errors import UsageError
+from lab.core.errors import UsageError
 from lab.stats.verdict import Outcome, decide, parse_percent
 
 CASES = [

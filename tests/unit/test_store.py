@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lab.errors import StoreError
+from lab.core.errors import StoreError
 from lab.store import EXPORT_COLUMNS, SCHEMA_VERSION, IterationRecord, MetricInfo, Store
 
 TIME = MetricInfo("time", "s", "lower")

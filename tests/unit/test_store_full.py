@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.errors import LabError
+from lab.core.errors import LabError
 from lab.store import IterationRecord, MetricInfo, Store
 from lab.store.full import StoreFull, format_bytes, is_disk_full
 from tests.unit.fakeguest import NAMES, FakeRunnerGuest, make_controller, wall_of
@@ -182,7 +182,7 @@ def test_no_room_to_create_a_store_is_store_full(
 
 
 def test_other_errors_in_a_transaction_are_left_as_they_were(tmp_path: Path) -> None:
-    from lab.errors import StoreError
+    from lab.core.errors import StoreError
 
     store = Store.open(tmp_path / "lab.db")
     study = store.ensure_study("s")

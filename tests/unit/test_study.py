@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from lab.app.study import Study, load_study, parse_study
 from lab.cli import build_parser, main
 from lab.commands.study import (
     StudySteps,
@@ -23,17 +24,16 @@ from lab.commands.study import (
     run_argv,
     run_study,
 )
-from lab.config import Config
-from lab.context import Context
-from lab.errors import ConfigError, LabError, StoreError, UsageError
-from lab.labstate import GuestRecord, LabState
-from lab.paths import PROJECT_ROOT
+from lab.core.config import Config
+from lab.core.context import Context
+from lab.core.errors import ConfigError, LabError, StoreError, UsageError
+from lab.core.paths import PROJECT_ROOT
+from lab.guests.labstate import GuestRecord, LabState
+from lab.guests.plan import TwinRequest
+from lab.guests.variants import load_variants
+from lab.run.workload import load_workloads
 from lab.store import Store
 from lab.store.schema import SCHEMA_V1
-from lab.study import Study, load_study, parse_study
-from lab.twinplan import TwinRequest
-from lab.variants import load_variants
-from lab.workload import load_workloads
 
 STUDIES = PROJECT_ROOT / "studies"
 WORKLOADS = load_workloads()

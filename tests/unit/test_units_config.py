@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from lab.config import Config, config_from_mapping, load_config
-from lab.errors import ConfigError, UsageError
-from lab.units import format_cpuset, format_kib, parse_cpuset, parse_size_kib
+from lab.core.config import Config, config_from_mapping, load_config
+from lab.core.errors import ConfigError, UsageError
+from lab.core.units import format_cpuset, format_kib, parse_cpuset, parse_size_kib
 
 
 @pytest.mark.parametrize(

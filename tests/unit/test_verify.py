@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lab.verify import check_backing, check_pinning, check_pool_drop, hugetlb_mappings
+from lab.guests.verify import check_backing, check_pinning, check_pool_drop, hugetlb_mappings
 from tests.unit.helpers import FIXTURES
 
 NUMA_MAPS = (FIXTURES / "captures_lead/qemu-shp1g-numa_maps-hugetlb.txt").read_text()

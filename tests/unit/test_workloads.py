@@ -13,10 +13,10 @@ from types import ModuleType
 
 import pytest
 
-from lab.errors import ConfigError, UnknownNameError, UsageError
-from lab.hostexec import Host, RecordingHost
-from lab.journal import JournalEntry, read_journal
-from lab.workload import (
+from lab.core.errors import ConfigError, UnknownNameError, UsageError
+from lab.core.hostexec import Host, RecordingHost
+from lab.run.journal import JournalEntry, read_journal
+from lab.run.workload import (
     RUNNER_FILES,
     GuestInfo,
     Metric,
@@ -25,10 +25,10 @@ from lab.workload import (
     load_workloads,
     runner_spec,
 )
-from lab.workloads._build import NFS_MOUNT
-from lab.workloads.demo_build import demo_tree_files, write_demo_tree
-from lab.workloads.gdb_build import tree_name, unpack_source
-from lab.workloads.iperf3 import BASE_PORT, host_servers, iperf_port_for
+from lab.run.workloads._build import NFS_MOUNT
+from lab.run.workloads.demo_build import demo_tree_files, write_demo_tree
+from lab.run.workloads.gdb_build import tree_name, unpack_source
+from lab.run.workloads.iperf3 import BASE_PORT, host_servers, iperf_port_for
 
 GUEST = GuestInfo(
     name="thp", vcpus=14, memory_kib=12 * 1024**2, host_ip="198.18.0.1", iperf_port=5202,
@@ -342,7 +342,7 @@ def test_plugin_without_workload_is_refused(tmp_path: Path) -> None:
 
 def test_plugin_named_unlike_its_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "fio_read.py").write_text(
-        "from lab.workload import Workload\n"
+        "from lab.run.workload import Workload\n"
         "class W(Workload):\n    name = 'fio-write'\nWORKLOAD = W()\n"
     )
     with pytest.raises(
@@ -354,7 +354,7 @@ def test_plugin_named_unlike_its_file_is_refused(tmp_path: Path) -> None:
 def test_a_new_workload_is_one_small_file(tmp_path: Path) -> None:
     (tmp_path / "_helper.py").write_text("raise RuntimeError('not a plug-in')\n")
     (tmp_path / "fio_read.py").write_text(
-        "from lab.workload import Metric, Workload\n"
+        "from lab.run.workload import Metric, Workload\n"
         "class W(Workload):\n"
         "    name = 'fio-read'\n"
         "    metrics = (Metric('iops', 'IO/s', 'higher'),)\n"

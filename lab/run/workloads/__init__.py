@@ -1,5 +1,5 @@
 """Workload plug-ins: one file per workload, each defining ``WORKLOAD``.
 
 Files starting with ``_`` hold shared code and are not plug-ins. The registry is
-:func:`lab.workload.load_workloads`.
+:func:`lab.run.workload.load_workloads`.
 """

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shlex
 
-from lab.workload import GuestInfo, Metric, Workload
+from lab.run.workload import GuestInfo, Metric, Workload
 
 NFS_MOUNT = "/mnt/lab-nfs"
 NFS_OPTIONS = "vers=4.1"

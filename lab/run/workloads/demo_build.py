@@ -12,9 +12,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from lab.hostexec import Host
-from lab.workload import GuestInfo, Param, Workload
-from lab.workloads._build import NfsBuild, build_dir, setup_argv, source_dir
+from lab.core.hostexec import Host
+from lab.run.workload import GuestInfo, Param, Workload
+from lab.run.workloads._build import NfsBuild, build_dir, setup_argv, source_dir
 
 FUNCTIONS_PER_UNIT = 24
 

@@ -16,10 +16,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from lab.errors import UsageError
-from lab.hostexec import Host
-from lab.workload import GuestInfo, Param, Workload
-from lab.workloads._build import NfsBuild, build_dir, setup_argv, source_dir
+from lab.core.errors import UsageError
+from lab.core.hostexec import Host
+from lab.run.workload import GuestInfo, Param, Workload
+from lab.run.workloads._build import NfsBuild, build_dir, setup_argv, source_dir
 
 ARCHIVE_SUFFIXES = (".orig.tar.xz", ".orig.tar.gz", ".tar.xz", ".tar.gz", ".tar.bz2", ".tgz")
 MARKER = ".lab-unpacked"

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from lab.workload import GuestInfo, Metric, Param, Workload
+from lab.run.workload import GuestInfo, Metric, Param, Workload
 
 BASE_PORT = 5201
 

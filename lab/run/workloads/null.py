@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from lab.workload import GuestInfo, Metric, Workload
+from lab.run.workload import GuestInfo, Metric, Workload
 
 
 class Null(Workload):

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from lab.workload import GuestInfo, Metric, Param, Workload
+from lab.run.workload import GuestInfo, Metric, Param, Workload
 
 SIZE = r"[0-9]+[KMGT]?"
 
