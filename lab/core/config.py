@@ -183,7 +183,7 @@ def _size(value: Any) -> None:
 
 
 def _subnet(value: Any) -> None:
-    from lab.host.network import parse_subnet
+    from lab.core.units import parse_subnet
 
     parse_subnet(value)
 

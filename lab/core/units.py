@@ -1,7 +1,8 @@
-"""Sizes and CPU lists as people write them, parsed into numbers."""
+"""Sizes, CPU lists and subnets as people write them, parsed into numbers."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from decimal import Decimal
 
@@ -77,3 +78,21 @@ def format_cpuset(cpus: list[int] | tuple[int, ...] | set[int]) -> str:
         parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
         i = j + 1
     return ",".join(parts)
+
+
+def parse_subnet(subnet: str) -> ipaddress.IPv4Network:
+    try:
+        network = ipaddress.ip_network(subnet, strict=True)
+    except ValueError as err:
+        raise UsageError(
+            f"cannot use subnet {subnet!r}: {err}",
+            hint="Give an IPv4 network such as 198.18.0.0/24",
+        ) from None
+    if not isinstance(network, ipaddress.IPv4Network):
+        raise UsageError(f"subnet {subnet!r} is not IPv4", hint="Use e.g. 198.18.0.0/24")
+    if network.num_addresses < 256:
+        raise UsageError(
+            f"subnet {subnet!r} is smaller than a /24",
+            hint="Guests lease from .100 to .254; use a /24 or larger",
+        )
+    return network

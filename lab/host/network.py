@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from lxml import etree
 
-from lab.core.errors import LabError, RequirementError, UsageError
+from lab.core.errors import LabError, RequirementError
+from lab.core.units import parse_subnet
 
 if TYPE_CHECKING:
     import libvirt
@@ -33,24 +34,6 @@ class NetworkInfo:
     @property
     def subnet(self) -> str:
         return str(ipaddress.ip_interface(f"{self.host_ip}/{self.prefix}").network)
-
-
-def parse_subnet(subnet: str) -> ipaddress.IPv4Network:
-    try:
-        network = ipaddress.ip_network(subnet, strict=True)
-    except ValueError as err:
-        raise UsageError(
-            f"cannot use subnet {subnet!r}: {err}",
-            hint="Give an IPv4 network such as 198.18.0.0/24",
-        ) from None
-    if not isinstance(network, ipaddress.IPv4Network):
-        raise UsageError(f"subnet {subnet!r} is not IPv4", hint="Use e.g. 198.18.0.0/24")
-    if network.num_addresses < 256:
-        raise UsageError(
-            f"subnet {subnet!r} is smaller than a /24",
-            hint="Guests lease from .100 to .254; use a /24 or larger",
-        )
-    return network
 
 
 def bridge_name(name: str) -> str:
