@@ -26,8 +26,8 @@ from lab.guests.seed import GUEST_USER, SeedData
 from lab.guests.sites import Site, local_site
 from lab.guests.ssh import GuestAddress, GuestShell
 from lab.guests.twins import Guest
-from lab.guests.variant import HugePageNeed
 from lab.host.accel import TCG_WARNING
+from lab.host.hugepages import HugePageNeed
 
 # How often a booting guest is asked for its lease and its SSH port: both questions are
 # cheap (a libvirt call, a TCP connect), so the lab notices either within a fifth of a second.

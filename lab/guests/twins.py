@@ -17,7 +17,8 @@ from lab.domainxml.devices import Disk, NetworkInterface, SeedCDROM, SerialConso
 from lab.domainxml.domain import DomainSpec
 from lab.domainxml.numatune import NUMATune
 from lab.guests.cpuplan import CPUPlan, Placement
-from lab.guests.variant import HugePageNeed, Variant
+from lab.guests.variant import Variant
+from lab.host.hugepages import HugePageNeed
 
 GUEST_PREFIX = "lab-"
 

@@ -8,23 +8,12 @@ twins provably differ only where the variant says.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from lab.core.units import format_kib
 from lab.domainxml.domain import DomainSpec
 from lab.domainxml.memorybacking import HugePages, MemoryBacking
-
-
-@dataclass(frozen=True)
-class HugePageNeed:
-    """``count`` free huge pages of ``page_kib`` on host NUMA node ``node``."""
-
-    page_kib: int
-    count: int
-    node: int
-
-    def describe(self) -> str:
-        return f"{self.count} free {format_kib(self.page_kib)}B huge page(s) on node {self.node}"
+from lab.host.hugepages import HugePageNeed
 
 
 class Variant:

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lab.core.errors import LabError, PlanError
-from lab.guests.variant import HugePageNeed
 from lab.host import nfs
 from lab.host.accel import AccelChoice, choose_accelerator, cpu_flags
 from lab.host.facts import (
@@ -28,7 +27,7 @@ from lab.host.facts import (
     parse_thp_mode,
     read_hugepage_pools,
 )
-from lab.host.hugepages import check_needs, size_text
+from lab.host.hugepages import HugePageNeed, check_needs, size_text
 from lab.host.network import NetworkInfo, parse_network_xml
 
 if TYPE_CHECKING:

@@ -9,13 +9,26 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from lab.core.errors import RequirementError
 from lab.core.hostexec import Host
 from lab.core.units import format_kib
-from lab.guests.variant import HugePageNeed
 from lab.host.facts import Pool, numa_nodes
+
+
+@dataclass(frozen=True)
+class HugePageNeed:
+    """``count`` free huge pages of ``page_kib`` on host NUMA node ``node``."""
+
+    page_kib: int
+    count: int
+    node: int
+
+    def describe(self) -> str:
+        return f"{self.count} free {format_kib(self.page_kib)}B huge page(s) on node {self.node}"
+
 
 Needs = Sequence[HugePageNeed] | Mapping[str, Sequence[HugePageNeed]]
 

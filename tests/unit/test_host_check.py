@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from lab.guests.plan import read_accel_facts
-from lab.guests.variant import HugePageNeed
 from lab.host.accel import AccelChoice, choose_accelerator
 from lab.host.check import MISSING, OK, WARN, CheckFacts, Row, rows_from_facts, rows_json
 from lab.host.facts import Pool
+from lab.host.hugepages import HugePageNeed
 from lab.host.network import NetworkInfo
 
 GIB = 1024**2

@@ -8,9 +8,8 @@ import pytest
 
 from lab.core.errors import RequirementError
 from lab.core.hostexec import Host
-from lab.guests.variant import HugePageNeed
 from lab.host.facts import Pool, read_hugepage_pools
-from lab.host.hugepages import check_needs, pool_file, reserve, size_text
+from lab.host.hugepages import HugePageNeed, check_needs, pool_file, reserve, size_text
 from tests.unit.test_host_facts import HOST, fake_sysfs
 
 GIB = 1024**2
