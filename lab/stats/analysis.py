@@ -28,9 +28,8 @@ from lab.stats.difference import BOOTSTRAP_SEED, Difference, compare
 from lab.stats.discard import WarmupCut
 from lab.stats.paired import PairedDifference, paired_difference
 from lab.stats.placement import PlacementEffects, placement_effects
+from lab.stats.series import Direction, Series, SeriesKey, series_key
 from lab.stats.verdict import Verdict, decide
-from lab.store import Direction, Series
-from lab.store.reads import SeriesKey, series_key
 
 ALL = "all samples"
 TRIMMED = "without far-out outliers (beyond 3 IQR)"

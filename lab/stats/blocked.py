@@ -18,7 +18,7 @@ import numpy as np
 from scipy import stats
 
 from lab.stats.difference import welch
-from lab.store.records import Series
+from lab.stats.series import Series
 
 
 @dataclass(frozen=True)

@@ -37,9 +37,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from lab.stats.series import Series, SeriesKey, series_key
 from lab.stats.warmup import WarmupSuggestion, discard_per_boot, mser5, suggest_warmup
-from lab.store import Series
-from lab.store.reads import SeriesKey, series_key
 
 AUTO = "auto"
 NONE = "none"

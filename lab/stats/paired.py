@@ -17,12 +17,12 @@ import math
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 from scipy import stats
 
 from lab.stats.descriptive import check_confidence
-from lab.store import RunRecord
 
 SYNCED_SCHEDULES = ("sync", "synced", "paired")
 
@@ -156,7 +156,18 @@ def wilcoxon_p(d: np.ndarray) -> float:
         return float(stats.wilcoxon(d, zero_method="wilcox").pvalue)
 
 
-def synced_workloads(runs: Iterable[RunRecord]) -> frozenset[str]:
+class RunFacts(Protocol):
+    """What :func:`synced_workloads` reads of a run (a :class:`lab.store.RunRecord` has it)."""
+
+    @property
+    def workload(self) -> str: ...
+    @property
+    def params(self) -> dict[str, Any]: ...
+    @property
+    def schedule(self) -> str | None: ...
+
+
+def synced_workloads(runs: Iterable[RunFacts]) -> frozenset[str]:
     """Workloads with a run whose schedule (or ``sync``/``paired`` parameter) synchronised it."""
     names = set()
     for run in runs:

@@ -52,8 +52,8 @@ from scipy import integrate, optimize, stats
 
 from lab.core.errors import UsageError
 from lab.stats.descriptive import check_confidence
+from lab.stats.series import Direction
 from lab.stats.verdict import Outcome, Verdict, decide, parse_percent
-from lab.store import Direction
 
 METHOD = "Lai's t confidence sequence"
 UNTIL_FORMS = "--until verdict, or --until 'ci-halfwidth<0.5%' (or an absolute '<0.2' in units)"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from lab.core.errors import UsageError
-from lab.store import Direction
+from lab.stats.series import Direction
 
 _PERCENT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*%?\s*$")
 

@@ -25,16 +25,15 @@ Schema history: 1 = first version; 2 = the placement table; 3 = the warmup table
 :mod:`lab.store.schema` for how to add one).
 """
 
+from lab.stats.series import Direction, Series
 from lab.store.db import Store
 from lab.store.records import (
     EXPORT_COLUMNS,
-    Direction,
     ExportRow,
     GuestRecord,
     IterationRecord,
     MetricInfo,
     RunRecord,
-    Series,
     StudyRecord,
 )
 from lab.store.schema import SCHEMA_VERSION

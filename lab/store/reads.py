@@ -10,22 +10,14 @@ from typing import Any
 
 import numpy as np
 
+from lab.stats.series import Series, SeriesKey
 from lab.store.records import (
     ExportRow,
     GuestRecord,
     MetricInfo,
     RunRecord,
-    Series,
     StudyRecord,
 )
-
-SeriesKey = tuple[str, str, str, str, str, str]  # study, workload, metric, variant, host, guest
-
-
-def series_key(series: Series) -> SeriesKey:
-    """What tells one series of :meth:`Reads.values` from another."""
-    return (series.study, series.workload, series.metric, series.variant, series.host,
-            series.guest)  # fmt: skip
 
 
 def _unjson(text: str | None) -> Any:

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-import numpy as np
+from typing import Any
 
 from lab.core.errors import StoreError
-
-Direction = Literal["lower", "higher"]
+from lab.stats.series import Direction
 
 
 @dataclass(frozen=True)
@@ -46,29 +43,6 @@ class IterationRecord:
     output_tail: str | None = None
     source: str | None = None
     metrics: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, eq=False)
-class Series:
-    """Every sample of one metric from one guest, ordered by iteration."""
-
-    study: str
-    workload: str
-    metric: str
-    unit: str
-    direction: Direction
-    variant: str
-    guest: str
-    host: str
-    iterations: np.ndarray
-    values: np.ndarray
-
-    @property
-    def label(self) -> str:
-        """The variant, qualified by guest and host only when those are not the defaults."""
-        if self.host != "local":
-            return f"{self.variant} ({self.guest}@{self.host})"
-        return self.variant
 
 
 @dataclass(frozen=True)

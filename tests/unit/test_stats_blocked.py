@@ -13,7 +13,7 @@ from scipy import stats
 from statsmodels.stats.meta_analysis import combine_effects
 
 from lab.stats.blocked import block_difference, by_host, combine
-from lab.store.records import Series
+from lab.stats.series import Series
 
 RNG = np.random.default_rng(20261123)
 

@@ -18,8 +18,8 @@ import pytest
 
 from lab.cli import build_parser, main
 from lab.stats.discard import cut_warmup, parse_warmup
+from lab.stats.series import series_key
 from lab.store import IterationRecord, MetricInfo, Store
-from lab.store.reads import series_key
 
 TIME = MetricInfo("t", "s", "lower")
 N = 40
