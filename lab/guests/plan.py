@@ -17,7 +17,7 @@ from lab.domainxml.boot import Boot, KernelBoot
 from lab.guests.cpuplan import CPUPlan, plan_cpus
 from lab.guests.twins import GUEST_PREFIX, Guest, GuestSettings, build_twins
 from lab.guests.variants import get_variant, load_variants
-from lab.host.accel import AccelChoice, AccelFacts, choose_accelerator
+from lab.host.accel import AccelChoice, AccelFacts, choose_accelerator, read_accel_facts
 from lab.host.topology import Cell, HostCPU, Topology, parse_capabilities
 
 # Serial console for logs and `lab console`; no need to probe absent hardware.
@@ -48,40 +48,6 @@ def parse_pair(text: str) -> list[str]:
             hint="For example: --pair thp,shp1g (see `lab variants`)",
         )
     return names
-
-
-def read_accel_facts(root: Path = Path("/")) -> AccelFacts:
-    def read(path: str) -> str:
-        try:
-            return (root / path).read_text()
-        except OSError:
-            return ""
-
-    dev = root / "dev/kvm"
-    usable = False
-    if dev.exists():
-        mode = dev.stat().st_mode
-        usable = bool(mode & 0o006 == 0o006) or (
-            bool(mode & 0o060 == 0o060) and _group(dev) == "kvm"
-        )
-    modules = frozenset(
-        m for m in ("kvm", "kvm_intel", "kvm_amd", "kvm_pvm") if (root / "sys/module" / m).exists()
-    )
-    return AccelFacts(
-        cpuinfo=read("proc/cpuinfo"),
-        modules=modules,
-        dev_kvm_exists=dev.exists(),
-        dev_kvm_usable=usable,
-    )
-
-
-def _group(path: Path) -> str:
-    import grp
-
-    try:
-        return grp.getgrgid(path.stat().st_gid).gr_name
-    except KeyError:
-        return ""
 
 
 def host_topology(ctx: Context) -> Topology:

@@ -7,6 +7,7 @@ captured files. The choice is always printed; TCG comes with a loud warning.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 TCG_WARNING = (
     "guests run under QEMU software emulation (TCG): timings measure the emulator, "
@@ -75,3 +76,37 @@ def choose_accelerator(facts: AccelFacts, requested: str = "auto") -> AccelChoic
             hint=f"Run: {fix}" if fix else "Set accelerator = 'auto'",
         )
     return AccelChoice("qemu", reason, fix)
+
+
+def read_accel_facts(root: Path = Path("/")) -> AccelFacts:
+    def read(path: str) -> str:
+        try:
+            return (root / path).read_text()
+        except OSError:
+            return ""
+
+    dev = root / "dev/kvm"
+    usable = False
+    if dev.exists():
+        mode = dev.stat().st_mode
+        usable = bool(mode & 0o006 == 0o006) or (
+            bool(mode & 0o060 == 0o060) and _group(dev) == "kvm"
+        )
+    modules = frozenset(
+        m for m in ("kvm", "kvm_intel", "kvm_amd", "kvm_pvm") if (root / "sys/module" / m).exists()
+    )
+    return AccelFacts(
+        cpuinfo=read("proc/cpuinfo"),
+        modules=modules,
+        dev_kvm_exists=dev.exists(),
+        dev_kvm_usable=usable,
+    )
+
+
+def _group(path: Path) -> str:
+    import grp
+
+    try:
+        return grp.getgrgid(path.stat().st_gid).gr_name
+    except KeyError:
+        return ""

@@ -29,7 +29,7 @@ from lab.host.network import ensure_network, remove_network
 
 if TYPE_CHECKING:
     from lab.core.context import Context
-    from lab.guests.sites import Site
+    from lab.host.site import HostSite
 
 QEMU_CONF_MARK = "# Added by `lab host prepare`; `lab host release` restores the file."
 
@@ -63,7 +63,7 @@ def prepare_host(
     ctx: Context,
     request: PrepareRequest,
     layout: HostLayout = HostLayout(),
-    site: Site | None = None,
+    site: HostSite | None = None,
 ) -> list[Change]:
     """Make the host ready for a pair; returns the changes made by this call.
 
@@ -327,7 +327,9 @@ def _nfs(
     return nfs.export_for(server, host_ip, export_dir)
 
 
-def release_host(ctx: Context, layout: HostLayout = HostLayout(), site: Site | None = None) -> int:
+def release_host(
+    ctx: Context, layout: HostLayout = HostLayout(), site: HostSite | None = None
+) -> int:
     """Undo the recorded changes, newest first; returns how many were undone. With a
     remote ``site``: the changes recorded here for that host, undone there."""
     remote = site.remote_name if site is not None else None

@@ -24,10 +24,11 @@ from lab.core.config import Config
 from lab.core.context import Context
 from lab.core.hostexec import FileMode, Host, Result
 from lab.core.inventory import inventory
-from lab.guests.sites import POOLS_SCRIPT, site_for
+from lab.guests.sites import site_for
 from lab.host.changes import CHANGES_FILE, ChangeLog
 from lab.host.facts import parse_qemu_conf_hugetlbfs
 from lab.host.prepare import PrepareRequest, prepare_host, release_host
+from lab.host.site import POOLS_SCRIPT
 from tests.unit.helpers import FIXTURES
 
 GIB = 1024**2

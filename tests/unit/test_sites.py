@@ -31,12 +31,13 @@ from lab.guests.bringup import shared_cpus
 from lab.guests.cpuplan import plan_cpus
 from lab.guests.labstate import GuestRecord, LabState, load_state, save_state
 from lab.guests.plan import Twins
-from lab.guests.sites import parse_pool_listing, remote_accel_facts, site_for
+from lab.guests.sites import site_for
 from lab.guests.storagepool import pool_xml, volume_xml
 from lab.guests.twins import build_twins
 from lab.guests.variants import get_variant, load_variants
 from lab.host.accel import choose_accelerator
 from lab.host.remote import RemoteHost
+from lab.host.site import parse_pool_listing, remote_accel_facts
 from tests.unit.helpers import FIXTURES, settings, topology
 
 LOOP = "qemu+ssh://root@127.0.0.1:2222/system?command=/tmp/hop/ssh&keyfile=/k/id"
