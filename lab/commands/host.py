@@ -75,9 +75,10 @@ def register(subparsers: Any) -> None:
 def run_check(args: argparse.Namespace, ctx: Context) -> int:
     import json
 
+    from lab.app.hostcheck import check_host
     from lab.guests.plan import parse_pair
     from lab.guests.sites import chosen_sites
-    from lab.host.check import check_host, print_rows, rows_json
+    from lab.host.check import print_rows, rows_json
 
     sites = chosen_sites(ctx, args.hosts)
     all_ready, documents = True, {}

@@ -4,20 +4,21 @@
 is pure, so each row's verdict is tested on tables of facts. A row is ``ok``, ``warn``
 (the pair runs, but something is degraded or a workload will miss a tool) or ``missing``
 (the pair cannot be brought up).
+
+:func:`lab.app.hostcheck.check_host` adds what the pair needs (its plan) and the image.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lab.core.errors import LabError, PlanError
+from lab.core.errors import LabError
 from lab.host import nfs
-from lab.host.accel import AccelChoice, choose_accelerator, cpu_flags
+from lab.host.accel import AccelChoice, AccelFacts, choose_accelerator, cpu_flags, read_accel_facts
 from lab.host.facts import (
     Pool,
     hugetlbfs_mounts,
@@ -32,7 +33,7 @@ from lab.host.network import NetworkInfo, parse_network_xml
 
 if TYPE_CHECKING:
     from lab.core.context import Context
-    from lab.guests.sites import Site
+    from lab.host.site import HostSite
 
 OK, WARN, MISSING = "ok", "warn", "missing"
 PREPARE = "lab host prepare"
@@ -56,6 +57,7 @@ class CheckFacts:
     libvirt_error: str | None = None
     qemu_binary: str | None = None
     accel: AccelChoice | None = None
+    accel_facts: AccelFacts | None = None  # what the choice was made from
     cpu_flags: set[str] = field(default_factory=set)
     pools: list[Pool] = field(default_factory=list)
     hugetlbfs: dict[int, list[str]] = field(default_factory=dict)
@@ -281,13 +283,12 @@ def gather_facts(
     pair: list[str],
     sizing: object = None,
     layout_root: Path = Path("/"),
-    site: Site | None = None,
+    site: HostSite | None = None,
 ) -> CheckFacts:
-    """Read everything :func:`rows_from_facts` judges (side effects: reads only). With a
-    remote ``site``, its host's files, pools and accelerator are read over its SSH and
-    libvirt; the image is this machine's, which `lab up` uploads there."""
-    from lab.guests.plan import host_topology, plan_twins, read_accel_facts, request_from
-
+    """Read the host's part of what :func:`rows_from_facts` judges (side effects: reads
+    only). With a remote ``site``, its files, pools and accelerator are read over its SSH
+    and libvirt. What the pair needs of it (its plan) and the image are added a layer up,
+    by :func:`lab.app.hostcheck.check_host`."""
     remote = site if site is not None and site.remote else None
     if site is not None:
         ctx = site.ctx
@@ -309,6 +310,7 @@ def gather_facts(
         f.libvirt_error = err.message
     f.qemu_binary = host.which("qemu-system-x86_64")
     accel_facts = remote.accel_facts() if remote else read_accel_facts(layout_root)
+    f.accel_facts = accel_facts
     f.accel = choose_accelerator(accel_facts, "auto")
     f.cpu_flags = cpu_flags(accel_facts.cpuinfo)
     f.pools = remote.hugepage_pools() if remote else read_hugepage_pools(layout_root / "sys")
@@ -325,21 +327,6 @@ def gather_facts(
         f.nfs_serving = nfs.is_serving(f.network.host_ip)
     f.iperf3 = host.which("iperf3")
     f.mem_available_kib = parse_meminfo(read("proc/meminfo")).get("MemAvailable", 0)
-    f.cpus = len(host_topology(ctx).cpus) if remote else os.cpu_count() or 0
-    request = request_from(sizing or object(), ctx, pair)
-    try:
-        twins = plan_twins(ctx, request, accel_facts=accel_facts)
-    except PlanError as err:
-        f.plan_error = err.message
-        # The memory needs do not depend on where the vCPUs go: plan them on any CPU.
-        twins = plan_twins(
-            ctx, replace(request, vcpus=1, reserve_host_cpus=0), accel_facts=accel_facts
-        )
-    f.needs = {g.variant.name: list(g.needs) for g in twins.guests}
-    f.memory_needed_kib = sum(
-        OVERHEAD_KIB + (0 if g.needs else g.spec.memory_kib) for g in twins.guests
-    )
-    _image_facts(f, ctx)
     return f
 
 
@@ -353,24 +340,6 @@ def _network_facts(f: CheckFacts, conn: object) -> None:
         return
     f.network, f.network_forwards = parse_network_xml(net.XMLDesc(0))
     f.network_active = bool(net.isActive())
-
-
-def _image_facts(f: CheckFacts, ctx: Context) -> None:
-    from lab.images.image import find_image
-
-    try:
-        image = find_image(Path(ctx.config.image_dir), ctx.config.image)
-        f.image = f"{image.name}: {image.directory}"
-    except LabError as err:
-        f.image_error = str(err)
-    f.image_tool = ctx.host.which("mmdebstrap")
-
-
-def check_host(
-    ctx: Context, pair: list[str], sizing: object = None, site: Site | None = None
-) -> list[Row]:
-    """The rows for ``pair``; ``sizing`` has the --vcpus/--memory/... options of `lab up`."""
-    return rows_from_facts(gather_facts(ctx, pair, sizing, site=site))
 
 
 def rows_json(rows: list[Row]) -> str:

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.guests.plan import read_accel_facts
-from lab.host.accel import AccelChoice, choose_accelerator
+from lab.host.accel import AccelChoice, choose_accelerator, read_accel_facts
 from lab.host.check import MISSING, OK, WARN, CheckFacts, Row, rows_from_facts, rows_json
 from lab.host.facts import Pool
 from lab.host.hugepages import HugePageNeed
