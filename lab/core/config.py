@@ -129,7 +129,7 @@ def config_from_mapping(data: dict[str, Any], source: str = "config") -> Config:
 
 def check_hosts(value: Any, source: str = "config") -> None:
     """The ``[hosts]`` table: plain names to libvirt URIs; 'local' is this machine's own."""
-    from lab.core.inventory import LOCAL, parse_uri
+    from lab.core.hosturi import LOCAL, parse_uri
     from lab.core.names import check_name
 
     where = f"{source}: key 'hosts'"
