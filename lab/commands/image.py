@@ -57,7 +57,7 @@ def register(subparsers: Any) -> None:
 def run_build(args: argparse.Namespace, ctx: Context) -> int:
     from lab.core.names import check_name
     from lab.core.paths import IMAGES_DIR
-    from lab.images.image import build_image
+    from lab.images.build import build_image
 
     recipe = check_name("recipe", args.recipe or ctx.config.image, "--recipe")
     recipe_dir = IMAGES_DIR / recipe

@@ -380,3 +380,16 @@ class ImageBuilder:
                 if what == "mmdebstrap"
                 else f"Command was: {' '.join(argv)}",
             ) from None
+
+
+def build_image(
+    recipe_dir: Path,
+    image_dir: Path,
+    host: Host,
+    log: Log | None = None,
+    *,
+    force: bool = False,
+    clock: Clock | None = None,
+) -> BaseImage:
+    """Build (or find in the cache) the image described by ``recipe_dir``."""
+    return ImageBuilder(Path(recipe_dir), Path(image_dir), host, log, clock).build(force=force)

@@ -280,21 +280,6 @@ def import_image(
     return image
 
 
-def build_image(
-    recipe_dir: Path,
-    image_dir: Path,
-    host: Host,
-    log: Log | None = None,
-    *,
-    force: bool = False,
-    clock: Clock | None = None,
-) -> BaseImage:
-    """Build (or find in the cache) the image described by ``recipe_dir``; see imagebuild."""
-    from lab.images.build import ImageBuilder
-
-    return ImageBuilder(Path(recipe_dir), Path(image_dir), host, log, clock).build(force=force)
-
-
 def iso_time(epoch: float) -> str:
     import datetime
 

@@ -16,6 +16,7 @@ from lab.core.paths import IMAGES_DIR
 from lab.domainxml.boot import DiskBoot, KernelBoot
 from lab.images.build import (
     BUILDER_VERSION,
+    build_image,
     disk_size_bytes,
     load_recipe,
     mmdebstrap_argv,
@@ -25,7 +26,6 @@ from lab.images.build import (
 from lab.images.image import (
     ImageError,
     ImageNotBuiltError,
-    build_image,
     find_image,
     import_image,
     list_images,
