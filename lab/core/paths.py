@@ -1,8 +1,22 @@
-"""Where the lab's own files live (the project tree it was installed from)."""
+"""Where the lab's own files live: the variants, the image recipes and the in-guest runner.
 
+Run from a checkout (or an editable install of one) they are the checkout's ``domains/``,
+``images/`` and ``guest/``, and the default store is in its ``results/``. Installed
+(``pip install .``) they are shipped inside the package, in ``lab/shipped/``, and the
+default store is ``$XDG_DATA_HOME/lab`` (``~/.local/share/lab``).
+"""
+
+import os
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-GUEST_DIR = PROJECT_ROOT / "guest"
-IMAGES_DIR = PROJECT_ROOT / "images"
-RESULTS_DIR = PROJECT_ROOT / "results"
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+CHECKOUT = PACKAGE_DIR.parent
+FROM_CHECKOUT = (CHECKOUT / "pyproject.toml").is_file() and (CHECKOUT / "domains").is_dir()
+SHIPPED = CHECKOUT if FROM_CHECKOUT else PACKAGE_DIR / "shipped"
+
+DOMAINS_DIR = SHIPPED / "domains"
+GUEST_DIR = SHIPPED / "guest"
+IMAGES_DIR = SHIPPED / "images"
+PARSERS_FILE = PACKAGE_DIR / "parsers" / "tools.py"
+_DATA_HOME = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+RESULTS_DIR = CHECKOUT / "results" if FROM_CHECKOUT else _DATA_HOME / "lab"

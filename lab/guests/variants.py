@@ -11,10 +11,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from lab.core.errors import ConfigError, UnknownNameError
-from lab.core.paths import PROJECT_ROOT
+from lab.core.paths import DOMAINS_DIR
 from lab.guests.variant import Variant
 
-DEFAULT_DIRS = (PROJECT_ROOT / "domains",)
+DEFAULT_DIRS = (DOMAINS_DIR,)
 
 
 def load_variants(dirs: Iterable[Path] = DEFAULT_DIRS) -> dict[str, Variant]:

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from lab.core.errors import ConfigError, UnknownNameError, UsageError
 from lab.core.hostexec import Host
-from lab.core.paths import GUEST_DIR, PROJECT_ROOT
+from lab.core.paths import GUEST_DIR, PARSERS_FILE
 
 Direction = Literal["lower", "higher"]
 ParamValue = int | float | str | None
@@ -30,7 +30,7 @@ ParamValue = int | float | str | None
 RUNNER_FILES: Mapping[str, Path] = MappingProxyType(
     {
         "runner.py": GUEST_DIR / "runner.py",
-        "tools.py": PROJECT_ROOT / "lab" / "parsers" / "tools.py",
+        "tools.py": PARSERS_FILE,
     }
 )
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from lab.app.study import load_study
-from lab.core.paths import PROJECT_ROOT
+from lab.core.paths import CHECKOUT
 from tests.integration.conftest import Pair
 from tests.integration.test_run import samples
 
 pytestmark = pytest.mark.integration
 
-DEMO = PROJECT_ROOT / "studies" / "demo.toml"
+DEMO = CHECKOUT / "studies" / "demo.toml"
 FIRST_METRIC = {"sysbench-memory": "total_time_s", "iperf3": "sender_bits_per_s",
                 "demo-build": "wall_s"}  # fmt: skip
 

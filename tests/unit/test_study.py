@@ -27,7 +27,7 @@ from lab.commands.study import (
 from lab.core.config import Config
 from lab.core.context import Context
 from lab.core.errors import ConfigError, LabError, StoreError, UsageError
-from lab.core.paths import PROJECT_ROOT
+from lab.core.paths import CHECKOUT
 from lab.guests.labstate import GuestRecord, LabState
 from lab.guests.plan import TwinRequest
 from lab.guests.variants import load_variants
@@ -35,7 +35,7 @@ from lab.run.workload import load_workloads
 from lab.store import Store
 from lab.store.schema import SCHEMA_V1
 
-STUDIES = PROJECT_ROOT / "studies"
+STUDIES = CHECKOUT / "studies"
 WORKLOADS = load_workloads()
 VARIANTS = list(load_variants())
 

@@ -1,0 +1,73 @@
+"""A real install: the wheel ships the variants, the image recipes and the in-guest runner,
+and the installed `lab` finds them from any folder."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def listed_packages() -> list[str]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    return list(config["packages"])
+
+
+def test_every_package_of_the_tree_is_listed() -> None:
+    found = sorted(
+        ".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "lab").rglob("__init__.py")
+    )
+    assert sorted(p for p in listed_packages() if ".shipped" not in p) == found
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel built from this tree, installed (without its dependencies, which this
+    interpreter has) into a folder of its own."""
+    wheels, target = tmp_path_factory.mktemp("wheel"), tmp_path_factory.mktemp("site")
+    pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
+    subprocess.run([*pip, "wheel", "--no-deps", "-w", str(wheels), str(ROOT)], check=True,
+                   capture_output=True, timeout=600)  # fmt: skip
+    (wheel,) = wheels.glob("lab-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    for shipped in ("lab/shipped/domains/shp1g.py", "lab/shipped/guest/runner.py",
+                    "lab/shipped/images/debian12/recipe.toml", "lab/parsers/tools.py"):  # fmt: skip
+        assert shipped in names
+    subprocess.run([*pip, "install", "--no-deps", "--target", str(target), str(wheel)],
+                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    return target
+
+
+def lab_from_root(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(site), "COLUMNS": "200"}
+    env.pop("LAB_CONFIG", None)
+    return subprocess.run([sys.executable, "-m", "lab", *args], cwd="/", env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def test_the_installed_lab_is_not_this_checkout(installed: Path) -> None:
+    done = lab_from_root(installed, "config")
+    assert done.returncode == 0, done.stderr
+    script = "import lab.core.paths as p; print(p.FROM_CHECKOUT, p.DOMAINS_DIR)"
+    env = {**os.environ, "PYTHONPATH": str(installed)}
+    out = subprocess.run([sys.executable, "-c", script], cwd="/", env=env, capture_output=True,
+                         text=True, check=True).stdout.split()  # fmt: skip
+    assert out == ["False", str(installed / "lab" / "shipped" / "domains")]
+
+
+def test_the_installed_lab_lists_its_variants_and_workloads(installed: Path) -> None:
+    variants = lab_from_root(installed, "variants")
+    assert variants.returncode == 0, variants.stderr
+    for name in ("thp", "shp1g", "shp2m"):
+        assert f"│ {name} " in variants.stdout
+    workloads = lab_from_root(installed, "workloads")
+    assert workloads.returncode == 0, workloads.stderr
+    for name in ("sysbench-memory", "iperf3", "gdb-build", "null"):
+        assert name in workloads.stdout
