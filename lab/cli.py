@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -16,6 +17,11 @@ from lab import __version__
 from lab.core.errors import LabError
 
 # Order is the order of `lab --help`.
+# Exit statuses other than the errors' own (lab.core.errors and its subclasses): the README's
+# "Exit status" table lists them all, and tests/unit/test_exit_status.py keeps it true.
+INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
+BROKEN_PIPE = 141  # stdout closed before the output was written (128 + SIGPIPE)
+
 COMMAND_MODULES = (
     "lab.commands.variants",
     "lab.commands.xml",
@@ -60,8 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``lab`` command line; returns its exit status (README: Exit status)."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words == ["--version"]:  # answered before the commands (and numpy) are imported
+        print(f"lab {__version__}")
+        return 0
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(words)
     if not getattr(args, "run", None):
         parser.print_help()
         return 2
@@ -78,4 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return err.exit_code
     except KeyboardInterrupt:
         print("lab: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
+    except BrokenPipeError:
+        # stdout closed early (``lab export | head -1``): what was wanted was read. Point
+        # stdout at /dev/null so the interpreter's own flush at exit finds nothing to say.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return BROKEN_PIPE

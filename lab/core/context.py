@@ -36,6 +36,13 @@ def open_libvirt(uri: str) -> libvirt.virConnect:
         ) from None
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """A reader that went away (``lab export | head -1``) is lab.cli's to answer, with
+        its documented status, not rich's exit 1."""
+        raise BrokenPipeError
+
+
 def _console(stderr: bool) -> Console:
     """A rich console; into a file or pipe it is wide, so tables are not cut at 80 columns.
 
@@ -45,7 +52,7 @@ def _console(stderr: bool) -> Console:
     import sys
 
     stream = sys.stderr if stderr else sys.stdout
-    return Console(stderr=stderr, width=None if stream.isatty() else 160, emoji=False)
+    return _Console(stderr=stderr, width=None if stream.isatty() else 160, emoji=False)
 
 
 @dataclass

@@ -90,7 +90,7 @@ class Holder:
 class RunLockedError(LabError):
     """Another live process holds the lab's run lock."""
 
-    exit_code = 6
+    exit_code = 8
 
     def __init__(self, path: Path, holder: Holder | None) -> None:
         self.path = path
