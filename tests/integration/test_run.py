@@ -25,13 +25,25 @@ TIMED_SYSBENCH = ["-p", "time=2", "-p", "total_size=1000G", "-p", "block_size=1M
 
 
 def samples(db: Path, workload: str, metric: str) -> dict[str, list[tuple[int, float]]]:
-    with sqlite3.connect(db) as conn:
+    """Each guest's (iteration, value) pairs; none while `lab run` has not made the store
+    yet (a test polls this while the run starts: the store is neither created here nor
+    read before its schema is there)."""
+    if not db.exists():
+        return {}
+    conn = sqlite3.connect(db, timeout=30)
+    try:
         rows = conn.execute(
             "SELECT g.name, s.iteration, s.value FROM sample s JOIN run r ON r.id = s.run_id"
             " JOIN guest g ON g.id = s.guest_id WHERE r.workload = ? AND s.metric = ?"
             " ORDER BY g.name, s.iteration",
             (workload, metric),
         ).fetchall()
+    except sqlite3.OperationalError as err:
+        if "no such table" not in str(err):
+            raise
+        return {}
+    finally:
+        conn.close()
     out: dict[str, list[tuple[int, float]]] = {}
     for name, iteration, value in rows:
         out.setdefault(name, []).append((iteration, value))
