@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from lab.core import units
 from lab.core.context import Context
 from lab.store.cli import add_db_argument, add_study_argument
 
@@ -48,15 +49,7 @@ def register(subparsers: Any) -> None:
 
 
 def format_duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "–"
-    minutes, sec = divmod(round(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    days, hours = divmod(hours, 24)
-    parts = [f"{days} d"] * bool(days) + [f"{hours} h"] * bool(hours)
-    parts += [f"{minutes} min"] * bool(minutes and days < 10)
-    parts += [f"{sec} s"] * bool(not days and not hours)
-    return " ".join(parts) or "0 s"
+    return "–" if seconds is None else units.format_duration(seconds)
 
 
 def _delta(effect: str, mean: float | None, where: str) -> float:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lab.core import units
 from lab.core.context import Context
 from lab.store.cli import add_db_argument
 
@@ -156,16 +157,7 @@ def estimate_seconds(workload: StudyWorkload, per_iteration: float | None) -> fl
 
 
 def format_duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "unknown"
-    minutes, sec = divmod(round(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    days, hours = divmod(hours, 24)
-    if days:
-        return f"{days} d {hours} h"
-    if hours:
-        return f"{hours} h {minutes:02d} min"
-    return f"{minutes} min {sec:02d} s" if minutes else f"{sec} s"
+    return "unknown" if seconds is None else units.format_duration(seconds)
 
 
 # -- the side effects, passed in -------------------------------------------------------------

@@ -96,3 +96,15 @@ def parse_subnet(subnet: str) -> ipaddress.IPv4Network:
             hint="Guests lease from .100 to .254; use a /24 or larger",
         )
     return network
+
+
+def format_duration(seconds: float) -> str:
+    """A duration as people read it: ``5 s``, ``2 min 05 s``, ``2 h 01 min``, ``1 d 1 h``."""
+    minutes, sec = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    if days:
+        return f"{days} d {hours} h"
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    return f"{minutes} min {sec:02d} s" if minutes else f"{sec} s"

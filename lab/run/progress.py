@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
 from lab.core.context import Context
+from lab.core.units import format_duration
 
 # At import, not at the first progress line: scipy's lazy submodules would otherwise load
 # while the run goes on, where they look like growth of the controller's memory.
@@ -55,7 +56,7 @@ class RunProgress:
         eta = controller.eta_seconds(guest)
         if eta is not None and guest.walls:
             rate = 1 / max(statistics.median(guest.walls), 1e-9)
-            parts.append(f"{rate:.3g} it/s, ETA {_duration(eta)}")
+            parts.append(f"{rate:.3g} it/s, ETA {format_duration(eta)}")
         if guest.failed_attempts:
             parts.append(f"{guest.failed_attempts} failed")
         if guest.unreachable:
@@ -87,10 +88,3 @@ class RunProgress:
         tb: TracebackType | None,
     ) -> None:
         self.progress.stop()
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(seconds)
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"

@@ -88,5 +88,5 @@ def test_format_duration() -> None:
     from lab.commands.plan import format_duration
 
     assert format_duration(59) == "59 s"
-    assert format_duration(3 * 86400 + 7200 + 60) == "3 d 2 h 1 min"
+    assert format_duration(3 * 86400 + 7200 + 60) == "3 d 2 h"
     assert format_duration(None) == "–"
