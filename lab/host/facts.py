@@ -104,42 +104,6 @@ def parse_thp_mode(text: str) -> str:
     return match.group(1)
 
 
-def parse_cloud_init_status(text: str) -> tuple[str, list[str]]:
-    """``cloud-init status [--long]`` output -> (status, errors).
-
-    cloud-init 22.4 lists failed modules under ``detail:`` as ``('module', Error(...))``
-    lines; newer releases have an ``errors:`` list. Both are returned as errors.
-    """
-    status = ""
-    errors: list[str] = []
-    section = ""
-    detail: list[str] = []
-    for raw in text.splitlines():
-        line = raw.rstrip()
-        key, sep, value = line.partition(":")
-        if sep and not line.startswith((" ", "\t", "-", "(")) and re.fullmatch(r"[a-z_]+", key):
-            section = key
-            value = value.strip()
-            if key == "status":
-                status = value
-            elif key == "detail" and value:
-                detail.append(value)
-            elif key == "errors" and value not in ("", "[]"):
-                errors.append(value)
-            continue
-        stripped = line.strip()
-        if not stripped:
-            continue
-        if section == "errors":
-            errors.append(stripped.removeprefix("- ").strip())
-        elif section == "detail":
-            detail.append(stripped)
-    errors.extend(d for d in detail if d.startswith("("))
-    if status == "error" and not errors:
-        errors = detail or ["cloud-init reported an error without detail"]
-    return status, errors
-
-
 @dataclass(frozen=True)
 class Mount:
     source: str

@@ -566,7 +566,3 @@ class Controller:
             )
             self._with_guest(guest, self.ingest)
         self.swaps.finish(warn=self.ctx.warn)  # the runners are stopped: own CPUs again
-
-
-def default_db(ctx: Context, explicit: str | None) -> Path:
-    return Path(explicit or ctx.config.store)

@@ -11,7 +11,6 @@ from lab.host.facts import (
     Pool,
     hugetlbfs_mounts,
     numa_nodes,
-    parse_cloud_init_status,
     parse_hugepages_option,
     parse_meminfo,
     parse_mounts,
@@ -108,44 +107,6 @@ def test_thp_mode_table(text: str, mode: str) -> None:
 def test_thp_mode_without_selection_is_an_error() -> None:
     with pytest.raises(ValueError, match="no \\[selected\\]"):
         parse_thp_mode("always madvise never")
-
-
-def test_cloud_init_status_long_with_failed_modules() -> None:
-    status, errors = parse_cloud_init_status(
-        (HOST / "cloud-init-22.4.2-status-long-error.txt").read_text()
-    )
-    assert status == "error"
-    assert len(errors) == 2
-    assert errors[0].startswith("('resizefs', ProcessExecutionError(")
-    assert "resize2fs" in errors[0]
-    assert errors[1].startswith("('locale',")
-
-
-def test_cloud_init_status_long_done_from_lab_image() -> None:
-    status, errors = parse_cloud_init_status(
-        (HOST / "cloud-init-22.4.2-status-long-done.txt").read_text()
-    )
-    assert (status, errors) == ("done", [])
-
-
-def test_cloud_init_status_short_done() -> None:
-    text = (HOST / "cloud-init-22.4.2-status-done.txt").read_text()
-    assert parse_cloud_init_status(text) == ("done", [])
-
-
-def test_cloud_init_status_newer_errors_list() -> None:
-    text = (
-        "status: error\nextended_status: error - done\nboot_status_code: enabled-by-generator\n"
-        "detail:\nDataSourceNoCloud [seed=/dev/sr0]\n"
-        "errors:\n\t- ('locale', Exception('boom'))\nrecoverable_errors: {}\n"
-    )
-    status, errors = parse_cloud_init_status(text)
-    assert status == "error"
-    assert errors == ["('locale', Exception('boom'))"]
-
-
-def test_cloud_init_status_running_has_no_errors() -> None:
-    assert parse_cloud_init_status("status: running\n") == ("running", [])
 
 
 def test_mounts_find_the_1g_hugetlbfs_mount() -> None:

@@ -8,8 +8,6 @@ formats read back to the values they were generated from.
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
-from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,13 +17,11 @@ from lab.guests.verify import hugetlb_mappings
 from lab.host.accel import cpu_flags
 from lab.host.facts import (
     hugetlbfs_mounts,
-    parse_cloud_init_status,
     parse_meminfo,
     parse_mounts,
     parse_proc_filesystems,
     parse_qemu_conf_hugetlbfs,
     parse_thp_mode,
-    read_hugepage_pools,
 )
 
 FAST = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -44,8 +40,6 @@ WORD = st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True)
 @given(TEXT)
 def test_no_parser_raises_on_any_text(text: str) -> None:
     assert all(isinstance(v, int) for v in parse_meminfo(text).values())
-    status, errors = parse_cloud_init_status(text)
-    assert isinstance(status, str) and all(isinstance(e, str) for e in errors)
     assert all(isinstance(m, str) for m in parse_qemu_conf_hugetlbfs(text))
     assert all(isinstance(f, str) and f for f in parse_proc_filesystems(text))
     assert all(isinstance(f, str) for f in cpu_flags(text))
@@ -106,45 +100,3 @@ def test_generated_qemu_conf_reads_back_the_last_assignment(
             sep = ",\n    " if multiline else ", "
             lines.append(f"hugetlbfs_mount = [{sep.join(quoted)}]")
     assert parse_qemu_conf_hugetlbfs("\n".join(lines) + "\n") == assignments[-1]
-
-
-@FAST
-@given(
-    st.sampled_from(["done", "running", "error", "disabled"]),
-    st.lists(st.from_regex(r"[A-Za-z][A-Za-z0-9 .:'()-]{0,30}", fullmatch=True), max_size=3),
-)
-def test_generated_cloud_init_status_reads_back(status: str, errors: list[str]) -> None:
-    body = "".join(f"\t- {e}\n" for e in errors)
-    text = f"status: {status}\nboot_status_code: enabled-by-generator\nerrors:{body and chr(10)}"
-    text += body if body else " []\n"
-    got_status, got_errors = parse_cloud_init_status(text)
-    assert got_status == status
-    if errors:
-        assert got_errors == [e.strip() for e in errors]
-    elif status == "error":
-        assert got_errors == ["cloud-init reported an error without detail"]
-    else:
-        assert got_errors == []
-
-
-POOL = st.tuples(st.sampled_from([2048, 1048576]), st.integers(0, 10**6), st.integers(0, 10**6))
-
-
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.dictionaries(st.none() | st.integers(0, 3), st.lists(POOL, max_size=2), max_size=3))
-def test_generated_sysfs_pools_read_back(
-    tmp_path_factory: Any, nodes: dict[int | None, list[tuple[int, int, int]]]
-) -> None:
-    root = Path(tmp_path_factory.mktemp("sys"))
-    want = []
-    for node, pools in nodes.items():
-        base = root / ("kernel/mm" if node is None else f"devices/system/node/node{node}")
-        for page_kib, total, free in {p[0]: p for p in pools}.values():
-            directory = base / "hugepages" / f"hugepages-{page_kib}kB"
-            directory.mkdir(parents=True)
-            for name, value in (("nr_hugepages", total), ("free_hugepages", free)):
-                (directory / name).write_text(f"{value}\n")
-            (directory / "surplus_hugepages").write_text("²\n")  # unreadable counts as 0
-            want.append((node, page_kib, total, free, 0))
-    got = [(p.node, p.page_kib, p.total, p.free, p.surplus) for p in read_hugepage_pools(root)]
-    assert got == sorted(want, key=lambda p: (p[0] is not None, p[0] or 0, p[1]))
