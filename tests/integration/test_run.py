@@ -60,37 +60,6 @@ def attempts(db: Path, workload: str) -> list[tuple[str, int, int, int]]:
         ).fetchall()
 
 
-def test_sysbench_memory_on_both_twins(pair: Pair, tmp_path: Path) -> None:
-    db = tmp_path / "lab.db"
-    pair.lab("run", "sysbench-memory", "--n", "5", "--db", str(db), *SHORT_SYSBENCH)
-    got = samples(db, "sysbench-memory", "throughput_mib_s")
-    assert set(got) == {"lab-thp", "lab-shp1g"}
-    for values in got.values():
-        assert [i for i, _ in values] == [1, 2, 3, 4, 5]
-        assert all(100 < v < 100_000 for _, v in values)  # MiB/s, TCG or KVM
-    out = pair.lab("compare", "--db", str(db), "--format", "json").stdout
-    assert '"sysbench-memory"' in out
-
-
-def test_iperf3_to_the_host_from_both_twins_at_once(pair: Pair, tmp_path: Path) -> None:
-    db = tmp_path / "lab.db"
-    pair.lab("run", "iperf3", "--n", "5", "--db", str(db), "-p", "duration=2")
-    got = samples(db, "iperf3", "sender_bits_per_s")
-    assert {name: len(v) for name, v in got.items()} == {"lab-thp": 5, "lab-shp1g": 5}
-    assert all(1e6 < v < 1e12 for values in got.values() for _, v in values)
-
-
-def test_demo_build_on_nfs(pair: Pair, tmp_path: Path) -> None:
-    db = tmp_path / "lab.db"
-    pair.lab("run", "demo-build", "--n", "5", "--db", str(db))
-    got = samples(db, "demo-build", "wall_s")
-    assert {name: len(v) for name, v in got.items()} == {"lab-thp": 5, "lab-shp1g": 5}
-    assert all(0.01 < v < 600 for values in got.values() for _, v in values)
-    # the build really happened on the NFS export of the host
-    out = pair.lab("ssh", "thp", "findmnt", "-n", "-o", "FSTYPE", "--target", "/mnt/lab-nfs").stdout
-    assert out.strip().startswith("nfs")
-
-
 def test_killed_controller_resumes_to_exactly_n(pair: Pair, tmp_path: Path) -> None:
     db = tmp_path / "lab.db"
     args = [

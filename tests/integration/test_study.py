@@ -18,6 +18,13 @@ pytestmark = pytest.mark.integration
 DEMO = CHECKOUT / "studies" / "demo.toml"
 FIRST_METRIC = {"sysbench-memory": "total_time_s", "iperf3": "sender_bits_per_s",
                 "demo-build": "wall_s"}  # fmt: skip
+# What each workload's samples must look like on any machine, TCG or KVM: the study is the
+# one integration test of the three workloads' runs (it runs each on both twins at once).
+PLAUSIBLE = {
+    ("sysbench-memory", "throughput_mib_s"): (100, 100_000),  # MiB/s
+    ("iperf3", "sender_bits_per_s"): (1e6, 1e12),
+    ("demo-build", "wall_s"): (0.01, 600),
+}
 
 
 def test_the_demo_study_runs_every_workload_stores_its_file_and_writes_the_report(
@@ -34,6 +41,14 @@ def test_the_demo_study_runs_every_workload_stores_its_file_and_writes_the_repor
             "lab-thp": list(range(1, workload.n + 1)),
             "lab-shp1g": list(range(1, workload.n + 1)),
         }, workload.name
+    for (workload_name, metric), (low, high) in PLAUSIBLE.items():
+        values = [v for pairs in samples(db, workload_name, metric).values() for _, v in pairs]
+        assert values and all(low < v < high for v in values), (workload_name, metric, values)
+    # the build really happened on the NFS export of the host
+    out = pair.lab("ssh", "thp", "findmnt", "-n", "-o", "FSTYPE", "--target", "/mnt/lab-nfs").stdout
+    assert out.strip().startswith("nfs")
+    out = pair.lab("compare", "--db", str(db), "--format", "json").stdout
+    assert '"sysbench-memory"' in out and '"iperf3"' in out
     with sqlite3.connect(db) as conn:
         text, digest = conn.execute(
             "SELECT study_file, study_hash FROM study WHERE name = ?", (study.name,)
