@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -90,17 +91,25 @@ def find_config_file(explicit: str | None, cwd: Path | None = None) -> Path | No
     return None
 
 
-def load_config(path: Path | None) -> Config:
-    """Read ``path`` (None: defaults). Unknown keys and wrong types name the file and key."""
-    if path is None:
-        return Config()
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"config file {path} does not exist") from None
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"{path}: not valid TOML ({err})") from None
-    return config_from_mapping(data, source=str(path))
+def load_config(path: Path | None, environ: Mapping[str, str] | None = None) -> Config:
+    """Read ``path`` (None: defaults). Unknown keys and wrong types name the file and key.
+
+    Where the file sets no ``libvirt_uri``, libvirt's own ``LIBVIRT_DEFAULT_URI`` (from
+    ``environ``, the process's environment by default) is this machine's URI, as for virsh.
+    """
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            data = tomllib.loads(path.read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path} does not exist") from None
+        except tomllib.TOMLDecodeError as err:
+            raise ConfigError(f"{path}: not valid TOML ({err})") from None
+    uri = (os.environ if environ is None else environ).get("LIBVIRT_DEFAULT_URI")
+    if uri and "libvirt_uri" not in data:
+        config_from_mapping({"libvirt_uri": uri}, source="LIBVIRT_DEFAULT_URI")  # checks it
+        data = {**data, "libvirt_uri": uri}
+    return config_from_mapping(data, source=str(path) if path else "config")
 
 
 def config_from_mapping(data: dict[str, Any], source: str = "config") -> Config:

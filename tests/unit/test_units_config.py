@@ -64,3 +64,15 @@ def test_every_key_is_documented() -> None:
     assert all(doc.strip() for _, _, doc in rows)
     with pytest.raises(ConfigError):
         config_from_mapping({"reserve_host_cpus": True})
+
+
+def test_libvirt_default_uri_is_this_machines_uri_unless_lab_toml_sets_one(tmp_path: Path) -> None:
+    env = {"LIBVIRT_DEFAULT_URI": "test:///default"}
+    assert load_config(None, environ=env).libvirt_uri == "test:///default"
+    assert load_config(None, environ={}).libvirt_uri == "qemu:///system"
+    toml = tmp_path / "lab.toml"
+    toml.write_text('libvirt_uri = "qemu:///session"\n')
+    assert load_config(toml, environ=env).libvirt_uri == "qemu:///session"
+    toml.write_text('network = "lab2"\n')
+    got = load_config(toml, environ=env)
+    assert (got.libvirt_uri, got.network) == ("test:///default", "lab2")
