@@ -16,14 +16,36 @@ def register(subparsers: Any) -> None:
         " records (unit, which way is better) and every parameter with its default;"
         " set parameters with `lab run WORKLOAD -p KEY=VALUE`.",
     )
+    parser.add_argument(
+        "--json", action="store_true", help="print the workloads, metrics and parameters as JSON"
+    )
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
+    import json
+
     from rich.table import Table
 
     from lab.run.workload import load_workloads
 
+    if args.json:
+        found = [
+            {
+                "name": name,
+                "description": w.description,
+                "metrics": [
+                    {"name": m.name, "unit": m.unit, "direction": m.direction} for m in w.metrics
+                ],
+                "parameters": [
+                    {"name": key, "default": p.default, "help": p.help}
+                    for key, p in w.parameters.items()
+                ],
+            }
+            for name, w in sorted(load_workloads().items())
+        ]
+        ctx.out.out(json.dumps(found, indent=2), highlight=False)
+        return 0
     for name, workload in sorted(load_workloads().items()):
         table = Table(
             "parameter",

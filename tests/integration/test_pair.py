@@ -65,6 +65,14 @@ def test_status_lists_both_guests_running(pair: Pair) -> None:
     out = pair.lab("status").stdout
     assert "lab-thp" in out and "lab-shp1g" in out
     assert out.count("running") == 2
+    doc = json.loads(pair.lab("status", "--json").stdout)
+    (host,) = doc["hosts"]
+    assert host["host"] == "local" and host["verified"] is True
+    assert {g["name"]: g["state"] for g in host["guests"]} == {
+        "lab-thp": "running",
+        "lab-shp1g": "running",
+    }
+    assert all(g["address"].startswith("198.18.") for g in host["guests"])
 
 
 def test_state_file_is_private_enough(pair: Pair) -> None:

@@ -73,3 +73,35 @@ def test_bad_config_key_is_reported(
     test_driver_config.write_text("cpus = 3\n")
     assert main(["config"]) == 2
     assert "unknown key 'cpus'" in capsys.readouterr().err
+
+
+def test_variants_and_workloads_as_json(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from lab.guests.variants import load_variants
+    from lab.run.workload import load_workloads
+
+    assert main(["variants", "--json"]) == 0
+    variants = json.loads(capsys.readouterr().out)
+    assert [v["name"] for v in variants] == sorted(load_variants())
+    shp1g = next(v for v in variants if v["name"] == "shp1g")
+    assert "1 GiB" in shp1g["description"] and "1GB huge pages" in shp1g["needs"]
+    assert main(["workloads", "--json"]) == 0
+    workloads = {w["name"]: w for w in json.loads(capsys.readouterr().out)}
+    assert set(workloads) == set(load_workloads())
+    sysbench = workloads["sysbench-memory"]
+    assert {"name": "throughput_mib_s", "unit": "MiB/s", "direction": "higher"} in sysbench[
+        "metrics"
+    ]
+    assert any(p["name"] == "block_size" for p in sysbench["parameters"])
+
+
+def test_status_as_json_with_no_lab_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    config = tmp_path / "lab.toml"
+    config.write_text(f'state_dir = "{tmp_path / "state"}"\n')
+    assert main(["--config", str(config), "status", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"hosts": []}
