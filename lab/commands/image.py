@@ -41,6 +41,7 @@ def register(subparsers: Any) -> None:
     imp.set_defaults(run=run_import)
 
     listing = actions.add_parser("list", help="list the images in image_dir")
+    listing.add_argument("--json", action="store_true", help="print the images as JSON")
     listing.set_defaults(run=run_list)
 
     prune = actions.add_parser(
@@ -107,6 +108,24 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
     from lab.images.image import list_images
 
     images = list_images(Path(ctx.config.image_dir))
+    if args.json:
+        import json
+
+        found = [
+            {
+                "name": image.name,
+                "hash": image.hash,
+                "folder": str(image.directory),
+                "kind": image.manifest.get("kind"),
+                "boot": image.manifest.get("boot"),
+                "built_at": image.manifest.get("built_at"),
+                "imported_at": image.manifest.get("imported_at"),
+                "disk_file_bytes": image.manifest.get("sizes", {}).get("disk_file_bytes"),
+            }
+            for image in images
+        ]
+        ctx.out.out(json.dumps(found, indent=2), highlight=False)
+        return 0
     if not images:
         ctx.note(f"no images in {ctx.config.image_dir}. Run: lab image build")
         return 0

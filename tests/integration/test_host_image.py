@@ -84,6 +84,12 @@ def test_image_is_built_with_a_manifest(prepared_host: Lab) -> None:
     assert "sysbench" in manifest["packages"]
     assert manifest["kernel_version"].endswith("-cloud-amd64")
     assert len(manifest["hash"]) == 64
+    listed = json.loads(prepared_host("image", "list", "--json").stdout)
+    assert {
+        "name": image.name,
+        "hash": manifest["hash"],
+        "folder": str(image.directory),
+    }.items() <= (next(i for i in listed if i["name"] == CONFIG.image).items())
 
 
 def test_a_second_build_is_a_cached_no_op(prepared_host: Lab) -> None:

@@ -105,3 +105,14 @@ def test_status_as_json_with_no_lab_up(
     config.write_text(f'state_dir = "{tmp_path / "state"}"\n')
     assert main(["--config", str(config), "status", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"hosts": []}
+
+
+def test_image_list_as_json_of_an_empty_cache(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    config = tmp_path / "images.toml"
+    config.write_text(f'image_dir = "{tmp_path / "images"}"\n')
+    assert main(["--config", str(config), "image", "list", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
