@@ -45,6 +45,7 @@ def register(subparsers: Any) -> None:
     add_study_argument(parser)
     parser.add_argument("--workload", metavar="W", help="with --from-store: only this workload")
     parser.add_argument("--metric", metavar="M", help="with --from-store: only this metric")
+    parser.add_argument("--json", action="store_true", help="print the plans as JSON")
     parser.set_defaults(run=run)
 
 
@@ -84,6 +85,9 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         plan = plan_samples(args.sd, _delta(args.effect, args.mean, ""), args.confidence,
                             args.power, args.autocorrelation, args.iteration_time)  # fmt: skip
         rows.append(("", None, plan))
+    if args.json:
+        ctx.out.out(plans_json(rows, FORMULA), highlight=False)
+        return 0
     table = Table(title=f"formula: {FORMULA}", title_justify="left")
     table.add_column("", no_wrap=True)
     for name, _, _ in rows:
@@ -116,6 +120,24 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
 
 PlanRow = tuple[str, int | None, Any]  # name, samples already stored, Plan
+
+
+def plans_json(rows: list[PlanRow], formula: str) -> str:
+    """The plans as ``lab plan --json`` prints them: the formula, then one object a plan."""
+    import dataclasses
+    import json
+
+    plans = [
+        {
+            "name": name or None,
+            "stored_fewest": have,
+            **dataclasses.asdict(plan),
+            "duration_concurrent_s": plan.duration_concurrent,
+            "duration_sequential_s": plan.duration_sequential,
+        }
+        for name, have, plan in rows
+    ]
+    return json.dumps({"formula": formula, "plans": plans}, indent=2, ensure_ascii=False)
 
 
 def _from_store(args: argparse.Namespace, ctx: Context) -> list[PlanRow]:

@@ -45,6 +45,7 @@ def register(subparsers: Any) -> None:
         " that workload in this study already.",
     )
     check.add_argument("file", metavar="FILE", help="the study file")
+    check.add_argument("--json", action="store_true", help="print the plan as JSON")
     add_db_argument(check)
     check.set_defaults(run=run_check)
     run = actions.add_parser(
@@ -336,6 +337,49 @@ def describe_plan(
     return [line for line in lines if line]
 
 
+def plan_json(study: Study, db: str, seconds: dict[str, float], image: str) -> str:
+    """The plan as ``lab study check --json`` prints it: the design, each step's command and
+    estimated seconds (null until the store has timed that workload), and the total."""
+    import json
+
+    steps: list[dict[str, object]] = []
+    total: float | None = 0.0
+    for workload in study.workloads:
+        estimate = estimate_seconds(workload, seconds.get(workload.name))
+        total = None if estimate is None or total is None else total + estimate
+        steps.append(
+            {
+                "workload": workload.name,
+                "params": dict(workload.params),
+                "n": workload.n,
+                "schedule": workload.schedule,
+                "until": workload.until,
+                "swap_every": workload.swap_every,
+                "warmup": workload.warmup,
+                "argv": ["lab", *run_argv(study, workload, db)],
+                "estimated_s": estimate,
+            }
+        )
+    return json.dumps(
+        {
+            "name": study.name,
+            "file": str(study.path) if study.path else None,
+            "sha256": study.sha256,
+            "description": study.description,
+            "variants": list(study.variants),
+            "vcpus": study.vcpus,
+            "memory": study.memory,
+            "image": study.image or image,
+            "confidence": study.confidence,
+            "threshold": study.threshold,
+            "steps": steps,
+            "report_argv": ["lab", *report_argv(study, db)],
+            "estimated_s": total,
+        },
+        indent=2,
+    )
+
+
 def run_check(args: argparse.Namespace, ctx: Context) -> int:
     from lab.app.study import load_study
     from lab.store.cli import store_path
@@ -343,11 +387,15 @@ def run_check(args: argparse.Namespace, ctx: Context) -> int:
     study = load_study(args.file)
     db = store_path(args, ctx)
     image = f"{ctx.config.image} (lab.toml)"
-    for line in describe_plan(study, str(db), _stored_seconds(db, study), image):
-        ctx.out.print(line, highlight=False, soft_wrap=True, markup=False)
     cli = InProcessCli(ctx)
     for workload in study.workloads:
         cli.parse(run_argv(study, workload, str(db)))
+    if args.json:
+        text = plan_json(study, str(db), _stored_seconds(db, study), ctx.config.image)
+        ctx.out.out(text, highlight=False)
+        return 0
+    for line in describe_plan(study, str(db), _stored_seconds(db, study), image):
+        ctx.out.print(line, highlight=False, soft_wrap=True, markup=False)
     stored = _stored_hash(db, study)
     if stored and stored != study.sha256:
         ctx.warn(

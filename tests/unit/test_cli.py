@@ -116,3 +116,19 @@ def test_image_list_as_json_of_an_empty_cache(
     config.write_text(f'image_dir = "{tmp_path / "images"}"\n')
     assert main(["--config", str(config), "image", "list", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == []
+
+
+def test_plan_as_json(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from lab.stats.planning import FORMULA, plan_samples
+
+    argv = ["plan", "--sd", "2", "--mean", "100", "--effect", "1%", "--iteration-time", "3"]
+    assert main([*argv, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    expected = plan_samples(2.0, 1.0, 99.99, 0.9, 0.0, 3.0)
+    assert doc["formula"] == FORMULA
+    (plan,) = doc["plans"]
+    assert (plan["n"], plan["delta"], plan["sd"]) == (expected.n, 1.0, 2.0)
+    assert plan["duration_concurrent_s"] == expected.n * 3.0
+    assert plan["duration_sequential_s"] == 2 * expected.n * 3.0

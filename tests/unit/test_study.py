@@ -18,6 +18,7 @@ from lab.commands.study import (
     describe_plan,
     estimate_seconds,
     format_duration,
+    plan_json,
     record_study,
     report_argv,
     report_dir,
@@ -496,3 +497,19 @@ def test_a_store_of_an_older_lab_takes_the_study_file_of_a_study_begun_by_lab_ru
     assert (stored.id, stored.study_hash, stored.study_file) == (study_id, got.sha256, got.text)
     with Store.open(db) as store, pytest.raises(LabError, match="different study file"):
         record_study(store, study(HEAD + ONE.replace("n = 3", "n = 5")))
+
+
+def test_the_plan_as_json_names_each_step_its_command_and_time() -> None:
+    import json
+
+    got = study(HEAD + ONE + ONE.replace("null", "iperf3") + 'schedule = "alternate"\n')
+    doc = json.loads(plan_json(got, "lab.db", {"null": 10.0, "iperf3": 10.0}, "debian12"))
+    assert [s["workload"] for s in doc["steps"]] == ["null", "iperf3"]
+    for step, workload in zip(doc["steps"], got.workloads, strict=True):
+        assert step["argv"] == ["lab", *run_argv(got, workload, "lab.db")]
+        assert step["estimated_s"] == estimate_seconds(workload, 10.0)
+    assert doc["estimated_s"] == 30.0 + 60.0
+    assert doc["report_argv"] == ["lab", *report_argv(got, "lab.db")]
+    assert (doc["name"], doc["sha256"], doc["image"]) == (got.name, got.sha256, "debian12")
+    unknown = json.loads(plan_json(got, "lab.db", {"null": 10.0}, "debian12"))
+    assert unknown["steps"][1]["estimated_s"] is None and unknown["estimated_s"] is None
