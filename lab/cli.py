@@ -43,6 +43,7 @@ COMMAND_MODULES = (
     "lab.commands.report",
     "lab.commands.export",
     "lab.commands.demo",
+    "lab.commands.completion",
 )
 
 
