@@ -75,10 +75,12 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         plan.append(["down"])
     # Held for the whole demo (its `lab run` steps take it again): a second demo or a
     # `lab run` started meanwhile is refused instead of downing or sharing this pair.
+    # Each step reads the same lab.toml as the demo (`lab --config X demo`).
+    config = ["--config", args.config] if getattr(args, "config", None) else []
     with run_lock(Path(ctx.config.state_dir), ["lab", "demo", "--n", str(args.n)], ctx.warn):
         for step in plan:
             ctx.err.rule(f"lab {' '.join(step)}")
-            status = main(step)
+            status = main([*config, *step])
             if status != 0:
                 ctx.err.print(
                     f"[bold red]lab demo: `lab {' '.join(step)}` failed ({status});"

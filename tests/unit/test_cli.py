@@ -132,3 +132,23 @@ def test_plan_as_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert (plan["n"], plan["delta"], plan["sd"]) == (expected.n, 1.0, 2.0)
     assert plan["duration_concurrent_s"] == expected.n * 3.0
     assert plan["duration_sequential_s"] == 2 * expected.n * 3.0
+
+
+def test_demo_runs_every_step_with_the_config_it_was_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`lab --config X demo`: each step reads X too (steps ran with the default search)."""
+    import lab.cli
+
+    config = tmp_path / "other.toml"
+    config.write_text(f'state_dir = "{tmp_path / "state"}"\n')
+    real_main, seen = lab.cli.main, []
+
+    def step(argv: list[str]) -> int:  # each step, recorded instead of run
+        seen.append(argv)
+        return 0
+
+    monkeypatch.setattr(lab.cli, "main", step)
+    assert real_main(["--config", str(config), "demo", "--n", "1"]) == 0
+    assert len(seen) >= 8 and seen[0][2:4] == ["host", "prepare"]
+    assert all(argv[:2] == ["--config", str(config)] for argv in seen)
