@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+KVM_MODULES = ("kvm", "kvm_intel", "kvm_amd", "kvm_pvm")  # looked for under /sys/module
 TCG_WARNING = (
     "guests run under QEMU software emulation (TCG): timings measure the emulator, "
     "not KVM; compare variants with each other, never with KVM results"
@@ -78,6 +79,12 @@ def choose_accelerator(facts: AccelFacts, requested: str = "auto") -> AccelChoic
     return AccelChoice("qemu", reason, fix)
 
 
+def kvm_usable(mode: int, group: str) -> bool:
+    """Whether QEMU's user (libvirt-qemu, in group kvm) can open a /dev/kvm of this mode
+    and group."""
+    return mode & 0o006 == 0o006 or (mode & 0o060 == 0o060 and group == "kvm")
+
+
 def read_accel_facts(root: Path = Path("/")) -> AccelFacts:
     def read(path: str) -> str:
         try:
@@ -86,15 +93,8 @@ def read_accel_facts(root: Path = Path("/")) -> AccelFacts:
             return ""
 
     dev = root / "dev/kvm"
-    usable = False
-    if dev.exists():
-        mode = dev.stat().st_mode
-        usable = bool(mode & 0o006 == 0o006) or (
-            bool(mode & 0o060 == 0o060) and _group(dev) == "kvm"
-        )
-    modules = frozenset(
-        m for m in ("kvm", "kvm_intel", "kvm_amd", "kvm_pvm") if (root / "sys/module" / m).exists()
-    )
+    usable = dev.exists() and kvm_usable(dev.stat().st_mode, _group(dev))
+    modules = frozenset(m for m in KVM_MODULES if (root / "sys/module" / m).exists())
     return AccelFacts(
         cpuinfo=read("proc/cpuinfo"),
         modules=modules,

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from lab.core.context import Context
 from lab.core.inventory import HostEntry
-from lab.host.accel import AccelFacts, read_accel_facts
+from lab.host.accel import KVM_MODULES, AccelFacts, kvm_usable, read_accel_facts
 from lab.host.facts import Pool, read_hugepage_pools
+from lab.host.remote import RemoteHost
 
 SYSFS = Path("/sys")
 # One fixed script, no user input in it: every huge page pool of the host as PATH:VALUE.
@@ -27,7 +28,6 @@ _POOL_LINE = re.compile(
     r"^/sys/(?:kernel/mm|devices/system/node/node(\d+))/hugepages/hugepages-(\d+)kB/"
     r"(nr|free|surplus)_hugepages:(\d+)$"
 )
-KVM_MODULES = ("kvm", "kvm_intel", "kvm_amd", "kvm_pvm")
 
 
 @dataclass
@@ -72,8 +72,6 @@ def host_context(ctx: Context, entry: HostEntry) -> tuple[Context, Path]:
     state_dir = Path(ctx.config.state_dir)
     if entry.ssh is None:
         return ctx, state_dir
-    from lab.host.remote import RemoteHost
-
     there = replace(
         ctx,
         config=replace(ctx.config, libvirt_uri=entry.uri),
@@ -113,6 +111,5 @@ def remote_accel_facts(ctx: Context) -> AccelFacts:
     exists, usable = stat.ok, False
     if stat.ok:
         mode_text, _, group = stat.stdout.strip().partition(" ")
-        mode = int(mode_text, 8)
-        usable = mode & 0o006 == 0o006 or (mode & 0o060 == 0o060 and group == "kvm")
+        usable = kvm_usable(int(mode_text, 8), group)
     return AccelFacts(cpuinfo, modules, exists, usable)
