@@ -97,8 +97,7 @@ def run_check(args: argparse.Namespace, ctx: Context) -> int:
                 f"host {site.name}: the pair cannot be brought up yet: fix the rows marked missing"
             )
     if args.json:  # one host: its document, as before; several: one per host by name
-        text = json.dumps(documents[sites[0].name] if len(sites) == 1 else documents, indent=2)
-        ctx.out.out(text, highlight=False)
+        ctx.print_json(documents[sites[0].name] if len(sites) == 1 else documents)
     return 0 if all_ready else 1
 
 

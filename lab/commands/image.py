@@ -109,8 +109,6 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
 
     images = list_images(Path(ctx.config.image_dir))
     if args.json:
-        import json
-
         found = [
             {
                 "name": image.name,
@@ -124,7 +122,7 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
             }
             for image in images
         ]
-        ctx.out.out(json.dumps(found, indent=2), highlight=False)
+        ctx.print_json(found)
         return 0
     if not images:
         ctx.note(f"no images in {ctx.config.image_dir}. Run: lab image build")

@@ -22,8 +22,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    import json
-
     from lab.core.errors import LabError
     from lab.guests.sites import sites_up
 
@@ -43,7 +41,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         else:
             _table(ctx, state, conn)
     if args.json:
-        ctx.out.out(json.dumps({"hosts": hosts}, indent=2), highlight=False)
+        ctx.print_json({"hosts": hosts})
     return 0
 
 

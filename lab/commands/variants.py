@@ -19,8 +19,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    import json
-
     from rich.table import Table
 
     from lab.guests.variants import load_variants
@@ -30,7 +28,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             {"name": name, "description": v.description, "needs": v.requirement_text()}
             for name, v in sorted(load_variants().items())
         ]
-        ctx.out.out(json.dumps(found, indent=2), highlight=False)
+        ctx.print_json(found)
         return 0
     table = Table("variant", "what it changes", "needs from the host")
     for name, variant in sorted(load_variants().items()):

@@ -23,8 +23,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    import json
-
     from rich.table import Table
 
     from lab.run.workload import load_workloads
@@ -44,7 +42,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             }
             for name, w in sorted(load_workloads().items())
         ]
-        ctx.out.out(json.dumps(found, indent=2), highlight=False)
+        ctx.print_json(found)
         return 0
     for name, workload in sorted(load_workloads().items()):
         table = Table(

@@ -8,6 +8,7 @@ libvirt's test driver, and integration tests the real thing.
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,10 @@ class Context:
     @functools.cached_property
     def libvirt(self) -> libvirt.virConnect:
         return self.connect(self.config.libvirt_uri)
+
+    def print_json(self, document: Any) -> None:
+        """A document for programs (``--json``) on stdout, as it is: no markup, no colour."""
+        self.out.out(json.dumps(document, indent=2), highlight=False)
 
     def note(self, message: str) -> None:
         """A remark for the user on stderr, so stdout stays clean for data."""
