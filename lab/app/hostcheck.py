@@ -24,10 +24,9 @@ def check_host(
 ) -> list[Row]:
     """The rows for ``pair``; ``sizing`` has the --vcpus/--memory/... options of `lab up`."""
     f = gather_facts(ctx, pair, site=site)
-    remote = site if site is not None and site.remote else None
     if site is not None:
         ctx = site.ctx
-    _pair_facts(f, ctx, sizing, remote is not None)
+    _pair_facts(f, ctx, sizing, remote=site is not None and site.remote)
     _image_facts(f, ctx)
     return rows_from_facts(f)
 

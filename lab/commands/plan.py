@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -124,9 +126,6 @@ PlanRow = tuple[str, int | None, Any]  # name, samples already stored, Plan
 
 def plans_json(rows: list[PlanRow], formula: str) -> str:
     """The plans as ``lab plan --json`` prints them: the formula, then one object a plan."""
-    import dataclasses
-    import json
-
     plans = [
         {
             "name": name or None,

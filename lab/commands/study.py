@@ -9,6 +9,7 @@ process), then writes the report. Each ``lab run`` resumes by itself, so running
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -318,10 +319,8 @@ def describe_plan(
         f" image {study.image or default_image}",
         f"  verdicts at {study.confidence:g} % confidence, threshold {study.threshold}",
     ]
-    total: float | None = 0.0
-    for number, workload in enumerate(study.workloads, 1):
-        estimate = estimate_seconds(workload, seconds.get(workload.name))
-        total = None if estimate is None or total is None else total + estimate
+    estimates, total = step_estimates(study, seconds)
+    for number, (workload, estimate) in enumerate(estimates, 1):
         params = " ".join(f"{k}={param_text(v)}" for k, v in workload.params.items())
         lines += [
             f"  {number}. {workload.name} {params or '(default parameters)'}:"
@@ -337,16 +336,21 @@ def describe_plan(
     return [line for line in lines if line]
 
 
+def step_estimates(
+    study: Study, seconds: dict[str, float]
+) -> tuple[list[tuple[StudyWorkload, float | None]], float | None]:
+    """Each step with its estimated seconds, and their total (None where any is unknown)."""
+    estimates = [(w, estimate_seconds(w, seconds.get(w.name))) for w in study.workloads]
+    known = [e for _, e in estimates if e is not None]
+    return estimates, sum(known) if len(known) == len(estimates) else None
+
+
 def plan_json(study: Study, db: str, seconds: dict[str, float], image: str) -> str:
     """The plan as ``lab study check --json`` prints it: the design, each step's command and
     estimated seconds (null until the store has timed that workload), and the total."""
-    import json
-
     steps: list[dict[str, object]] = []
-    total: float | None = 0.0
-    for workload in study.workloads:
-        estimate = estimate_seconds(workload, seconds.get(workload.name))
-        total = None if estimate is None or total is None else total + estimate
+    estimates, total = step_estimates(study, seconds)
+    for workload, estimate in estimates:
         steps.append(
             {
                 "workload": workload.name,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lab.core.context import Context
-from lab.core.inventory import LOCAL, HostEntry, guest_prefix, inventory
+from lab.core.inventory import LOCAL, HostEntry, guest_prefix, inventory, select_hosts
 from lab.guests.files import GuestFiles, LocalFiles
 from lab.guests.labstate import GuestRecord, LabState, load_state, no_lab_up
 from lab.host.site import HostSite, host_context
@@ -35,7 +35,7 @@ def site_for(ctx: Context, entry: HostEntry) -> Site:
     there, state_dir = host_context(ctx, entry)
     if entry.ssh is None:
         return Site(entry, there, state_dir, LocalFiles(there.host, state_dir))
-    from lab.guests.storagepool import PoolFiles
+    from lab.guests.storagepool import PoolFiles  # pycdlib and lxml: only for other hosts
 
     return Site(entry, there, state_dir, PoolFiles(there))
 
@@ -46,8 +46,6 @@ def local_site(ctx: Context) -> Site:
 
 def chosen_sites(ctx: Context, hosts: str | None) -> list[Site]:
     """``--hosts`` as sites; None means this machine (what `lab up` does by default)."""
-    from lab.core.inventory import select_hosts
-
     return [site_for(ctx, entry) for entry in select_hosts(ctx.config, hosts)]
 
 
