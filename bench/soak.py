@@ -43,6 +43,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 MiB = 1024 * 1024
 RSS_SLOPE_MAX = 300.0  # bytes per iteration (of each twin), after the first 10 %
@@ -152,7 +153,7 @@ def slope(ticks: Sequence[Tick], field: str) -> float:
     return sum(changes[STEPS:]) / span
 
 
-def figures(ticks: Sequence[Tick], n: int) -> dict[str, object]:
+def figures(ticks: Sequence[Tick], n: int) -> dict[str, Any]:
     """What the soak measured, from its ticks: slopes, totals after 10 %, descriptors."""
     steady = settled(ticks, n)
     if len(steady) < 20:
@@ -173,21 +174,21 @@ def figures(ticks: Sequence[Tick], n: int) -> dict[str, object]:
     }
 
 
-def leaks(found: dict[str, object]) -> list[str]:
+def leaks(found: dict[str, Any]) -> list[str]:
     """The bounds the figures break, each said in a line; none when the controller is flat."""
     broken = []
-    rss_slope = float(found["rss_slope_bytes_per_iteration"])  # type: ignore[arg-type]
+    rss_slope = float(found["rss_slope_bytes_per_iteration"])
     if rss_slope > RSS_SLOPE_MAX:
         broken.append(f"RSS grows {rss_slope:.0f} bytes per iteration (bound {RSS_SLOPE_MAX:.0f})")
-    fd_slope = float(found["fd_slope_per_1000_iterations"])  # type: ignore[arg-type]
+    fd_slope = float(found["fd_slope_per_1000_iterations"])
     if fd_slope > FD_SLOPE_MAX:
         broken.append(
             f"descriptors grow {fd_slope:.2f} per 1,000 iterations (bound {FD_SLOPE_MAX})"
         )
-    growth = float(found["rss_growth_after_10pct_mib"])  # type: ignore[arg-type]
+    growth = float(found["rss_growth_after_10pct_mib"])
     if growth * MiB > RSS_GROWTH_MAX:
         broken.append(f"RSS grew {growth:.1f} MiB after 10 % (bound {RSS_GROWTH_MAX // MiB})")
-    fd_growth = int(found["fds_growth_after_10pct"])  # type: ignore[call-overload]
+    fd_growth = int(found["fds_growth_after_10pct"])
     if fd_growth > FD_SPREAD_MAX:
         broken.append(f"{fd_growth} more descriptors than at 10 % (bound {FD_SPREAD_MAX})")
     return broken

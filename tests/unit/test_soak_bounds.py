@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ from bench.soak import RSS_SLOPE_MAX, Tick, figures, leaks, slope, watch
 N = 3_000
 
 
-def soak(tmp_path: Path, *extra: str) -> dict[str, object]:
+def soak(tmp_path: Path, *extra: str) -> dict[str, Any]:
     argv = [sys.executable, "-m", "tests.unit.soakdriver", str(tmp_path), str(N), *extra]
     watched = watch(argv, dict(os.environ), tmp_path / "lab.db", tmp_path / "log", 300,
                     interval=0.02)  # fmt: skip
