@@ -10,14 +10,18 @@ whichever is larger.
 
 To say where the overhead goes it also measures, in the same guest: the runner alone (run in
 the foreground over SSH, no controller reading its journal), and one fsynced journal-sized
-append, which every iteration needs once (the journal's durability).
+append (the journal fsyncs once per group of iterations, lab/inguest/journalfile.py).
+
+``--baseline REV`` also runs the runner of git revision REV alone, in the same guest and the
+same run (a runner that was one file, ``guest/runner.py``, with ``tools.py`` beside it, as
+before lab/inguest existed; or a later zipapp), so a change's effect is a ratio measured
+at one moment on one machine.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -27,7 +31,10 @@ from pathlib import Path
 
 from lab.guests.seed import GUEST_USER
 from lab.run.controller import RUNNER_DIR
-from lab.run.workload import RUNNER_FILES
+from lab.run.shipping import runner_zipapp, write_zipapp
+
+ROOT = Path(__file__).resolve().parent.parent
+WRITE = "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text(sys.argv[2])"
 
 
 def lab(*args: str) -> subprocess.CompletedProcess[str]:
@@ -80,14 +87,27 @@ def per_iteration(journal: str) -> tuple[int, float]:
     return len(results), (last - first) / len(results)
 
 
+def baseline_runner(where: Where, rev: str) -> str:
+    """The runner of git revision ``rev`` put in ``where``'s scratch folder; its path."""
+
+    def show(path: str) -> str:
+        return subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"],
+                              capture_output=True, text=True, check=True).stdout  # fmt: skip
+
+    folder = f"{where.scratch}/baseline-{rev}"
+    where.run("mkdir", "-p", folder)
+    where.run("python3", "-c", WRITE, f"{folder}/runner.py", show("guest/runner.py"))
+    where.run("python3", "-c", WRITE, f"{folder}/tools.py", show("lab/parsers/tools.py"))
+    return f"{folder}/runner.py"
+
+
 def runner_alone(where: Where, runner: str, n: int) -> float:
     """The runner in the foreground, journalling as in a run, with no controller reading."""
     spec = {"workload": "null", "argv": ["true"], "env": {"LC_ALL": "C"},
             "metrics_from": {"wall_s": "wall_s"}, "end_iteration": n}  # fmt: skip
     key, folder = f"bench-{time.time():.0f}", f"{where.scratch}/runs"
-    write = "import sys; open(sys.argv[1], 'w').write(sys.argv[2])"
     where.run("mkdir", "-p", folder)
-    where.run("python3", "-c", write, f"{folder}/{key}.json", json.dumps(spec))
+    where.run("python3", "-c", WRITE, f"{folder}/{key}.json", json.dumps(spec))
     where.run("python3", runner, "start", "--foreground", "--dir", folder, "--run-key", key,
               "--spec", f"{folder}/{key}.json")  # fmt: skip
     count, seconds = per_iteration(where.run("cat", f"{folder}/{key}.journal"))
@@ -124,6 +144,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--guest", default="lab-thp")
+    parser.add_argument("--baseline", metavar="REV", help="also time the runner of git REV alone")
     parser.add_argument(
         "--native", action="store_true",
         help="no guest: the bare loop, the runner alone and the fsync on this host",
@@ -133,35 +154,47 @@ def main() -> int:
 
     if args.native:
         with tempfile.TemporaryDirectory() as tmp:
-            for name, source in RUNNER_FILES.items():
-                shutil.copy(source, Path(tmp) / name)
             where = Where(None, tmp)
             bare = bare_loop(where, args.n)
-            alone = runner_alone(where, f"{tmp}/runner.py", args.n)
+            alone = runner_alone(where, str(write_zipapp(Path(tmp))), args.n)
+            old = args.baseline and runner_alone(
+                where, baseline_runner(where, args.baseline), args.n
+            )
             fsync = fsynced_append(where)
         print(f"bare `true` loop      {bare * 1e3:8.3f} ms/iteration (this host)")
         print(f"runner alone          {alone * 1e3:8.3f} ms/iteration (this host)")
+        if old:
+            print(
+                f"runner of {args.baseline:<11} {old * 1e3:8.3f} ms/iteration (this host),"
+                f" adds {(old - bare) * 1e3:.3f} ms; now {(alone - bare) / (old - bare):.2f}x that"
+            )
         print(f"overhead              {(alone - bare) * 1e3:8.3f} ms/iteration")
-        print(f"  one fsynced append   {fsync * 1e3:8.3f} ms (each iteration needs one)")
+        print(f"  one fsynced append   {fsync * 1e3:8.3f} ms (one per group of iterations)")
         print(f"target                {verdict(alone - bare, bare)}")
         return 0
 
     where = Where(args.guest, f"/home/{GUEST_USER}/lab-bench")
     bare = bare_loop(where, args.n)
     in_guest, whole = through_lab(args.guest, args.n)
-    alone = runner_alone(where, f"{RUNNER_DIR}/runner.py", args.n)
+    alone = runner_alone(where, f"{RUNNER_DIR}/{runner_zipapp().name}", args.n)
+    old = args.baseline and runner_alone(where, baseline_runner(where, args.baseline), args.n)
     fsync = fsynced_append(where)
     overhead = in_guest - bare
     print(f"bare `true` loop      {bare * 1e3:8.3f} ms/iteration")
     print(f"lab run null          {in_guest * 1e3:8.3f} ms/iteration (runner start to last line)")
     print(f"lab run null, wall    {whole * 1e3:8.3f} ms/iteration (whole command)")
     print(f"runner alone          {alone * 1e3:8.3f} ms/iteration (no controller)")
+    if old:
+        print(
+            f"runner of {args.baseline:<11} {old * 1e3:8.3f} ms/iteration (no controller),"
+            f" adds {(old - bare) * 1e3:.3f} ms; now {(alone - bare) / (old - bare):.2f}x that"
+        )
     print(
         f"overhead              {overhead * 1e3:8.3f} ms/iteration"
         f" ({in_guest / bare:.1f}x the bare loop)"
     )
     print(f"  of which controller  {(in_guest - alone) * 1e3:8.3f} ms/iteration (lab - alone)")
-    print(f"  one fsynced append   {fsync * 1e3:8.3f} ms (each iteration needs one)")
+    print(f"  one fsynced append   {fsync * 1e3:8.3f} ms (one per group of iterations)")
     print(f"target                {verdict(overhead, bare)}")
     return 0
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import io
 import logging
 import shlex
 from collections.abc import Iterator, Sequence
@@ -111,9 +112,11 @@ class GuestShell:
         with self._failing(f"copying {local} to {remote}", sftp=True):
             self._connection().put(str(local), remote)
 
-    def get_text(self, remote: str) -> str:
-        import io
+    def put_bytes(self, data: bytes, remote: str) -> None:
+        with self._failing(f"writing {remote}", sftp=True):
+            self._connection().put(io.BytesIO(data), remote)
 
+    def get_text(self, remote: str) -> str:
         buf = io.BytesIO()
         with self._failing(f"reading {remote}", sftp=True):
             self._connection().get(remote, buf)

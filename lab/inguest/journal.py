@@ -1,8 +1,8 @@
-"""The journal the in-guest runner appends to: one JSON object per line, versioned.
+"""The journal: one JSON object per line, versioned, written by the runner, read by both sides.
 
-``guest/runner.py`` writes it (with the standard library only, so it cannot import this
-module); this module reads it for the controller. Tests check that what the real runner
-writes is read back here.
+The runner appends it (:mod:`lab.inguest.journalfile`); the runner reads it back to resume
+(:mod:`lab.inguest.history`) and the controller reads it to store the attempts
+(:mod:`lab.run.ingest`), both through :func:`read_journal` here.
 
 Format history (``"v"`` in every line):
 
@@ -19,7 +19,9 @@ A *result* line records one attempt at one iteration, successful or not::
 to measure (it could not be started, or the attempt was interrupted); ``exit_status`` is
 negative for a child killed by a signal (``-15`` for SIGTERM). An *event* line has
 ``"event"`` instead of ``"iteration"``/``"ok"``: ``start``, ``setup``, ``begin`` (an
-attempt's timed command is about to start), ``gave_up``, ``stopped`` and ``done``.
+attempt's timed command is about to start), ``synced`` (every line before this one is on
+the guest's disk: see :mod:`lab.inguest.journalfile`), ``gave_up``, ``stopped`` and
+``done``.
 
 A line is complete only with its final newline: a partial last line is being written (or
 was cut by a crash) and is never parsed.
@@ -29,19 +31,22 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
-
-from lab.core.errors import StoreError
 
 JOURNAL_VERSION = 1
 T = TypeVar("T")
-EVENTS = frozenset({"start", "setup", "begin", "gave_up", "stopped", "done"})
+EVENTS = frozenset({"start", "setup", "begin", "synced", "gave_up", "stopped", "done"})
+TERMINAL_EVENTS = frozenset({"done", "gave_up", "stopped"})  # the runner ended its start
+SYNCED = "synced"
+_SYNCED_LINE = b'{"v":%d,"event":"%s"' % (JOURNAL_VERSION, SYNCED.encode())
 
 
-class JournalError(StoreError):
+class JournalError(ValueError):
     """A complete journal line that is not a valid record of a known version."""
+
+    hint = "The journal is damaged; move the line aside by hand or start a new run key"
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,9 @@ class JournalEntry:
         """What makes storing an entry idempotent: ``(iteration, attempt)``."""
         return (self.iteration, self.attempt)
 
+    def line(self) -> bytes:
+        return encode({**asdict(self), "metrics": dict(self.metrics)})
+
 
 @dataclass(frozen=True)
 class JournalEvent:
@@ -79,6 +87,11 @@ class JournalEvent:
     fields: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
 
+def encode(record: Mapping[str, Any]) -> bytes:
+    """One journal line: the record with its version, compact, and its newline."""
+    return (json.dumps({"v": JOURNAL_VERSION, **record}, separators=(",", ":")) + "\n").encode()
+
+
 def parse_journal_line(line: str) -> JournalEntry | JournalEvent | None:
     """One line with its newline -> a record; ``None`` for a partial or blank line.
 
@@ -89,17 +102,14 @@ def parse_journal_line(line: str) -> JournalEntry | JournalEvent | None:
     try:
         data = json.loads(line)
     except (ValueError, RecursionError) as err:
-        raise JournalError(
-            f"journal line is not JSON ({err}): {line[:80]!r}",
-            hint="The journal is damaged; move the line aside by hand or start a new run key",
-        ) from None
+        raise JournalError(f"journal line is not JSON ({err}): {line[:80]!r}") from None
     if not isinstance(data, dict):
         raise _invalid("the line is not a JSON object", line)
     version = data.get("v")
     if version != JOURNAL_VERSION:
         raise JournalError(
-            f"journal line has version {version!r}; this lab reads version {JOURNAL_VERSION}",
-            hint="Use the same lab version for the controller and the runner it copies in",
+            f"journal line has version {version!r}; this lab reads version {JOURNAL_VERSION}"
+            " (use the same lab version for the controller and the runner it copies in)"
         )
     if "event" in data:
         return JournalEvent(
@@ -129,8 +139,14 @@ def parse_journal_line(line: str) -> JournalEntry | JournalEvent | None:
     )
 
 
-def read_journal(text: str) -> list[JournalEntry | JournalEvent]:
-    """Every complete line of ``text`` parsed; a trailing partial line is left out."""
+def read_journal(
+    text: str, on_bad: Callable[[int, JournalError], None] | None = None
+) -> list[JournalEntry | JournalEvent]:
+    """Every complete line of ``text`` parsed, in order; a trailing partial line is left out.
+
+    A bad line raises :class:`JournalError` naming its number, unless ``on_bad`` is given:
+    then it is told the line number and the error, and the line is skipped.
+    """
     records: list[JournalEntry | JournalEvent] = []
     parts = text.split("\n")  # only "\n" ends a line: str.splitlines() knows other ends too
     lines = [part + "\n" for part in parts[:-1]] + [parts[-1]]
@@ -138,23 +154,43 @@ def read_journal(text: str) -> list[JournalEntry | JournalEvent]:
         try:
             record = parse_journal_line(line)
         except JournalError as err:
-            raise JournalError(f"line {number}: {err.message}", hint=err.hint) from None
+            if on_bad is None:
+                raise JournalError(f"line {number}: {err}") from None
+            on_bad(number, err)
+            continue
         if record is not None:
             records.append(record)
     return records
 
 
 def complete_length(data: str | bytes) -> int:
-    """How much of ``data`` is complete lines: where the next read of a journal starts."""
+    """How much of ``data`` is complete lines."""
     if isinstance(data, str):
         return data.rfind("\n") + 1
     return data.rfind(b"\n") + 1
 
 
+def durable_length(data: bytes) -> int:
+    """How much of ``data`` (a journal read from its start or from a line's start) the
+    guest's disk is known to hold: everything before the start of its last ``synced`` line.
+
+    The controller reads no further, so nothing it stores can be taken back by a guest
+    crash; its next read starts at that ``synced`` line, which is where a crash would have
+    cut the journal (see :mod:`lab.inguest.journalfile`).
+    """
+    end = complete_length(data)
+    while end > 0:
+        start = data.rfind(b"\n", 0, end - 1) + 1
+        if data.startswith(_SYNCED_LINE, start):
+            return start
+        end = start
+    return 0
+
+
 def _invalid(problem: str, line: str) -> JournalError:
     return JournalError(
-        f"journal line is not a valid record: {problem}: {line[:80]!r}",
-        hint="Use the same lab version for the controller and the runner it copies in",
+        f"journal line is not a valid record: {problem}: {line[:80]!r}"
+        " (use the same lab version for the controller and the runner it copies in)"
     )
 
 

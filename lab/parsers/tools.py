@@ -1,7 +1,8 @@
 """Parsers of benchmark tools' real output: text in, a flat ``{name: float}`` out.
 
-Standard library only: this file is copied into each guest beside ``runner.py`` (as
-``tools.py``) and the runner parses there, so a sample is parsed once, where it was made.
+Standard library only: this file goes into each guest in the runner's zipapp
+(``lab/run/shipping.py``) and the runner parses there, so a sample is parsed once, where it
+was made.
 
 Every parser raises :class:`ParseError` -- and nothing else -- when the text is not what the
 tool prints, with a message naming the field it could not find. Values are finite floats;

@@ -14,37 +14,35 @@ import statistics
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lab.core.clock import Clock
 from lab.core.context import Context
 from lab.core.errors import GuestCommandError, GuestError, LabError, UsageError
 from lab.core.inventory import LOCAL
 from lab.guests.labstate import GuestRecord, LabState
 from lab.guests.seed import GUEST_USER
 from lab.guests.ssh import GuestShell
-from lab.run.journal import JournalEntry, JournalEvent, complete_length, parse_journal_line
+from lab.inguest.journal import TERMINAL_EVENTS, JournalEntry, JournalEvent
+from lab.run.guestrunner import GuestRunner
+from lab.run.hostside import guest_infos, nfs_source
+from lab.run.ingest import entry_to_record, new_pieces
 from lab.run.placement import Placement, SwapSchedule, check_swap_plan
-from lab.run.workload import RUNNER_FILES
+from lab.run.schedules import SCHEDULES, run_schedule
+from lab.run.workload import GuestInfo
 from lab.stats.running import RunningMoments
-from lab.store import IterationRecord, MetricInfo, Store
+from lab.store import MetricInfo, Store
 
 if TYPE_CHECKING:
     from lab.guests.sites import Site
 
 RUNNER_DIR = f"/home/{GUEST_USER}/lab-runner"
-SCHEDULES = ("concurrent", "alternate", "sync")
-STATUS_EVERY = 30.0  # seconds between asking every runner whether it still runs
-READ_CHUNK = 1024 * 1024  # bytes of journal read (and stored) at a time
 RECENT = 50  # iterations whose wall times give the rate and the ETA
 # SQLite's page cache for the store while a run appends to it: the controller rereads
 # nothing it wrote, and SQLite's default (2,000 KiB) would grow its memory through the
 # first thousands of iterations, where the soak looks for a leak.
 STORE_CACHE_KIB = 256
-# Python in the guest writes the spec from its argument; write_text closes the file, so a
-# full disk fails the command (a bare open().write() lost the error at exit, leaving it empty).
-WRITE_SPEC = "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text(sys.argv[2])"
 MAX_TROUBLES = 3  # runner failures in a row, with no attempt recorded, before a run stops
 MIN_GUEST_FREE = 1024 * 1024  # bytes free in the runner's folder below which a guest is "full"
 
@@ -62,6 +60,7 @@ class GuestProgress:
     record: GuestRecord
     guest_id: int
     shell: GuestShell
+    runner: GuestRunner
     offset: int = 0  # bytes of the journal already ingested
     completed: set[int] = field(default_factory=set)
     failed_attempts: int = 0
@@ -97,33 +96,6 @@ def run_key(
         asked.append({"swap_every": swap_every})
     text = json.dumps(asked, sort_keys=True)
     return f"{workload}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
-
-
-def entry_to_record(entry: JournalEntry, source: str) -> IterationRecord:
-    return IterationRecord(
-        iteration=entry.iteration,
-        attempt=entry.attempt,
-        ok=entry.ok,
-        started=entry.started,
-        ended=entry.ended,
-        wall=entry.wall,
-        user=entry.user,
-        sys=entry.sys,
-        exit_status=entry.exit_status,
-        boot_id=entry.boot_id,
-        output_tail=(entry.error + "\n" if entry.error else "") + entry.output_tail,
-        source=source,
-        metrics=dict(entry.metrics) if entry.ok else {},
-    )
-
-
-def split_journal(data: str) -> tuple[list[JournalEntry | JournalEvent], int]:
-    """Complete lines of a journal chunk parsed, and how many characters they used."""
-    used = complete_length(data)
-    # Only "\n" ends a journal line (splitlines() would also split on \r and \u2028).
-    lines = [line + "\n" for line in data[:used].split("\n")[:-1]]
-    parsed = [parse_journal_line(line) for line in lines]
-    return [p for p in parsed if p is not None], used
 
 
 @dataclass
@@ -207,7 +179,9 @@ class Controller:
                 guest_facts={**record.facts, "vcpu_cpus": record.vcpu_cpus, "node": record.node},
                 host=record.host,
             )
-            progress = GuestProgress(record, guest_id, shell_factory(record))
+            shell = shell_factory(record)
+            runner = GuestRunner(shell, plan.runner_dir, self.key)
+            progress = GuestProgress(record, guest_id, shell, runner)
             progress.completed = store.completed_iterations(self.run_id, guest_id)
             self.guests.append(progress)
         placement = Placement(ctx.libvirt, guests, state.emulator_cpus) if plan.swap_every else None
@@ -240,51 +214,20 @@ class Controller:
 
     # --- guest side -------------------------------------------------------------------
 
-    def journal_path(self) -> str:
-        return f"{self.plan.runner_dir}/{self.key}.journal"
-
-    def runner(self, command: str, *extra: str) -> list[str]:
-        """The argument list of a runner sub-command for this run."""
-        d = self.plan.runner_dir
-        return ["python3", f"{d}/runner.py", command, "--dir", d, "--run-key", self.key, *extra]
-
-    def install_runner(self, guest: GuestProgress) -> None:
-        guest.shell.run(["mkdir", "-p", self.plan.runner_dir])
-        for name, local in RUNNER_FILES.items():
-            guest.shell.put(local, f"{self.plan.runner_dir}/{name}")
-
-    def runner_status(self, guest: GuestProgress) -> dict[str, Any]:
-        out = guest.shell.run(self.runner("status"), timeout=60).stdout
-        return dict(json.loads(out or "{}"))
-
     def start_runner(self, guest: GuestProgress, first: int, last: int) -> None:
         if guest.runner_started:  # the last one ended without a word
             guest.runner_started = False
-            self._trouble(guest, f"its runner ended without finishing{self._log_tail(guest)}")
-        info = self.guest_info(guest)
-        spec = dict(self.plan.workload.spec(self.plan.params, info))
+            self._trouble(guest, f"its runner ended without finishing{guest.runner.log_tail()}")
         # With its journal the runner numbers attempts itself; a guest that lost it (a new
         # disk) must not reuse attempt numbers the store already holds.
         base = 1 if guest.journal_seen else self.store.max_attempt(self.run_id, guest.guest_id) + 1
-        spec.update(start_iteration=first, end_iteration=last, attempt_base=base)
-        spec_path = f"{self.plan.runner_dir}/{self.key}.spec.json"
-        # The spec travels as a file written by the guest's own python from an argument,
-        # so nothing in it is ever interpreted by a shell.
-        guest.shell.run(
-            [
-                "python3",
-                "-c",
-                WRITE_SPEC,
-                spec_path,
-                json.dumps(spec),
-            ]
-        )
-        guest.shell.run(self.runner("start", "--spec", spec_path), timeout=120)
+        # The runner gives up once this start has spent what is left of --max-failures.
+        budget = max(1, self.plan.max_failures - guest.failed_attempts + 1)
+        spec = self.plan.workload.spec(self.plan.params, self.guest_info(guest))
+        guest.runner.start(spec.for_range(first, last, attempt_base=base, max_failures=budget))
         guest.runner_started = True
 
-    def guest_info(self, guest: GuestProgress) -> Any:
-        from lab.run.hostside import guest_infos, nfs_source
-
+    def guest_info(self, guest: GuestProgress) -> GuestInfo:
         state = self.state_of(guest.record)
         nfs = ""
         if guest.record.host == LOCAL:  # other hosts run no workload that needs NFS
@@ -292,26 +235,16 @@ class Controller:
         return guest_infos(state, [guest.record], self.plan.runner_dir, nfs)[0]
 
     def ingest(self, guest: GuestProgress) -> int:
-        """Store what the guest's journal gained since last time; returns the new attempts.
-
-        Only the new part crosses the wire, READ_CHUNK bytes at a time, each piece stored
-        before the next is read: a resumed run re-reading a long journal never holds all of
-        it. The offset moves only once the store holds a piece, so a store that refused one
-        (a full disk) leaves the controller exactly where the store is.
-        """
-        size, added = READ_CHUNK, 0
-        while True:
-            data = guest.shell.read_bytes(self.journal_path(), guest.offset, size)
-            if data is None:  # no journal yet
-                return added
+        """Store what the guest's journal gained, durably, since last time; returns the new
+        attempts. The offset moves only once the store holds a piece, so a store that
+        refused one (a full disk) leaves the controller exactly where the store is."""
+        added = 0
+        where = f"{guest.record.name}:{guest.runner.journal}"
+        for records, used in new_pieces(guest.shell, guest.runner.journal, guest.offset, where):
             guest.journal_seen = True
-            used = complete_length(data)
-            records, _ = split_journal(data[:used].decode(errors="replace"))
             added += self._take(guest, records)
             guest.offset += used
-            if len(data) < size:  # the end of the journal
-                return added
-            size = READ_CHUNK if used else 2 * size  # a line longer than a piece: read more
+        return added
 
     def _take(self, guest: GuestProgress, items: list[JournalEntry | JournalEvent]) -> int:
         """Store the attempts among ``items``, then count them into ``guest``."""
@@ -321,7 +254,7 @@ class Controller:
         first = self.metrics[0].name if self.metrics else None
         for item in items:
             if isinstance(item, JournalEvent):
-                if item.event in ("done", "gave_up", "stopped"):
+                if item.event in TERMINAL_EVENTS:
                     guest.check_runner = True
                     guest.runner_started = False
                 continue
@@ -352,7 +285,7 @@ class Controller:
             return False
         if self.decision is not None and self.decision.stop:
             return True
-        from lab.stats.sequential import check_stop
+        from lab.stats.sequential import check_stop  # deferred: scipy, only with --until
 
         first, second = self.guests
         both = sorted(set(first.by_iteration) & set(second.by_iteration))
@@ -379,113 +312,56 @@ class Controller:
 
     def run(self) -> None:
         for guest in self.guests:
-            self._with_guest(guest, self.install_runner)
-            self._with_guest(guest, self.ingest)
+            self.with_guest(guest, lambda g: g.runner.install())
+            self.with_guest(guest, self.ingest)
         with self.swaps.in_force(self.ctx.warn):  # then back on their own CPUs
-            self._run_schedule()
+            run_schedule(self.plan.schedule, self)
 
-    def _run_schedule(self) -> None:
-        if self.stopped_by_rule():  # a resumed run that had already reached its rule
-            return
-        if self.plan.schedule == "alternate":
-            self._run_alternate()
-        elif self.plan.schedule == "sync":
-            self._run_sync()
-        else:
-            self._run_concurrent()
+    # --- what a schedule asks of the controller (lab.run.schedules.Driver) --------------
 
-    def _run_concurrent(self) -> None:
-        last_check = self.ctx.clock.monotonic()
-        while True:
-            pending = [g for g in self.guests if self.missing(g)]
-            if not pending:
-                return
-            # A runner is asked how it is only when its journal says it stopped, when its
-            # guest came back, or every STATUS_EVERY s (a runner killed without a word).
-            periodic = self.ctx.clock.monotonic() - last_check >= STATUS_EVERY
-            if periodic:
-                last_check = self.ctx.clock.monotonic()
-            for guest in pending:
-                if guest.check_runner or periodic:
-                    self._with_guest(guest, self._ensure_running)
-            self.ctx.clock.sleep(self.plan.poll_interval)
-            for guest in self.guests:
-                self._with_guest(guest, self.ingest)
-            self.on_update(self)
-            if self.stopped_by_rule():
-                return
+    @property
+    def clock(self) -> Clock:
+        return self.ctx.clock
 
-    def _run_alternate(self) -> None:
-        """One guest at a time, iteration by iteration, as the reference study ran iperf3."""
-        for iteration in range(1, self.plan.n + 1):
-            for guest in self.guests:
-                while iteration not in guest.completed:
-                    self._check_failures(guest)
-                    started = self._with_guest(
-                        guest, partial(self._ensure_running, first=iteration, last=iteration)
-                    )
-                    while started and self._with_guest(guest, self._running):
-                        self.ctx.clock.sleep(self.plan.poll_interval / 4)
-                    self._with_guest(guest, self.ingest)
-                    if not started:
-                        self.ctx.clock.sleep(self.plan.poll_interval)
-                self.on_update(self)
-            if self.stopped_by_rule():
-                return
+    @property
+    def n(self) -> int:
+        return self.plan.n
 
-    def _run_sync(self) -> None:
-        """Iteration i starts on every guest at once, and i+1 only when all finished i.
+    @property
+    def poll_interval(self) -> float:
+        return self.plan.poll_interval
 
-        The controller is the barrier: it starts each guest's runner for one iteration,
-        from one thread per guest so the starts leave within milliseconds of each other,
-        and waits for every journal to hold the iteration. Pairs of samples then share
-        their moment, so whatever disturbed the host disturbed both (lab compare --paired).
-        """
-        from concurrent.futures import ThreadPoolExecutor
+    def updated(self) -> None:
+        self.on_update(self)
 
-        for iteration in range(1, self.plan.n + 1):
-            while todo := [g for g in self.guests if iteration not in g.completed]:
-                for guest in todo:
-                    self._check_failures(guest)
-                # between iterations, no runner running: the CPU sets of --swap-every
-                self.swaps.before(iteration, [(g.record.name, g.guest_id) for g in todo])
-                with ThreadPoolExecutor(max_workers=len(todo)) as pool:
-                    start = partial(self._start_one, iteration)
-                    started = list(pool.map(self._with_guest, todo, [start] * len(todo)))
-                while any(started) and any(self._with_guest(g, self._running) for g in todo):
-                    self.ctx.clock.sleep(self.plan.poll_interval / 4)
-                for guest in todo:
-                    self._with_guest(guest, self.ingest)
-                if not any(started):
-                    self.ctx.clock.sleep(self.plan.poll_interval)
-            self.on_update(self)
-            if self.stopped_by_rule():
-                return
+    def before_iteration(self, iteration: int, guests: Sequence[GuestProgress]) -> None:
+        """Between iterations of a sync run no runner runs: the CPU sets of --swap-every."""
+        self.swaps.before(iteration, [(g.record.name, g.guest_id) for g in guests])
 
-    def _start_one(self, iteration: int, guest: GuestProgress) -> bool:
+    def start_one(self, iteration: int, guest: GuestProgress) -> bool:
         """Start the runner for this one iteration (no store access: runs in a thread)."""
-        if self._running(guest):
+        if self.running(guest):
             return True
         self.start_runner(guest, iteration, iteration)
         return True
 
-    def _running(self, guest: GuestProgress) -> bool:
-        return bool(self.runner_status(guest).get("running"))
+    def running(self, guest: GuestProgress) -> bool:
+        return guest.runner.running()
 
-    def _ensure_running(self, guest: GuestProgress, first: int = 0, last: int = 0) -> bool:
+    def ensure_running(self, guest: GuestProgress, first: int = 0, last: int = 0) -> bool:
         """Start the guest's runner for its missing iterations unless it runs already."""
         guest.check_runner = False
-        if self._running(guest):
+        if self.running(guest):
             return True
         self.ingest(guest)  # what it wrote before it stopped
         missing = self.missing(guest)
         if not missing:
             return False
-        self._check_failures(guest)
+        self.check_failures(guest)
         self.start_runner(guest, first or missing[0], last or self.plan.n)
         return True
 
-    def _check_failures(self, guest: GuestProgress) -> None:
+    def check_failures(self, guest: GuestProgress) -> None:
         if guest.failed_attempts > self.plan.max_failures:
             raise RunFailed(
                 f"{guest.record.name}: {guest.failed_attempts} failed attempts (more than"
@@ -494,7 +370,7 @@ class Controller:
                 " same command to resume",
             )
 
-    def _with_guest(self, guest: GuestProgress, action: Callable[[GuestProgress], Any]) -> Any:
+    def with_guest(self, guest: GuestProgress, action: Callable[[GuestProgress], Any]) -> Any:
         """Run ``action``; a guest that cannot be reached is marked and retried later."""
         try:
             value = action(guest)
@@ -519,7 +395,7 @@ class Controller:
         MAX_TROUBLES in a row with no attempt recorded in between."""
         guest.troubles += 1
         name, folder = guest.record.name, self.plan.runner_dir
-        free = self._free_bytes(guest)
+        free = guest.runner.free_bytes()
         if free is not None and free < MIN_GUEST_FREE:
             raise RunFailed(
                 f"{name}: the guest's disk is full ({free} bytes free for {folder}), so its"
@@ -536,33 +412,8 @@ class Controller:
             )
         self.ctx.warn(f"{name}: {what}; will try again")
 
-    def _free_bytes(self, guest: GuestProgress) -> int | None:
-        """Bytes a user may still write where the runner journals; None if unknown. Its
-        folder's parent is asked too: on a full disk the folder may never have been made."""
-        folder = self.plan.runner_dir
-        try:
-            result = guest.shell.run(
-                ["df", "-B1", "--output=avail", folder, str(PurePosixPath(folder).parent)],
-                check=False, timeout=60,
-            )  # fmt: skip
-        except GuestError:
-            return None
-        values = [int(word) for word in result.stdout.split() if word.isdigit()]
-        return min(values) if values else None
-
-    def _log_tail(self, guest: GuestProgress) -> str:
-        """The end of the runner's log, to quote in a message ("" if there is none)."""
-        try:
-            log = f"{self.plan.runner_dir}/{self.key}.log"
-            text = guest.shell.run(["tail", "-c", "600", log], check=False, timeout=60).stdout
-        except GuestError:
-            return ""
-        return f"; its log ends: {text.strip()[-600:]}" if text.strip() else ""
-
     def stop_runners(self) -> None:
         for guest in self.guests:
-            self._with_guest(
-                guest, lambda g: g.shell.run(self.runner("stop"), check=False, timeout=60)
-            )
-            self._with_guest(guest, self.ingest)
+            self.with_guest(guest, lambda g: g.runner.stop())
+            self.with_guest(guest, self.ingest)
         self.swaps.finish(warn=self.ctx.warn)  # the runners are stopped: own CPUs again

@@ -4,8 +4,8 @@ A workload plug-in is one small file in ``lab/run/workloads/`` that defines ``WO
 instance of :class:`Workload`, named like its file with ``-`` for ``_``
 (``sysbench_memory.py`` defines ``sysbench-memory``); files starting with ``_`` hold shared
 code. :func:`load_workloads` finds them, :func:`get_workload` picks one. A workload never runs
-anything itself: :meth:`Workload.spec` describes, as data, what ``guest/runner.py`` runs in
-one guest, and the host-side hooks (:meth:`Workload.host_prepare`,
+anything itself: :meth:`Workload.spec` describes, as a :class:`~lab.inguest.spec.Spec`, what
+the in-guest runner runs in one guest, and the host-side hooks (:meth:`Workload.host_prepare`,
 :meth:`Workload.host_servers`) receive the :class:`~lab.core.hostexec.Host` they act through.
 """
 
@@ -17,25 +17,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Literal
 
 from lab.core.errors import ConfigError, UnknownNameError, UsageError
 from lab.core.hostexec import Host
-from lab.core.paths import GUEST_DIR, PARSERS_FILE
+from lab.inguest.spec import Spec
 
 Direction = Literal["lower", "higher"]
 ParamValue = int | float | str | None
 
-# What the controller copies into the guest's run directory: {name in the guest: source}.
-RUNNER_FILES: Mapping[str, Path] = MappingProxyType(
-    {
-        "runner.py": GUEST_DIR / "runner.py",
-        "tools.py": PARSERS_FILE,
-    }
-)
-
-# The runner's own measurements of the timed command, usable in ``metrics_from``.
-RUNNER_TIMINGS = ("wall_s", "user_s", "sys_s")
 WORKLOAD_DIRS = (Path(__file__).resolve().parent / "workloads",)
 
 
@@ -136,8 +126,8 @@ class Workload:
             for name, param in self.parameters.items()
         }
 
-    def spec(self, params: Mapping[str, object], guest: GuestInfo) -> dict[str, Any]:
-        """SPEC.json for the runner in ``guest``, without the iteration range and attempt base."""
+    def spec(self, params: Mapping[str, object], guest: GuestInfo) -> Spec:
+        """What the runner runs in ``guest``, without the iteration range and attempt base."""
         raise NotImplementedError(f"workload {self.name} does not define spec()")
 
     def host_prepare(self, params: Mapping[str, object], host: Host, export_dir: Path) -> None:
@@ -172,42 +162,21 @@ class Workload:
         setup_argv: list[str] | None = None,
         cwd: str | None = None,
         timeout_s: float | None = None,
-    ) -> dict[str, Any]:
-        """A complete spec; metrics default to those of this workload named by their source."""
+    ) -> Spec:
+        """A spec without a range; metrics default to this workload's, named by their source."""
         if metrics_from is None:
             metrics_from = {metric.name: metric.name for metric in self.metrics}
-        return {
-            "workload": self.name,
-            "argv": argv,
-            "clean_argv": clean_argv,
-            "setup_argv": setup_argv,
-            "cwd": cwd or guest.work_dir,
-            # One locale, so tools print numbers the way the parsers read them.
-            "env": {"LC_ALL": "C"},
-            "parser": parser,
-            "metrics_from": dict(metrics_from),
-            "timeout_s": timeout_s,
-        }
-
-
-def runner_spec(
-    spec: Mapping[str, Any],
-    start_iteration: int,
-    end_iteration: int,
-    *,
-    attempt_base: int = 1,
-    max_consecutive_failures: int | None = None,
-) -> dict[str, Any]:
-    """The whole SPEC.json: a workload's :meth:`Workload.spec` plus what this start runs."""
-    if not 0 <= start_iteration <= end_iteration:
-        raise UsageError(f"iterations {start_iteration}..{end_iteration} are not a range")
-    return {
-        **spec,
-        "start_iteration": start_iteration,
-        "end_iteration": end_iteration,
-        "attempt_base": attempt_base,
-        "max_consecutive_failures": max_consecutive_failures,
-    }
+        return Spec(
+            workload=self.name,
+            argv=argv,
+            clean_argv=clean_argv,
+            setup_argv=setup_argv,
+            cwd=cwd or guest.work_dir,
+            env={"LC_ALL": "C"},  # one locale, so tools print numbers as the parsers read them
+            parser=parser,
+            metrics_from=dict(metrics_from),
+            timeout_s=timeout_s,
+        )
 
 
 def load_workloads(dirs: Iterable[Path] = WORKLOAD_DIRS) -> dict[str, Workload]:

@@ -46,13 +46,17 @@ class FakeRunnerGuest(GuestShell):
         self.attempt_base = 1
         self.spec: dict[str, Any] = {}
         self.reads = 0
+        self.written = 0  # journal bytes ever written
+        self.synced_at = 0  # self.written at the last synced line
         self.bytes_read = 0  # journal bytes sent to the controller
         self.starts = 0
 
     # -- the simulated runner ------------------------------------------------------------
 
     def _line(self, record: dict[str, Any]) -> None:
-        self.journal += (json.dumps({"v": 1, **record}, separators=(",", ":")) + "\n").encode()
+        line = (json.dumps({"v": 1, **record}, separators=(",", ":")) + "\n").encode()
+        self.journal += line
+        self.written += len(line)
 
     def advance(self, count: int) -> None:
         """Do up to ``count`` iterations of the started range; journal ``done`` at its end."""
@@ -69,9 +73,16 @@ class FakeRunnerGuest(GuestShell):
                 "metrics": {"wall_s": wall}, "error": None, "output_tail": self.tail,
             })  # fmt: skip
             count -= 1
+            if iteration % 10 == 0:  # a real runner fsyncs every half second or 256 KiB
+                self._sync()
         if self.running and not self.todo:
             self._line({"event": "done", "time": 2.0e9, "ok": 0, "failed": 0})
+            self._sync()
             self.running = False
+
+    def _sync(self) -> None:
+        self._line({"event": "synced", "time": 1.5e9})
+        self.synced_at = self.written
 
     def finish(self) -> None:
         """The runner goes on to the end of its range (while no controller watches)."""
@@ -107,11 +118,16 @@ class FakeRunnerGuest(GuestShell):
         return Result(tuple(args), 0, out, "")
 
     def read_bytes(self, remote: str, offset: int, size: int) -> bytes | None:
-        """A journal read: the simulated runner moves on ``per_read`` iterations first."""
+        """A journal read: the simulated runner moves on ``per_read`` iterations first, and
+        then fsyncs them (a ``synced`` line, as a runner does once per group)."""
+        if not remote.endswith(".journal"):  # the runner's zipapp: always there
+            return b""
         self.reads += 1
         self.advance(self.per_read)
         if not self.journal and not self.starts:
             return None
+        if self.written > self.synced_at:
+            self._sync()
         data = bytes(self.journal[offset : offset + size])
         self.bytes_read += len(data)
         return data
@@ -121,6 +137,9 @@ class FakeRunnerGuest(GuestShell):
         return [line for line in lines if '"ok":' in line and '"event"' not in line]
 
     def put(self, local: Path, remote: str) -> None:
+        pass
+
+    def put_bytes(self, data: bytes, remote: str) -> None:
         pass
 
     def close(self) -> None:

@@ -17,9 +17,9 @@ import sys
 import time
 from pathlib import Path
 
-import lab.run.controller
+import lab.run.ingest
+from lab.inguest.journal import JournalEntry, JournalEvent
 from lab.run.controller import STORE_CACHE_KIB
-from lab.run.journal import JournalEntry, JournalEvent
 from tests.unit.fakeguest import NAMES, FakeRunnerGuest, make_controller
 
 KEPT: list[str] = []
@@ -33,24 +33,26 @@ class StreamingGuest(FakeRunnerGuest):
         self.dropped = 0  # journal bytes before self.journal[0]
 
     def read_bytes(self, remote: str, offset: int, size: int) -> bytes | None:
+        if not remote.endswith(".journal"):
+            return super().read_bytes(remote, offset, size)
         del self.journal[: offset - self.dropped]
         self.dropped = offset
         return super().read_bytes(remote, 0, size)
 
 
-def leaky_split(data: str) -> tuple[list[JournalEntry | JournalEvent], int]:
-    parsed, used = ORIGINAL_SPLIT(data)
-    KEPT.extend(line for line in data[:used].split("\n") if '"ok":' in line)
+def leaky_split(data: bytes, where: str) -> tuple[list[JournalEntry | JournalEvent], int]:
+    parsed, used = ORIGINAL_SPLIT(data, where)
+    KEPT.extend(line for line in data[:used].decode().split("\n") if '"ok":' in line)
     return parsed, used
 
 
-ORIGINAL_SPLIT = lab.run.controller.split_journal
+ORIGINAL_SPLIT = lab.run.ingest.split_journal
 
 
 def main(argv: list[str]) -> int:
     folder, n, leak = Path(argv[0]), int(argv[1]), "--leak" in argv[2:]
     if leak:
-        lab.run.controller.split_journal = leaky_split  # type: ignore[assignment]
+        lab.run.ingest.split_journal = leaky_split
     guests = {name: StreamingGuest(name, per_read=2) for name in NAMES}
     controller, store = make_controller(folder, guests, n, cache_kib=STORE_CACHE_KIB)
     controller.on_update = lambda c: time.sleep(0.003)  # a watcher's looks see it run

@@ -28,9 +28,10 @@ from lab.cli import main
 from lab.core.context import Context
 from lab.core.hostexec import RecordingHost
 from lab.guests.labstate import GuestRecord, LabState, save_state
-from lab.run.controller import WRITE_SPEC
-from lab.run.journal import JournalEntry, read_journal
-from lab.run.workload import RUNNER_FILES, GuestInfo, get_workload
+from lab.inguest.journal import JournalEntry, read_journal
+from lab.run.guestrunner import WRITE_SPEC
+from lab.run.shipping import write_zipapp
+from lab.run.workload import GuestInfo, get_workload
 
 # libvirt calls that change something; reads (lookups, XML, capabilities) are fine.
 CHANGES = re.compile(
@@ -488,7 +489,7 @@ def guest_info(root: Path) -> GuestInfo:
 def test_parameters_become_one_argv_element_of_the_spec(tmp_path: Path, value: str) -> None:
     workload = get_workload("demo-build")
     spec = workload.spec(workload.resolve({"target": value}), guest_info(tmp_path))
-    assert spec["argv"][-1] == value
+    assert spec.argv[-1] == value
 
 
 def test_parameters_reach_the_command_literally_through_the_shell_hop_and_the_runner(
@@ -498,12 +499,9 @@ def test_parameters_reach_the_command_literally_through_the_shell_hop_and_the_ru
     server hands to ``sh -c``), and the real runner execs the argument list it holds."""
     guest = tmp_path / "guest"
     guest.mkdir()
-    for name, source in RUNNER_FILES.items():
-        (guest / name).write_bytes(source.read_bytes())
+    app = write_zipapp(guest)
     workload = get_workload("demo-build")
-    argvs = [
-        workload.spec(workload.resolve({"target": v}), guest_info(guest))["argv"] for v in NASTY
-    ]
+    argvs = [workload.spec(workload.resolve({"target": v}), guest_info(guest)).argv for v in NASTY]
     out = guest / "argv.json"
     spec = {
         "workload": "demo-build",
@@ -518,7 +516,7 @@ def test_parameters_reach_the_command_literally_through_the_shell_hop_and_the_ru
     command = shlex.join([*send, str(spec_path), json.dumps(spec)])
     subprocess.run(["sh", "-c", command], check=True, timeout=30)
     assert json.loads(spec_path.read_text()) == spec
-    runner = [sys.executable, "-I", "-S", str(guest / "runner.py")]
+    runner = [sys.executable, "-I", "-S", str(app)]
     start = [*runner, "start", "--dir", str(guest / "run"), "--run-key", "key"]
     subprocess.run(["sh", "-c", shlex.join([*start, "--spec", str(spec_path)])], check=True)
     journal = guest / "run" / "key.journal"

@@ -21,7 +21,9 @@ from lab.core.context import Context
 from lab.core.hostexec import Result
 from lab.guests.labstate import GuestRecord, LabState
 from lab.guests.ssh import GuestAddress, GuestShell
-from lab.run.controller import Controller, RunFailed, RunPlan, run_key, split_journal
+from lab.inguest.spec import Spec
+from lab.run.controller import Controller, RunFailed, RunPlan, run_key
+from lab.run.ingest import split_journal
 from lab.store import Store
 from tests.unit.test_placement_swap import FakeLibvirt
 
@@ -51,6 +53,9 @@ class LocalShell(GuestShell):
     def put(self, local: Path, remote: str) -> None:
         shutil.copy(local, remote)
 
+    def put_bytes(self, data: bytes, remote: str) -> None:
+        Path(remote).write_bytes(data)
+
     def read_bytes(self, remote: str, offset: int, size: int) -> bytes | None:
         try:
             with open(remote, "rb") as stream:
@@ -79,8 +84,8 @@ class ShellWorkload:
     metrics: list[Metric] = field(default_factory=lambda: [Metric("wall_s", "s", "lower")])
     params: dict[str, Any] = field(default_factory=dict)
 
-    def spec(self, params: dict[str, Any], guest: Any) -> dict[str, Any]:
-        return {"workload": self.name, "argv": self.argv, "metrics_from": {"wall_s": "wall_s"}}
+    def spec(self, params: dict[str, Any], guest: Any) -> Spec:
+        return Spec(self.name, self.argv, metrics_from={"wall_s": "wall_s"})
 
 
 class FastClock(Clock):
@@ -192,8 +197,8 @@ def test_run_key_depends_on_what_was_asked() -> None:
 
 
 def test_partial_journal_line_waits_for_its_newline() -> None:
-    done = '{"v":1,"event":"done","time":1.0}\n'
-    records, used = split_journal(done + '{"v":1,"iter')
+    done, synced = b'{"v":1,"event":"done","time":1.0}\n', b'{"v":1,"event":"synced"}\n'
+    records, used = split_journal(done + synced + b'{"v":1,"iter', "lab-thp")
     assert len(records) == 1 and used == len(done)
 
 
@@ -219,6 +224,9 @@ class PerGuestShell(LocalShell):
 
     def put(self, local: Path, remote: str) -> None:
         super().put(local, self._map(remote))
+
+    def put_bytes(self, data: bytes, remote: str) -> None:
+        super().put_bytes(data, self._map(remote))
 
     def read_bytes(self, remote: str, offset: int, size: int) -> bytes | None:
         return super().read_bytes(self._map(remote), offset, size)

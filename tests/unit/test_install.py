@@ -3,6 +3,7 @@ and the installed `lab` finds them from any folder."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -37,8 +38,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
                    capture_output=True, timeout=600)  # fmt: skip
     (wheel,) = wheels.glob("lab-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    for shipped in ("lab/shipped/domains/shp1g.py", "lab/shipped/guest/runner.py",
-                    "lab/shipped/images/debian12/recipe.toml", "lab/parsers/tools.py"):  # fmt: skip
+    for shipped in ("lab/shipped/domains/shp1g.py", "lab/shipped/guest/__main__.py",
+                    "lab/inguest/cli.py", "lab/shipped/images/debian12/recipe.toml",
+                    "lab/parsers/tools.py"):  # fmt: skip
         assert shipped in names
     subprocess.run([*pip, "install", "--no-deps", "--target", str(target), str(wheel)],
                    check=True, capture_output=True, timeout=300)  # fmt: skip
@@ -71,3 +73,21 @@ def test_the_installed_lab_lists_its_variants_and_workloads(installed: Path) -> 
     assert workloads.returncode == 0, workloads.stderr
     for name in ("sysbench-memory", "iperf3", "gdb-build", "null"):
         assert name in workloads.stdout
+
+
+def test_the_installed_lab_ships_a_runner_that_runs_with_python_alone(
+    installed: Path, tmp_path: Path
+) -> None:
+    script = (
+        "import sys; from pathlib import Path; from lab.run.shipping import write_zipapp;"
+        " print(write_zipapp(Path(sys.argv[1])))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(installed)}
+    app = subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd="/", env=env,
+                         capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    status = subprocess.run(
+        [sys.executable, "-I", "-S", app, "status", "--dir", str(tmp_path / "run"),
+         "--run-key", "k"], capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    reply = json.loads(status.stdout)
+    assert (reply["run_key"], reply["running"], reply["journal_bytes"]) == ("k", False, 0)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lab.core.errors import LabError, StoreError
-from lab.run.journal import (
+from lab.inguest.journal import (
     JournalEntry,
     JournalError,
     JournalEvent,
@@ -18,6 +18,7 @@ from lab.run.journal import (
     parse_journal_line,
     read_journal,
 )
+from lab.run.ingest import split_journal
 
 RESULT: dict[str, Any] = {
     "v": 1, "iteration": 7, "attempt": 2, "ok": True, "started": 1795343891.25,
@@ -90,9 +91,11 @@ def test_invalid_complete_line_is_an_error_naming_the_problem(text: str, message
         parse_journal_line(text)
 
 
-def test_journal_error_is_a_store_error() -> None:
-    assert issubclass(JournalError, StoreError)
-    assert issubclass(JournalError, LabError)
+def test_a_damaged_journal_reaches_the_user_as_a_store_error_naming_the_guest() -> None:
+    assert not issubclass(JournalError, LabError)  # the guest side knows nothing of the lab's
+    with pytest.raises(StoreError, match=r"lab-thp: line 1: journal line is not JSON") as err:
+        split_journal(b'garbage\n{"v":1,"event":"synced"}\n', "lab-thp")
+    assert err.value.hint == JournalError.hint
 
 
 def test_read_journal_keeps_order_and_leaves_a_partial_tail() -> None:

@@ -1,7 +1,7 @@
-"""The in-guest runner, run for real as a local process, laid out as the controller copies it.
+"""The in-guest runner, run for real as a local process, from the zipapp the controller ships.
 
-Every test copies ``RUNNER_FILES`` into a temporary "guest" directory and runs
-``python -I -S runner.py``: isolated, without site-packages, as a guest with only python3.
+Every test writes the runner's zipapp into a temporary "guest" directory and runs
+``python -I -S runner-HASH.pyz``: isolated, without site-packages, as a guest with only python3.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from lab.run.journal import JournalEntry, JournalEvent, read_journal
-from lab.run.workload import RUNNER_FILES
+from lab.inguest.journal import SYNCED, JournalEntry, JournalEvent, read_journal
+from lab.run.shipping import members, write_zipapp
 
 CAPTURES = Path(__file__).parent.parent / "fixtures" / "captures"
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
@@ -33,6 +32,7 @@ class GuestDir:
     """A copy of the runner and its parsers, and a run directory, like the guest has."""
 
     root: Path
+    app: Path
     started: set[str] = field(default_factory=set)
 
     @property
@@ -40,7 +40,7 @@ class GuestDir:
         return self.root / "run"
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        argv = [sys.executable, "-I", "-S", str(self.root / "runner.py"), *args]
+        argv = [sys.executable, "-I", "-S", str(self.app), *args]
         return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
 
     def start(self, key: str, **spec: Any) -> dict[str, Any]:
@@ -60,9 +60,13 @@ class GuestDir:
         proc = self.cli("stop", "--dir", str(self.dir), "--run-key", key)
         return dict(json.loads(proc.stdout))
 
-    def records(self, key: str) -> list[JournalEntry | JournalEvent]:
+    def all_records(self, key: str) -> list[JournalEntry | JournalEvent]:
         path = self.dir / f"{key}.journal"
         return read_journal(path.read_text()) if path.exists() else []
+
+    def records(self, key: str) -> list[JournalEntry | JournalEvent]:
+        """The journal without its ``synced`` lines (tests of durability read them)."""
+        return [r for r in self.all_records(key) if getattr(r, "event", None) != SYNCED]
 
     def entries(self, key: str) -> list[JournalEntry]:
         return [r for r in self.records(key) if isinstance(r, JournalEntry)]
@@ -92,12 +96,10 @@ class GuestDir:
 
 
 def copied_guest(tmp_path: Path) -> Iterator[GuestDir]:
-    """The runner's files copied as the controller does; ends the runners a test started."""
+    """The runner's zipapp, as the controller copies it; ends the runners a test started."""
     root = tmp_path / "guest"
     root.mkdir()
-    for name, source in RUNNER_FILES.items():
-        shutil.copy(source, root / name)
-    guest_dir = GuestDir(root)
+    guest_dir = GuestDir(root, write_zipapp(root))
     yield guest_dir
     for key in guest_dir.started:  # end only the runners this test started, with their commands
         if guest_dir.status(key)["running"] and not guest_dir.stop(key)["stopped"]:
@@ -109,14 +111,18 @@ def guest_fixture(tmp_path: Path) -> Iterator[GuestDir]:
     yield from copied_guest(tmp_path)
 
 
-def test_runner_and_parsers_use_only_the_standard_library() -> None:
-    for path in RUNNER_FILES.values():
+def test_the_zipapp_imports_only_the_standard_library_and_itself() -> None:
+    shipped = {name.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+               for name in members()}  # fmt: skip
+    for name, path in members().items():
         tree = ast.parse(path.read_text())
-        imported = {alias.name.split(".")[0] for node in ast.walk(tree)
+        imported = {alias.name for node in ast.walk(tree)
                     if isinstance(node, ast.Import) for alias in node.names}  # fmt: skip
-        imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+        imported |= {node.module for node in ast.walk(tree)
                      if isinstance(node, ast.ImportFrom) and node.module}  # fmt: skip
-        assert imported <= set(sys.stdlib_module_names) | {"__future__"}, (path, imported)
+        outside = {m for m in imported if m not in shipped
+                   and m.split(".")[0] not in sys.stdlib_module_names}  # fmt: skip
+        assert outside <= {"__future__"}, (name, outside)
 
 
 def test_null_iterations_each_get_one_ok_line_then_done(guest: GuestDir) -> None:
@@ -149,13 +155,13 @@ def test_failed_iterations_are_recorded_not_dropped(guest: GuestDir) -> None:
     assert guest.events("fail")[-1] == "done"
 
 
-def test_gives_up_after_max_consecutive_failures(guest: GuestDir) -> None:
-    guest.start("giveup", end_iteration=10, argv=["false"], max_consecutive_failures=2)
+def test_gives_up_after_max_failures(guest: GuestDir) -> None:
+    guest.start("giveup", end_iteration=10, argv=["false"], max_failures=2)
     records = guest.finish("giveup")
     assert [e.key for e in guest.entries("giveup")] == [(1, 1), (2, 1)]
     last = records[-1]
     assert isinstance(last, JournalEvent) and last.event == "gave_up"
-    assert last.fields["consecutive_failures"] == 2 and "false exited" in last.fields["error"]
+    assert last.fields["failures"] == 2 and "false exited" in last.fields["error"]
     assert "done" not in guest.events("giveup")
 
 
@@ -286,7 +292,7 @@ def test_killing_the_callers_session_does_not_stop_the_run(guest: GuestDir) -> N
     spec = guest.root / "spec.json"
     spec.write_text(json.dumps({"workload": "t", "argv": ["sleep", "0.2"], "end_iteration": 5}))
     guest.started.add("hup")
-    start = [sys.executable, "-I", "-S", str(guest.root / "runner.py"), "start",
+    start = [sys.executable, "-I", "-S", str(guest.app), "start",
              "--dir", str(guest.dir), "--run-key", "hup", "--spec", str(spec)]  # fmt: skip
     script = f"{' '.join(start)} > {guest.root / 'reply'}; sleep 60"
     caller = subprocess.Popen(["sh", "-c", script], start_new_session=True)

@@ -1,28 +1,35 @@
-"""When the runner fsyncs its journal: never a command started with an unsynced line.
+"""When the runner writes and fsyncs its journal (the rule in lab/inguest/journalfile.py).
 
 The runner is run in this process, with ``os.fsync`` and ``subprocess.Popen`` watched: at
 each fsync of the journal the test notes how many lines the file holds, and at each command
-start it checks that every line written so far was covered by an fsync.
+start how many lines are written and how many are covered by an fsync.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-from tests.unit.test_workloads import runner_module
+from lab.inguest import child, journalfile
+from lab.inguest.journalfile import GROUP_S
+from lab.inguest.runfiles import RunFiles
+from lab.inguest.runner import Runner
+from lab.inguest.spec import parse_spec
+from lab.parsers import tools
 
 
-def run_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **spec: Any) -> list[str]:
+def run_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: Callable[[], float], **spec: Any
+) -> list[str]:
     """Serve a run of ``spec``; return the trace: "fsync N" and "spawn N/M" (N lines synced,
     M written, at the moment a command started)."""
-    runner: ModuleType = runner_module()
-    files = runner.Files(tmp_path, "fsync")
+    files = RunFiles(tmp_path, "fsync")
     journal = files.path("journal")
     trace: list[str] = []
     synced = 0
@@ -42,33 +49,48 @@ def run_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **spec: Any)
         return real_popen(*args, **kwargs)
 
     real_fsync, real_popen = os.fsync, subprocess.Popen
-    monkeypatch.setattr(runner.os, "fsync", fsync)
-    monkeypatch.setattr(runner.subprocess, "Popen", popen)
+    monkeypatch.setattr(journalfile.os, "fsync", fsync)
+    monkeypatch.setattr(child.subprocess, "Popen", popen)
     data = {"workload": "test", "argv": ["true"], "end_iteration": 4, **spec}
-    parsers = runner.load_parsers()
-    served = runner.Runner(files, runner.parse_spec(data, list(parsers.PARSERS)), parsers)
-    assert served.serve() == 0
+    runner = Runner(files, parse_spec(data, tools.PARSERS), lambda message: None, clock)
+    assert runner.serve() == 0
     return trace
 
 
-def test_one_fsync_per_attempt_and_none_missing_when_a_command_starts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    trace = run_in_process(tmp_path, monkeypatch)
-    spawns = [t for t in trace if t.startswith("spawn")]
-    assert len(spawns) == 4
-    assert all(synced == written for synced, written in (s[6:].split("/") for s in spawns))
-    # start, then per attempt its begin line (whose fsync covers the previous result), done
-    assert trace.count("fsync 0") == 0
-    assert len([t for t in trace if t.startswith("fsync")]) == 1 + 4 + 1
-    assert trace[-1] == "fsync 10"  # start + 4 x (begin, result) + done, all synced
+def spawns(trace: list[str]) -> list[tuple[int, int]]:
+    return [(int(a), int(b)) for a, b in (t[6:].split("/") for t in trace if t[:5] == "spawn")]
 
 
-def test_a_clean_step_makes_the_result_line_sync_by_itself(
+def test_quick_attempts_share_fsyncs_and_every_line_is_written_before_a_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    trace = run_in_process(tmp_path, monkeypatch, clean_argv=["true"])
-    spawns = [t for t in trace if t.startswith("spawn")]
-    assert len(spawns) == 8  # clean and timed command per attempt
-    assert all(synced == written for synced, written in (s[6:].split("/") for s in spawns))
-    assert len([t for t in trace if t.startswith("fsync")]) == 1 + 4 * 2 + 1
+    trace = run_in_process(tmp_path, monkeypatch, clock=lambda: 0.0)  # all within one group
+    # written: synced, start, synced, then per attempt its begin (before its command) and
+    # its result
+    assert [written for _, written in spawns(trace)] == [4, 6, 8, 10]
+    # fsyncs: on open, after start, after done; none per attempt
+    assert trace.count("fsync 0") == 1 and [t for t in trace if t[:5] == "fsync"][1:] == [
+        "fsync 2",
+        "fsync 12",  # synced, start, synced, 4 x (begin, result), done
+    ]
+
+
+def test_attempts_a_group_apart_have_their_begin_on_disk_before_their_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ticks = itertools.count()
+    trace = run_in_process(tmp_path, monkeypatch, clock=lambda: next(ticks) * GROUP_S)
+    assert len(spawns(trace)) == 4
+    # on disk: everything but the synced line that says so
+    assert all(written == synced + 1 for synced, written in spawns(trace)), trace
+
+
+def test_a_clean_step_is_untimed_and_changes_nothing_of_the_rule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ticks = itertools.count()
+    clock = lambda: next(ticks) * GROUP_S  # noqa: E731
+    trace = run_in_process(tmp_path, monkeypatch, clock=clock, clean_argv=["true"])
+    timed = spawns(trace)[1::2]  # clean and timed command per attempt
+    assert len(spawns(trace)) == 8
+    assert all(written == synced + 1 for synced, written in timed), trace

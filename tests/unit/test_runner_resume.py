@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.run.journal import JournalEntry, JournalEvent
+from lab.inguest.journal import JournalEntry, JournalEvent
 from tests.unit.test_runner import BOOT_ID, GuestDir, copied_guest
 
 

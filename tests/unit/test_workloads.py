@@ -2,29 +2,22 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
 import sys
 import tarfile
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from lab.core.errors import ConfigError, UnknownNameError, UsageError
 from lab.core.hostexec import Host, RecordingHost
-from lab.run.journal import JournalEntry, read_journal
-from lab.run.workload import (
-    RUNNER_FILES,
-    GuestInfo,
-    Metric,
-    Workload,
-    get_workload,
-    load_workloads,
-    runner_spec,
-)
+from lab.inguest.journal import JournalEntry, read_journal
+from lab.inguest.spec import SpecError, parse_spec
+from lab.parsers import tools
+from lab.run.shipping import write_zipapp
+from lab.run.workload import GuestInfo, Metric, Workload, get_workload, load_workloads
 from lab.run.workloads._build import NFS_MOUNT
 from lab.run.workloads.demo_build import demo_tree_files, write_demo_tree
 from lab.run.workloads.gdb_build import tree_name, unpack_source
@@ -36,15 +29,6 @@ GUEST = GuestInfo(
 )  # fmt: skip
 GDB = "/srv/gdb_13.1.orig.tar.xz"
 WORKLOADS = load_workloads()
-
-
-def runner_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("lab_test_runner", RUNNER_FILES["runner.py"])
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while it loads
-    spec.loader.exec_module(module)
-    return module
 
 
 def params_for(name: str) -> dict[str, object]:
@@ -64,9 +48,8 @@ def test_get_workload_unknown_lists_the_known() -> None:
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
 def test_every_spec_is_accepted_by_the_real_runner(name: str) -> None:
-    runner = runner_module()
-    spec = runner_spec(WORKLOADS[name].spec(params_for(name), GUEST), 1, 20, attempt_base=2)
-    parsed = runner.parse_spec(json.loads(json.dumps(spec)), list(runner.load_parsers().PARSERS))
+    spec = WORKLOADS[name].spec(params_for(name), GUEST).for_range(1, 20, attempt_base=2)
+    parsed = parse_spec(json.loads(spec.to_json()), tools.PARSERS)
     assert (parsed.workload, parsed.start_iteration, parsed.end_iteration) == (name, 1, 20)
     metric_names = sorted(m.name for m in WORKLOADS[name].metrics)
     assert sorted(parsed.metrics_from.values()) == metric_names
@@ -105,18 +88,18 @@ def test_every_param_is_documented() -> None:
 
 def test_sysbench_defaults_are_the_studys_with_guest_vcpus() -> None:
     spec = WORKLOADS["sysbench-memory"].spec({}, GUEST)
-    assert spec["argv"] == [
+    assert spec.argv == [
         "sysbench", "memory", "--memory-block-size=64M", "--memory-total-size=4096G",
         "--time=500", "--threads=14", "run",
     ]  # fmt: skip
-    assert spec["parser"] == "sysbench-memory" and spec["cwd"] == GUEST.work_dir
-    assert spec["timeout_s"] > 500
+    assert spec.parser == "sysbench-memory" and spec.cwd == GUEST.work_dir
+    assert spec.timeout_s > 500
 
 
 def test_sysbench_params_from_the_command_line_are_converted() -> None:
     overrides = {"block_size": "1M", "total_size": "2G", "time": "10", "threads": "2"}
     spec = WORKLOADS["sysbench-memory"].spec(overrides, GUEST)
-    assert spec["argv"][2:6] == [
+    assert spec.argv[2:6] == [
         "--memory-block-size=1M", "--memory-total-size=2G", "--time=10", "--threads=2",
     ]  # fmt: skip
     assert WORKLOADS["sysbench-memory"].resolve(overrides)["time"] == 10
@@ -150,7 +133,7 @@ def test_resolved_params_do_not_depend_on_the_guest() -> None:
 def test_spec_takes_defaults_overlaid_with_command_line_strings() -> None:
     """What ``lab run -p threads=4`` hands in: every default, some replaced by strings."""
     params = {**WORKLOADS["sysbench-memory"].params, "threads": "4"}
-    assert WORKLOADS["sysbench-memory"].spec(params, GUEST)["argv"][5] == "--threads=4"
+    assert WORKLOADS["sysbench-memory"].spec(params, GUEST).argv[5] == "--threads=4"
 
 
 # -- iperf3 ---------------------------------------------------------------------------------
@@ -158,8 +141,8 @@ def test_spec_takes_defaults_overlaid_with_command_line_strings() -> None:
 
 def test_iperf3_client_command() -> None:
     spec = WORKLOADS["iperf3"].spec({"duration": "3"}, GUEST)
-    assert spec["argv"] == ["iperf3", "-c", "198.18.0.1", "-p", "5202", "-t", "3", "-P", "1", "-J"]
-    assert (spec["parser"], spec["timeout_s"]) == ("iperf3", 63.0)
+    assert spec.argv == ["iperf3", "-c", "198.18.0.1", "-p", "5202", "-t", "3", "-P", "1", "-J"]
+    assert (spec.parser, spec.timeout_s) == ("iperf3", 63.0)
 
 
 def test_iperf3_one_server_per_guest_on_its_port(tmp_path: Path) -> None:
@@ -181,11 +164,11 @@ def test_iperf3_one_server_per_guest_on_its_port(tmp_path: Path) -> None:
 def test_gdb_build_spec() -> None:
     spec = WORKLOADS["gdb-build"].spec({"source": GDB, "target": "all-libiberty"}, GUEST)
     build = f"{NFS_MOUNT}/build/thp/gdb_13.1"
-    assert spec["argv"] == ["make", "-j14", "all-libiberty"]
-    assert spec["clean_argv"] == ["make", "clean"]
-    assert spec["cwd"] == build
-    assert spec["metrics_from"] == {"wall_s": "wall_s", "user_s": "user_s", "sys_s": "sys_s"}
-    shell, flag, script = spec["setup_argv"]
+    assert spec.argv == ["make", "-j14", "all-libiberty"]
+    assert spec.clean_argv == ["make", "clean"]
+    assert spec.cwd == build
+    assert spec.metrics_from == {"wall_s": "wall_s", "user_s": "user_s", "sys_s": "sys_s"}
+    shell, flag, script = spec.setup_argv
     assert (shell, flag) == ("sh", "-c")
     assert "mount -t nfs4 -o vers=4.1 198.18.0.1:/lab /mnt/lab-nfs" in script
     assert f"mkdir -p {build}\ncd {build}\n" in script
@@ -195,8 +178,8 @@ def test_gdb_build_spec() -> None:
 
 def test_gdb_build_configure_args_get_their_own_tree() -> None:
     spec = WORKLOADS["gdb-build"].spec({"source": GDB, "configure_args": "--disable-werror"}, GUEST)
-    assert spec["cwd"].startswith(f"{NFS_MOUNT}/build/thp/gdb_13.1-")
-    assert spec["setup_argv"][2].endswith("/src/gdb_13.1/configure --disable-werror")
+    assert spec.cwd.startswith(f"{NFS_MOUNT}/build/thp/gdb_13.1-")
+    assert spec.setup_argv[2].endswith("/src/gdb_13.1/configure --disable-werror")
 
 
 def test_gdb_build_without_source_says_how_to_get_one() -> None:
@@ -299,10 +282,10 @@ def test_write_demo_tree_leaves_unchanged_files_alone(tmp_path: Path) -> None:
 def test_demo_build_spec() -> None:
     spec = WORKLOADS["demo-build"].spec({"jobs": "2"}, GUEST)
     src = f"{NFS_MOUNT}/src/demo-9"
-    assert spec["argv"] == ["make", "-f", f"{src}/Makefile", f"SRC={src}", "-j2", "all"]
-    assert spec["clean_argv"] == ["make", "-f", f"{src}/Makefile", f"SRC={src}", "clean"]
-    assert spec["cwd"] == f"{NFS_MOUNT}/build/thp/demo-9"
-    assert "configure" not in spec["setup_argv"][2]
+    assert spec.argv == ["make", "-f", f"{src}/Makefile", f"SRC={src}", "-j2", "all"]
+    assert spec.clean_argv == ["make", "-f", f"{src}/Makefile", f"SRC={src}", "clean"]
+    assert spec.cwd == f"{NFS_MOUNT}/build/thp/demo-9"
+    assert "configure" not in spec.setup_argv[2]
 
 
 @pytest.mark.skipif(not (shutil.which("make") and shutil.which("cc")), reason="needs make and cc")
@@ -311,11 +294,11 @@ def test_demo_build_through_the_real_runner(tmp_path: Path) -> None:
     export = tmp_path / "export"
     workload = WORKLOADS["demo-build"]
     workload.host_prepare({"files": "3"}, Host(), export)
-    spec = runner_spec(workload.spec({"files": "3", "jobs": "2"}, GUEST), 1, 2)
-    local = json.loads(json.dumps(spec).replace(NFS_MOUNT, str(export)))
+    spec = workload.spec({"files": "3", "jobs": "2"}, GUEST).for_range(1, 2)
+    local = json.loads(spec.to_json().replace(NFS_MOUNT, str(export)))
     local["setup_argv"] = ["mkdir", "-p", local["cwd"]]  # instead of mounting
     (tmp_path / "spec.json").write_text(json.dumps(local))
-    run = [sys.executable, "-I", "-S", str(RUNNER_FILES["runner.py"]), "start", "--foreground",
+    run = [sys.executable, "-I", "-S", str(write_zipapp(tmp_path)), "start", "--foreground",
            "--dir", str(tmp_path / "run"), "--run-key", "demo",
            "--spec", str(tmp_path / "spec.json")]  # fmt: skip
     subprocess.run(run, check=True, timeout=120, capture_output=True)
@@ -365,17 +348,14 @@ def test_a_new_workload_is_one_small_file(tmp_path: Path) -> None:
     found = load_workloads([tmp_path])
     assert list(found) == ["fio-read"]
     assert isinstance(found["fio-read"], Workload)
-    assert found["fio-read"].spec({}, GUEST)["metrics_from"] == {"iops": "iops"}
+    assert found["fio-read"].spec({}, GUEST).metrics_from == {"iops": "iops"}
 
 
-def test_runner_spec_adds_the_range() -> None:
-    spec = runner_spec({"workload": "null"}, 3, 9, attempt_base=2, max_consecutive_failures=5)
-    assert spec == {"workload": "null", "start_iteration": 3, "end_iteration": 9,
-                    "attempt_base": 2, "max_consecutive_failures": 5}  # fmt: skip
-    with pytest.raises(UsageError):
-        runner_spec({}, 5, 4)
-
-
-def test_runner_files_exist() -> None:
-    assert sorted(RUNNER_FILES) == ["runner.py", "tools.py"]
-    assert all(path.is_file() for path in RUNNER_FILES.values())
+def test_for_range_adds_the_range_and_the_failure_budget() -> None:
+    spec = WORKLOADS["null"].spec({}, GUEST).for_range(3, 9, attempt_base=2, max_failures=5)
+    data = json.loads(spec.to_json())
+    assert (data["start_iteration"], data["end_iteration"]) == (3, 9)
+    assert (data["attempt_base"], data["max_failures"]) == (2, 5)
+    assert parse_spec(data, tools.PARSERS) == spec
+    with pytest.raises(SpecError, match=r"5\.\.4 are not a range"):
+        spec.for_range(5, 4)

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
 
 from lab.core.hostexec import Host
+from lab.inguest.spec import Spec
 from lab.run.workload import GuestInfo, Param, Workload
 from lab.run.workloads._build import NfsBuild, build_dir, setup_argv, source_dir
 
@@ -109,7 +109,7 @@ class DemoBuild(NfsBuild):
         files = int(self.resolve(params)["files"] or 0)
         write_demo_tree(export_dir / "src" / tree_name(files), files, host)
 
-    def spec(self, params: Mapping[str, object], guest: GuestInfo) -> dict[str, Any]:
+    def spec(self, params: Mapping[str, object], guest: GuestInfo) -> Spec:
         p = self.resolve(params)
         tree = tree_name(int(p["files"] or 0))
         src, build = source_dir(tree), build_dir(guest, tree)

@@ -18,6 +18,7 @@ from typing import Any
 
 from lab.core.errors import UsageError
 from lab.core.hostexec import Host
+from lab.inguest.spec import Spec
 from lab.run.workload import GuestInfo, Param, Workload
 from lab.run.workloads._build import NfsBuild, build_dir, setup_argv, source_dir
 
@@ -78,7 +79,7 @@ class GdbBuild(NfsBuild):
     def host_prepare(self, params: Mapping[str, object], host: Host, export_dir: Path) -> None:
         unpack_source(host, self._source(params)[1], export_dir)
 
-    def spec(self, params: Mapping[str, object], guest: GuestInfo) -> dict[str, Any]:
+    def spec(self, params: Mapping[str, object], guest: GuestInfo) -> Spec:
         p, source = self._source(params)
         try:
             configure_args = shlex.split(str(p["configure_args"]))

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
 
+from lab.inguest.spec import Spec
 from lab.run.workload import GuestInfo, Metric, Param, Workload
 
 BASE_PORT = 5201
@@ -45,7 +45,7 @@ class Iperf3(Workload):
         Metric("retransmits", "count", "lower"),
     )
 
-    def spec(self, params: Mapping[str, object], guest: GuestInfo) -> dict[str, Any]:
+    def spec(self, params: Mapping[str, object], guest: GuestInfo) -> Spec:
         p = self.resolve(params)
         duration = int(p["duration"] or 0)
         argv = [

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from lab.inguest.spec import Spec
 from lab.run.workload import GuestInfo, Metric, Workload
 
 
@@ -13,7 +13,7 @@ class Null(Workload):
     description = "runs `true`: the runner's own overhead per iteration (wall time)"
     metrics = (Metric("wall_s", "s", "lower"),)
 
-    def spec(self, params: Mapping[str, object], guest: GuestInfo) -> dict[str, Any]:
+    def spec(self, params: Mapping[str, object], guest: GuestInfo) -> Spec:
         self.resolve(params)
         return self._spec(guest, ["true"], timeout_s=60.0)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
 
+from lab.inguest.spec import Spec
 from lab.run.workload import GuestInfo, Metric, Param, Workload
 
 SIZE = r"[0-9]+[KMGT]?"
@@ -31,7 +31,7 @@ class SysbenchMemory(Workload):
         Metric("throughput_mib_s", "MiB/s", "higher"),
     )
 
-    def spec(self, params: Mapping[str, object], guest: GuestInfo) -> dict[str, Any]:
+    def spec(self, params: Mapping[str, object], guest: GuestInfo) -> Spec:
         p = self.resolve(params)
         seconds = int(p["time"] or 0)
         argv = [

@@ -1,0 +1,197 @@
+"""One command at a time: started in its own session, timed, reaped, stopped or timed out.
+
+The command's environment carries LAB_RUN_KEY and LAB_RUN_DIR, and KEY.child names its pid
+and boot id: that is how a restarted runner tells a command a killed runner left running
+from a process that reused its pid (:meth:`Children.end_orphans`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from lab.inguest.runfiles import RunFiles
+
+TAIL_CHARS = 2000
+KILL_GRACE_S = 5.0
+
+
+def boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return "unknown"
+
+
+def environment(pid: int) -> set[str]:
+    """The ``NAME=value`` entries process ``pid`` was started with (empty if it is gone)."""
+    try:
+        return set(Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace").split("\0"))
+    except OSError:
+        return set()
+
+
+@dataclass(frozen=True)
+class Child:
+    """One command's outcome; ``error`` is None only for exit status 0 within the timeout."""
+
+    started: float
+    ended: float | None = None
+    wall: float | None = None
+    user: float | None = None
+    sys: float | None = None
+    exit_status: int | None = None
+    error: str | None = None
+    stopped: bool = False
+
+
+class Scratch:
+    """KEY.out, KEY.err and KEY.child, opened once per start and emptied for each command.
+
+    Opening three files per attempt cost more than the attempt itself under emulation. The
+    runner opens them only once it holds the lock, so a second ``start`` truncates nothing.
+    """
+
+    def __init__(self, files: RunFiles) -> None:
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+        self.out, self.err, self.child = (
+            os.open(files.path(suffix), flags, 0o644) for suffix in ("out", "err", "child")
+        )
+
+    def empty_output(self) -> None:
+        for fd in (self.out, self.err):
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)  # the command writes from here, through the same file
+
+    @staticmethod
+    def read(fd: int, last: int | None = None) -> str:
+        """The file's text, or its last ``last`` bytes."""
+        size = os.fstat(fd).st_size
+        start = 0 if last is None else max(0, size - last)
+        return os.pread(fd, size - start, start).decode(errors="replace")
+
+    def name_child(self, pid: int, boot: str) -> None:
+        """Write KEY.child in place: the same width every time, so nothing is truncated."""
+        os.pwrite(self.child, f"{pid:>10} {boot:36.36}\n".encode(), 0)
+
+    def tail(self) -> str:
+        """The last TAIL_CHARS characters of the last command's stdout, then its stderr."""
+        parts = [self.read(fd, 4 * TAIL_CHARS) for fd in (self.out, self.err)]
+        return "".join(parts)[-TAIL_CHARS:]
+
+
+class Children:
+    """Runs the run's commands one at a time; SIGTERM or SIGINT asks it to stop them."""
+
+    def __init__(self, files: RunFiles, boot: str) -> None:
+        self.files, self.boot_id = files, boot
+        self.stop_requested = False
+        self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        # The command, and whatever it starts, carries the run's name in its environment:
+        # that is how a restarted runner knows a process left by a killed one.
+        self.mark = {"LAB_RUN_KEY": files.key, "LAB_RUN_DIR": str(files.dir)}
+        self.scratch: Scratch  # opened by open_scratch(), once the lock is held
+
+    def open_scratch(self) -> None:
+        self.scratch = Scratch(self.files)
+
+    def install_signals(self) -> None:
+        signal.set_wakeup_fd(self.wake_w, warn_on_full_buffer=False)
+        signal.signal(signal.SIGTERM, self._on_stop)
+        signal.signal(signal.SIGINT, self._on_stop)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    def _on_stop(self, signum: int, frame: FrameType | None) -> None:
+        self.stop_requested = True
+
+    def run(self, argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None) -> Child:
+        """Run ``argv`` in a new session with output to KEY.out/KEY.err; time and reap it."""
+        scratch = self.scratch
+        scratch.empty_output()
+        started, t0 = time.time(), time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                argv, cwd=cwd, env={**env, **self.mark}, stdin=subprocess.DEVNULL,
+                stdout=scratch.out, stderr=scratch.err, start_new_session=True,
+            )  # fmt: skip
+        except OSError as exc:
+            return Child(started, error=f"cannot start {argv[0]!r} in {cwd}: {exc}")
+        scratch.name_child(proc.pid, self.boot_id)
+        status, usage, reason = self._reap(proc, timeout)
+        wall, ended = time.monotonic() - t0, time.time()
+        proc.returncode = code = os.waitstatus_to_exitcode(status)
+        if reason is not None:
+            signal_group(proc.pid, signal.SIGKILL)  # what is left of a killed command
+        if reason == "stopped":
+            error: str | None = "stopped: the runner was asked to stop"
+        elif reason == "timeout":
+            error = f"timed out after {timeout:g} s and was killed"
+        elif code < 0:
+            error = f"{argv[0]} was killed by {signal.Signals(-code).name}"
+        else:
+            error = f"{argv[0]} exited with status {code}" if code else None
+        times = (wall, usage.ru_utime, usage.ru_stime)
+        return Child(started, ended, *times, code, error, stopped=reason == "stopped")
+
+    def _reap(
+        self, proc: subprocess.Popen[bytes], timeout: float | None
+    ) -> tuple[int, Any, str | None]:
+        """Wait for ``proc`` (pidfd + the signal wake-up pipe); on stop or timeout SIGTERM
+        its process group, then SIGKILL after KILL_GRACE_S. Returns (status, rusage, reason)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        reason: str | None = None
+        kill_at: float | None = None
+        poller = select.poll()
+        poller.register(self.wake_r, select.POLLIN)
+        pidfd: int | None = None
+        with contextlib.suppress(OSError):  # before Linux 5.3: poll every 10 ms instead
+            pidfd = os.pidfd_open(proc.pid)
+            poller.register(pidfd, select.POLLIN)
+        try:
+            while True:
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    return status, usage, reason
+                now = time.monotonic()
+                if reason is None and (self.stop_requested or (deadline and now >= deadline)):
+                    reason = "stopped" if self.stop_requested else "timeout"
+                    signal_group(proc.pid, signal.SIGTERM)
+                    kill_at = now + KILL_GRACE_S
+                elif kill_at is not None and now >= kill_at:
+                    signal_group(proc.pid, signal.SIGKILL)
+                    kill_at = None
+                wake = [t for t in (kill_at, None if reason else deadline) if t is not None]
+                wait_ms = int((min(wake) - now) * 1000) + 1 if wake else -1
+                if pidfd is None:
+                    wait_ms = 10 if wait_ms < 0 else min(wait_ms, 10)
+                if any(fd == self.wake_r for fd, _ in poller.poll(wait_ms)):
+                    with contextlib.suppress(BlockingIOError):
+                        while os.read(self.wake_r, 512):
+                            pass
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+
+    def end_orphans(self, log: Callable[[str], None]) -> None:
+        """A runner killed by SIGKILL leaves its command running (in its own session, as
+        KEY.child says): end it, or it would run beside its own repetition."""
+        with contextlib.suppress(OSError, ValueError):
+            pid, boot = self.files.path("child").read_text().split()
+            marks = {f"{name}={value}" for name, value in self.mark.items()}
+            if boot == self.boot_id and marks <= environment(int(pid)):  # not a reused pid
+                log(f"ending process group {pid}, left running by a killed runner")
+                signal_group(int(pid), signal.SIGKILL)
+
+
+def signal_group(pgid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)

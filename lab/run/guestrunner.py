@@ -1,0 +1,84 @@
+"""The runner of one run in one guest, as the controller drives it: the argument lists of
+its commands, its zipapp copied in, its spec written, its log and free space read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import PurePosixPath
+from typing import Any
+
+from lab.core.errors import GuestError
+from lab.guests.ssh import GuestShell
+from lab.inguest.spec import Spec
+from lab.run.shipping import runner_zipapp
+
+# Python in the guest writes the spec from its argument; write_text closes the file, so a
+# full disk fails the command (a bare open().write() lost the error at exit, leaving it empty).
+WRITE_SPEC = "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text(sys.argv[2])"
+
+
+class GuestRunner:
+    """Run ``key``'s runner in ``folder`` of the guest behind ``shell``."""
+
+    def __init__(self, shell: GuestShell, folder: str, key: str) -> None:
+        self.shell, self.folder, self.key = shell, folder, key
+        self.app = runner_zipapp()
+
+    @property
+    def journal(self) -> str:
+        return f"{self.folder}/{self.key}.journal"
+
+    def argv(self, command: str, *extra: str) -> list[str]:
+        """The argument list of a runner sub-command for this run."""
+        app, folder = f"{self.folder}/{self.app.name}", self.folder
+        return ["python3", app, command, "--dir", folder, "--run-key", self.key, *extra]
+
+    def install(self) -> None:
+        """Copy this version of the runner in, unless the guest has it (SFTP, no process)."""
+        target = f"{self.folder}/{self.app.name}"
+        if self.shell.read_bytes(target, 0, 0) is not None:
+            return
+        self.shell.run(["mkdir", "-p", self.folder])
+        partial = f"{target}.part"  # renamed once whole: a copy cut short is never run
+        self.shell.put_bytes(self.app.data, partial)
+        self.shell.run(["mv", "-f", partial, target])
+
+    def status(self) -> dict[str, Any]:
+        out = self.shell.run(self.argv("status"), timeout=60).stdout
+        return dict(json.loads(out or "{}"))
+
+    def running(self) -> bool:
+        return bool(self.status().get("running"))
+
+    def start(self, spec: Spec) -> None:
+        path = f"{self.folder}/{self.key}.spec.json"
+        # The spec travels as a file written by the guest's own python from an argument,
+        # so nothing in it is ever interpreted by a shell.
+        self.shell.run(["python3", "-c", WRITE_SPEC, path, spec.to_json()])
+        self.shell.run(self.argv("start", "--spec", path), timeout=120)
+
+    def stop(self) -> None:
+        self.shell.run(self.argv("stop"), check=False, timeout=60)
+
+    def free_bytes(self) -> int | None:
+        """Bytes a user may still write where the runner journals; None if unknown. Its
+        folder's parent is asked too: on a full disk the folder may never have been made."""
+        folder = self.folder
+        try:
+            result = self.shell.run(
+                ["df", "-B1", "--output=avail", folder, str(PurePosixPath(folder).parent)],
+                check=False, timeout=60,
+            )  # fmt: skip
+        except GuestError:
+            return None
+        values = [int(word) for word in result.stdout.split() if word.isdigit()]
+        return min(values) if values else None
+
+    def log_tail(self) -> str:
+        """The end of the runner's log, to quote in a message ("" if there is none)."""
+        try:
+            log = f"{self.folder}/{self.key}.log"
+            text = self.shell.run(["tail", "-c", "600", log], check=False, timeout=60).stdout
+        except GuestError:
+            return ""
+        return f"; its log ends: {text.strip()[-600:]}" if text.strip() else ""

@@ -1,0 +1,133 @@
+"""How a run's iterations are laid out in time across its guests (``lab run --schedule``).
+
+* ``concurrent``: every guest's runner runs its whole range at once, each at its own pace.
+* ``alternate``: one guest at a time, iteration by iteration, as the reference study ran
+  iperf3 (the twins never share the host's network or CPUs).
+* ``sync``: iteration i starts on every guest at once, and i+1 only when all finished i.
+
+A schedule only orders the work; the :class:`Driver` (the controller) does it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any, Protocol
+
+from lab.core.clock import Clock
+
+SCHEDULES = ("concurrent", "alternate", "sync")
+STATUS_EVERY = 30.0  # seconds between asking every runner whether it still runs
+
+
+class Guest(Protocol):
+    """What a schedule sees of one guest's part of the run."""
+
+    completed: set[int]
+    check_runner: bool
+
+
+class Driver(Protocol):
+    """What a schedule asks of the controller."""
+
+    @property
+    def guests(self) -> Sequence[Any]: ...
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def n(self) -> int: ...
+    @property
+    def poll_interval(self) -> float: ...
+
+    def missing(self, guest: Any) -> list[int]: ...
+    def with_guest(self, guest: Any, action: Callable[[Any], Any]) -> Any: ...
+    def ensure_running(self, guest: Any, first: int = 0, last: int = 0) -> bool: ...
+    def running(self, guest: Any) -> bool: ...
+    def start_one(self, iteration: int, guest: Any) -> bool: ...
+    def ingest(self, guest: Any) -> int: ...
+    def check_failures(self, guest: Any) -> None: ...
+    def before_iteration(self, iteration: int, guests: Sequence[Any]) -> None: ...
+    def updated(self) -> None: ...
+    def stopped_by_rule(self) -> bool: ...
+
+
+def run_schedule(name: str, driver: Driver) -> None:
+    if driver.stopped_by_rule():  # a resumed run that had already reached its rule
+        return
+    SCHEDULE_RUNS[name](driver)
+
+
+def concurrent(driver: Driver) -> None:
+    clock = driver.clock
+    last_check = clock.monotonic()
+    while True:
+        pending = [g for g in driver.guests if driver.missing(g)]
+        if not pending:
+            return
+        # A runner is asked how it is only when its journal says it stopped, when its
+        # guest came back, or every STATUS_EVERY s (a runner killed without a word).
+        periodic = clock.monotonic() - last_check >= STATUS_EVERY
+        if periodic:
+            last_check = clock.monotonic()
+        for guest in pending:
+            if guest.check_runner or periodic:
+                driver.with_guest(guest, driver.ensure_running)
+        clock.sleep(driver.poll_interval)
+        for guest in driver.guests:
+            driver.with_guest(guest, driver.ingest)
+        driver.updated()
+        if driver.stopped_by_rule():
+            return
+
+
+def alternate(driver: Driver) -> None:
+    """One guest at a time, iteration by iteration."""
+    clock, poll = driver.clock, driver.poll_interval
+    for iteration in range(1, driver.n + 1):
+        for guest in driver.guests:
+            while iteration not in guest.completed:
+                driver.check_failures(guest)
+                started = driver.with_guest(
+                    guest, partial(driver.ensure_running, first=iteration, last=iteration)
+                )
+                while started and driver.with_guest(guest, driver.running):
+                    clock.sleep(poll / 4)
+                driver.with_guest(guest, driver.ingest)
+                if not started:
+                    clock.sleep(poll)
+            driver.updated()
+        if driver.stopped_by_rule():
+            return
+
+
+def sync(driver: Driver) -> None:
+    """The controller is the barrier: it starts each guest's runner for one iteration, from
+    one thread per guest so the starts leave within milliseconds of each other, and waits for
+    every journal to hold the iteration. Pairs of samples then share their moment, so
+    whatever disturbed the host disturbed both (lab compare --paired)."""
+    clock, poll = driver.clock, driver.poll_interval
+    for iteration in range(1, driver.n + 1):
+        while todo := [g for g in driver.guests if iteration not in g.completed]:
+            for guest in todo:
+                driver.check_failures(guest)
+            driver.before_iteration(iteration, todo)  # no runner runs: CPU sets may change
+            with ThreadPoolExecutor(max_workers=len(todo)) as pool:
+                start = partial(driver.start_one, iteration)
+                started = list(pool.map(driver.with_guest, todo, [start] * len(todo)))
+            while any(started) and any(driver.with_guest(g, driver.running) for g in todo):
+                clock.sleep(poll / 4)
+            for guest in todo:
+                driver.with_guest(guest, driver.ingest)
+            if not any(started):
+                clock.sleep(poll)
+        driver.updated()
+        if driver.stopped_by_rule():
+            return
+
+
+SCHEDULE_RUNS: dict[str, Callable[[Driver], None]] = {
+    "concurrent": concurrent,
+    "alternate": alternate,
+    "sync": sync,
+}
