@@ -381,12 +381,19 @@ def verify_running(
 ) -> list[str]:
     """Compare what runs with what was declared: pinning, RAM backing, huge page pool drop.
     QEMU's memory map and the pools are read on the guests' host, through its commands."""
-    from lab.guests.verify import check_backing, check_pinning, check_pool_drop, hugetlb_mappings
+    from lab.guests.verify import (
+        check_backing,
+        check_live_domain,
+        check_pinning,
+        check_pool_drop,
+        hugetlb_mappings,
+    )
 
     ctx = site.ctx
     problems: list[str] = []
     for guest in guests:
         dom = ctx.libvirt.lookupByName(guest.name)
+        problems += check_live_domain(guest.name, dom.XMLDesc(0), guest.spec)
         tune = guest.spec.cputune
         assert tune is not None
         problems += check_pinning(

@@ -9,7 +9,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from lxml import etree
+
 from lab.core.units import format_cpuset
+from lab.domainxml.cputune import CPUTune
+from lab.domainxml.domain import DomainSpec
+from lab.domainxml.memorybacking import MemoryBacking
+from lab.domainxml.numatune import NUMATune
 
 _KPS = re.compile(r"kernelpagesize_kB=(\d+)")
 _NODE_PAGES = re.compile(r"\bN\d+=(\d+)")
@@ -97,3 +103,20 @@ def check_pool_drop(page_kib: int, expected: int, free_before: int, free_after: 
             f" the guests should have taken {expected}"
         ]
     return []
+
+
+def check_live_domain(name: str, live_xml: str, declared: DomainSpec) -> list[str]:
+    """Problems where the running domain, as libvirt holds it, lost or changed what the lab
+    declared: its memory backing, CPU pinning and NUMA policy, each read back from the
+    live XML with the same model that wrote it."""
+    domain = etree.fromstring(live_xml.encode())
+    parts = (
+        ("memory backing", declared.memory_backing, MemoryBacking.from_domain(domain)),
+        ("CPU pinning", declared.cputune, CPUTune.from_domain(domain)),
+        ("NUMA policy", declared.numatune, NUMATune.from_domain(domain)),
+    )
+    return [
+        f"{name}: libvirt runs it with {what} {live}, declared {wanted}"
+        for what, wanted, live in parts
+        if live != wanted
+    ]

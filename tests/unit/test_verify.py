@@ -2,8 +2,23 @@
 
 from __future__ import annotations
 
-from lab.guests.verify import check_backing, check_pinning, check_pool_drop, hugetlb_mappings
-from tests.unit.helpers import FIXTURES
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lxml import etree
+
+from lab.guests.cpuplan import plan_cpus
+from lab.guests.twins import build_twins
+from lab.guests.variants import load_variants
+from lab.guests.verify import (
+    check_backing,
+    check_live_domain,
+    check_pinning,
+    check_pool_drop,
+    hugetlb_mappings,
+)
+from tests.unit.helpers import FIXTURES, settings, topology
 
 NUMA_MAPS = (FIXTURES / "captures_lead/qemu-shp1g-numa_maps-hugetlb.txt").read_text()
 # A THP guest's numa_maps: anonymous memory only (shape of a real line, no "huge").
@@ -49,3 +64,38 @@ def test_pool_drop() -> None:
     assert check_pool_drop(1048576, 1, 2, 2) == [
         "host free 1048576 KiB pages went 2 -> 2; the guests should have taken 1"
     ]
+
+
+# -- the live domain, read back with the model that wrote it --------------------------------
+
+LIVE = Path(__file__).parent.parent / "fixtures" / "captures"
+
+
+def live_twins() -> dict[str, Any]:
+    """The twins as `lab up --pair thp,shp1g --vcpus 1 --memory 1G --reserve-host-cpus 0`
+    declares them on this 2-CPU host, where the captures were taken."""
+    variants = load_variants()
+    plan = plan_cpus(topology(1, 2), 2, 1, reserve_host_cpus=0)
+    twins = build_twins([variants["thp"], variants["shp1g"]], settings(1, 1024**2), plan)
+    return {guest.name: guest for guest in twins}
+
+
+@pytest.mark.parametrize("name", ["lab-thp", "lab-shp1g"])
+def test_a_running_guest_as_libvirt_holds_it_is_as_declared(name: str) -> None:
+    live = (LIVE / f"libvirt-live-{name}.xml").read_text()
+    assert check_live_domain(name, live, live_twins()[name].spec) == []
+
+
+def test_a_live_domain_that_lost_its_huge_pages_or_its_pinning_is_named() -> None:
+    live = (LIVE / "libvirt-live-lab-shp1g.xml").read_text()
+    domain = etree.fromstring(live.encode())
+    domain.remove(domain.find("memoryBacking"))
+    domain.find("cputune/vcpupin").set("cpuset", "0-1")
+    problems = check_live_domain(
+        "lab-shp1g", etree.tostring(domain).decode(), live_twins()["lab-shp1g"].spec
+    )
+    assert [p.split(" with ")[1].split(" ")[0:2] for p in problems] == [
+        ["memory", "backing"],
+        ["CPU", "pinning"],
+    ]
+    assert "None, declared MemoryBacking(hugepages=HugePages(page_kib=1048576" in problems[0]
