@@ -11,7 +11,6 @@ the in-guest runner runs in one guest, and the host-side hooks (:meth:`Workload.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import Literal
 
 from lab.core.errors import ConfigError, UnknownNameError, UsageError
 from lab.core.hostexec import Host
+from lab.core.plugins import PluginKind, load_plugins
 from lab.inguest.spec import Spec
 
 Direction = Literal["lower", "higher"]
@@ -181,13 +181,7 @@ class Workload:
 
 def load_workloads(dirs: Iterable[Path] = WORKLOAD_DIRS) -> dict[str, Workload]:
     """Load every workload plug-in found in ``dirs``; a later directory overrides an earlier."""
-    found: dict[str, Workload] = {}
-    for directory in dirs:
-        for path in sorted(Path(directory).glob("*.py")):
-            if not path.name.startswith("_"):
-                workload = _load_file(path)
-                found[workload.name] = workload
-    return found
+    return load_plugins(WORKLOADS, dirs)
 
 
 def get_workload(name: str, workloads: Mapping[str, Workload] | None = None) -> Workload:
@@ -200,22 +194,4 @@ def get_workload(name: str, workloads: Mapping[str, Workload] | None = None) -> 
         raise UnknownNameError("workload", name, list(workloads)) from None
 
 
-def _load_file(path: Path) -> Workload:
-    spec = importlib.util.spec_from_file_location(f"lab_workload_{path.stem}", path)
-    if spec is None or spec.loader is None:
-        raise ConfigError(f"cannot load workload plug-in {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    workload = getattr(module, "WORKLOAD", None)
-    if not isinstance(workload, Workload) or not workload.name:
-        raise ConfigError(
-            f"workload plug-in {path} does not define WORKLOAD",
-            hint="Define WORKLOAD = <a lab.run.workload.Workload with a name> in that file",
-        )
-    if workload.name.replace("-", "_") != path.stem:
-        raise ConfigError(
-            f"workload plug-in {path} names itself {workload.name!r}",
-            hint=f"Name the file {workload.name.replace('-', '_')}.py or the workload"
-            f" {path.stem.replace('_', '-')!r}",
-        )
-    return workload
+WORKLOADS = PluginKind("workload", "WORKLOAD", Workload, "lab.run.workload.Workload")
