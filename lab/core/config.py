@@ -14,7 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from lab.core.errors import ConfigError, LabError
+from lab.core.hosturi import LOCAL, parse_uri
+from lab.core.names import check_name
 from lab.core.paths import RESULTS_DIR
+from lab.core.units import parse_size_kib, parse_subnet
 
 
 def _doc(text: str) -> dict[str, str]:
@@ -138,8 +141,6 @@ def config_from_mapping(data: dict[str, Any], source: str = "config") -> Config:
 
 def check_hosts(value: Any, source: str = "config") -> None:
     """The ``[hosts]`` table: plain names to libvirt URIs; 'local' is this machine's own."""
-    from lab.core.hosturi import LOCAL, parse_uri
-    from lab.core.names import check_name
 
     where = f"{source}: key 'hosts'"
     example = "[hosts]\nrack2 = 'qemu+ssh://root@rack2/system'"
@@ -178,7 +179,6 @@ def _one_of(*choices: str) -> Any:
 
 def _name(kind: str) -> Any:
     def check(value: Any) -> None:
-        from lab.core.names import check_name
 
         check_name(kind, value)
 
@@ -186,13 +186,11 @@ def _name(kind: str) -> Any:
 
 
 def _size(value: Any) -> None:
-    from lab.core.units import parse_size_kib
 
     parse_size_kib(value)
 
 
 def _subnet(value: Any) -> None:
-    from lab.core.units import parse_subnet
 
     parse_subnet(value)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
 
 def open_libvirt(uri: str) -> libvirt.virConnect:
-    import libvirt
+    import libvirt  # deferred: every command imports the context, few talk to libvirt
 
     # libvirt prints every error to stderr by default; the lab reports them itself.
     libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
@@ -50,7 +51,6 @@ def _console(stderr: bool) -> Console:
     No emoji codes: the lab prints none, and a guest's output or a file name with
     ``:name:`` in it is printed as it is (it also spares a long run the late import of
     rich's emoji table, 0.7 MiB, at its first progress line)."""
-    import sys
 
     stream = sys.stderr if stderr else sys.stdout
     return _Console(stderr=stderr, width=None if stream.isatty() else 160, emoji=False)

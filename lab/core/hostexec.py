@@ -6,6 +6,7 @@ list, never a shell string. Tests hand in :class:`RecordingHost` instead.
 
 from __future__ import annotations
 
+import grp
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
@@ -98,7 +99,6 @@ class Host:
         return Path(path).is_dir()
 
     def file_mode(self, path: str | Path) -> FileMode:
-        import grp
 
         st = Path(path).stat()
         try:

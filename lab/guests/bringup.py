@@ -14,6 +14,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import libvirt
+
 from lab.core.context import Context
 from lab.core.errors import GuestError, RequirementError, UsageError
 from lab.core.inventory import LOCAL, inventory
@@ -22,12 +24,22 @@ from lab.guests.files import PlacedImage
 from lab.guests.keys import KeyPair, lab_client_key
 from lab.guests.labstate import GuestRecord, LabState, clear_state, save_state
 from lab.guests.plan import TwinRequest, Twins, plan_twins
+from lab.guests.readiness import NOT_YET, STATUS_FILE, parse_status, wait_argv
 from lab.guests.seed import GUEST_USER, SeedData
 from lab.guests.sites import Site, local_site
 from lab.guests.ssh import GuestAddress, GuestShell
 from lab.guests.twins import Guest
+from lab.guests.verify import (
+    check_backing,
+    check_live_domain,
+    check_pinning,
+    check_pool_drop,
+    hugetlb_mappings,
+)
 from lab.host.accel import TCG_WARNING
-from lab.host.hugepages import HugePageNeed
+from lab.host.hugepages import HugePageNeed, check_needs
+from lab.host.network import lease_for, leases_for, network_info
+from lab.images.image import find_image
 
 # How often a booting guest is asked for its lease and its SSH port: both questions are
 # cheap (a libvirt call, a TCP connect), so the lab notices either within a fifth of a second.
@@ -76,7 +88,6 @@ def proxy_for(ctx: Context, record: GuestRecord, ip: str) -> str | None:
 
 def _check_requirements(site: Site, twins: Twins, allow_overcommit: bool = False) -> None:
     """Refuse before anything is created: huge pages, network, leftovers, shared CPUs."""
-    from lab.host.hugepages import check_needs
 
     ctx = site.ctx
     needs: dict[str, list[HugePageNeed]] = {}
@@ -88,7 +99,6 @@ def _check_requirements(site: Site, twins: Twins, allow_overcommit: bool = False
         where = f" (on host {remote})" if remote else ""
         raise RequirementError("; ".join(problems) + where)
     prepare = f"Run: lab host prepare --hosts {remote}" if remote else "Run: lab host prepare"
-    import libvirt
 
     conn = ctx.libvirt
     try:
@@ -122,7 +132,6 @@ def _check_requirements(site: Site, twins: Twins, allow_overcommit: bool = False
 
 def shared_cpus(conn: Any, twins: Twins) -> str:
     """Running domains other than the twins whose vCPUs may run on the twins' CPUs."""
-    import libvirt
 
     planned = {cpu for g in twins.guests for cpu in g.placement.vcpu_cpus}
     ours = {g.name for g in twins.guests}
@@ -145,7 +154,6 @@ def bring_up(
     allow_overcommit: bool = False,
 ) -> UpResult:
     """Twins on ``site`` (default: this machine) from the configured base image."""
-    from lab.images.image import find_image
 
     site = site or local_site(ctx)
     ctx = site.ctx
@@ -169,7 +177,6 @@ def bring_up(
         ctx, request, boot=placed.boot, topology=twins.topology, accel_facts=accel_facts,
         prefix=site.prefix,
     )  # fmt: skip
-    from lab.host.network import network_info
 
     net = network_info(ctx.libvirt, ctx.config.network)
     _, client_public = lab_client_key(Path(ctx.config.state_dir) / "ssh")
@@ -206,7 +213,6 @@ def bring_up(
     for guest in twins.guests:
         phase(guest.name, "clone")
         _make_guest_files(site, guest, placed, client_public, host_keys[guest.name])
-    from lab.host.network import leases_for
 
     start = ctx.clock.monotonic()
     seconds: dict[str, dict[str, float]] = {g.name: {} for g in twins.guests}
@@ -215,7 +221,6 @@ def bring_up(
         g.name: frozenset(leases_for(ctx.libvirt, ctx.config.network, g.spec.network.mac))
         for g in twins.guests
     }
-    import libvirt
 
     domains = {}
     for guest in twins.guests:
@@ -286,10 +291,6 @@ def _wait_ready(
     stale_leases: frozenset[tuple[str, int]],
 ) -> GuestRecord:
     """Lease, then SSH, then cloud-init done; each layer with the time left and a clear error."""
-    import libvirt
-
-    from lab.guests.readiness import NOT_YET, STATUS_FILE, parse_status, wait_argv
-    from lab.host.network import lease_for
 
     ctx = site.ctx
     timeout = float(ctx.config.boot_timeout)
@@ -381,13 +382,6 @@ def verify_running(
 ) -> list[str]:
     """Compare what runs with what was declared: pinning, RAM backing, huge page pool drop.
     QEMU's memory map and the pools are read on the guests' host, through its commands."""
-    from lab.guests.verify import (
-        check_backing,
-        check_live_domain,
-        check_pinning,
-        check_pool_drop,
-        hugetlb_mappings,
-    )
 
     ctx = site.ctx
     problems: list[str] = []
@@ -419,7 +413,6 @@ def bring_down(
 ) -> list[str]:
     """Destroy and undefine the lab's guests (on ``site``, default this machine) and remove
     their clones and seeds."""
-    import libvirt
 
     site = site or local_site(ctx)
     ctx, state_dir = site.ctx, site.state_dir

@@ -9,10 +9,12 @@ rule is the one `lab host check` shows in its memory row.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from lab.core.context import Context
 from lab.core.errors import PlanError
 from lab.core.units import format_kib
+from lab.guests.labstate import load_state
 from lab.guests.plan import TwinRequest, plan_twins
 from lab.guests.twins import Guest
 from lab.host.check import OVERHEAD_KIB
@@ -54,9 +56,6 @@ def check_host_memory(ctx: Context, request: TwinRequest) -> None:
     With a lab already up its guests hold memory: `lab up` refuses that case itself, with
     the fix (`lab down`), so nothing is judged here.
     """
-    from pathlib import Path
-
-    from lab.guests.labstate import load_state
 
     twins = plan_twins(ctx, request)
     if load_state(Path(ctx.config.state_dir)) is not None:

@@ -6,6 +6,7 @@ hands them to the pure builders in :mod:`lab.guests.twins` and :mod:`lab.guests.
 
 from __future__ import annotations
 
+import argparse
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,7 +107,6 @@ def plan_twins(
 
 def add_twin_arguments(parser: object, with_pair: bool = True) -> None:
     """The sizing options shared by `lab xml`, `lab diff` and `lab up`."""
-    import argparse
 
     assert isinstance(parser, argparse.ArgumentParser)
     parser.add_argument("--vcpus", type=int, default=None, help="vCPUs per guest (config: vcpus)")

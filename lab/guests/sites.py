@@ -8,6 +8,7 @@ for 'local', ``<state_dir>/hosts/NAME/lab.json`` for every other host.
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 
 from lab.core.context import Context
@@ -60,7 +61,6 @@ def sites_up(ctx: Context, hosts: str | None = None) -> list[tuple[Site, LabStat
 
 
 def add_hosts_argument(parser: object, default: str) -> None:
-    import argparse
 
     assert isinstance(parser, argparse.ArgumentParser)
     parser.add_argument(

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+import libvirt
 from lxml import etree
 
 from lab.core.context import Context
@@ -94,7 +95,6 @@ class PoolFiles:
 
     def _pool(self, name: str, path: str) -> Any:
         """The running pool ``name`` at ``path``, defined, built and started if need be."""
-        import libvirt
 
         conn = self.ctx.libvirt
         try:
@@ -142,7 +142,6 @@ class PoolFiles:
     def place_image(
         self, image: BaseImage, progress: Callable[[str], None] = lambda _text: None
     ) -> PlacedImage:
-        import libvirt
 
         pool = self._pool(IMAGE_POOL, str(self.state_dir / "images"))
         folder = image.directory.name  # holds the recipe hash
@@ -191,7 +190,6 @@ class PoolFiles:
 
     def remove(self, name: str, directory: str) -> None:
         """Every volume of the guest's pool, then the pool and its folder."""
-        import libvirt
 
         try:
             pool = self.ctx.libvirt.storagePoolLookupByName(name)

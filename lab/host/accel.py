@@ -6,8 +6,11 @@ captured files. The choice is always printed; TCG comes with a loud warning.
 
 from __future__ import annotations
 
+import grp
 from dataclasses import dataclass
 from pathlib import Path
+
+from lab.core.errors import RequirementError
 
 KVM_MODULES = ("kvm", "kvm_intel", "kvm_amd", "kvm_pvm")  # looked for under /sys/module
 TCG_WARNING = (
@@ -70,8 +73,6 @@ def choose_accelerator(facts: AccelFacts, requested: str = "auto") -> AccelChoic
     reason = "; ".join(p for p, _ in problems)
     fix = next((f for _, f in problems if f), "")
     if requested == "kvm":
-        from lab.core.errors import RequirementError
-
         raise RequirementError(
             f"KVM was requested but cannot run guests: {reason}",
             hint=f"Run: {fix}" if fix else "Set accelerator = 'auto'",
@@ -104,7 +105,6 @@ def read_accel_facts(root: Path = Path("/")) -> AccelFacts:
 
 
 def _group(path: Path) -> str:
-    import grp
 
     try:
         return grp.getgrgid(path.stat().st_gid).gr_name

@@ -16,6 +16,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import libvirt
+from rich.table import Table
+
 from lab.core.errors import LabError
 from lab.host import nfs
 from lab.host.accel import AccelChoice, AccelFacts, choose_accelerator, cpu_flags, read_accel_facts
@@ -331,7 +334,6 @@ def gather_facts(
 
 
 def _network_facts(f: CheckFacts, conn: object) -> None:
-    import libvirt
 
     assert isinstance(conn, libvirt.virConnect)
     try:
@@ -348,7 +350,6 @@ def rows_json(rows: list[Row]) -> str:
 
 
 def print_rows(ctx: Context, rows: list[Row]) -> None:
-    from rich.table import Table
 
     styles = {OK: "green", WARN: "yellow", MISSING: "bold red"}
     table = Table("requirement", "state", "detail", "fix")

@@ -11,6 +11,7 @@ import ipaddress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import libvirt
 from lxml import etree
 
 from lab.core.errors import LabError, RequirementError
@@ -87,7 +88,6 @@ def parse_network_xml(xml: str) -> tuple[NetworkInfo, bool]:
 
 def network_info(conn: libvirt.virConnect, name: str) -> NetworkInfo:
     """Facts of the existing lab network; a :class:`RequirementError` when it is missing."""
-    import libvirt
 
     try:
         net = conn.networkLookupByName(name)
@@ -108,7 +108,6 @@ def ensure_network(
     step actually taken, so ``lab host release`` can undo exactly those. An existing
     network of that name that forwards traffic or has another subnet is refused.
     """
-    import libvirt
 
     done = changes if changes is not None else []
     wanted = parse_subnet(subnet)
@@ -148,7 +147,6 @@ def ensure_network(
 
 def remove_network(conn: libvirt.virConnect, name: str, steps: list[str]) -> None:
     """Undo the ``steps`` :func:`ensure_network` recorded, newest first."""
-    import libvirt
 
     try:
         net = conn.networkLookupByName(name)
@@ -164,7 +162,6 @@ def remove_network(conn: libvirt.virConnect, name: str, steps: list[str]) -> Non
 
 def leases_for(conn: libvirt.virConnect, network_name: str, mac: str) -> list[tuple[str, int]]:
     """Every IPv4 lease the lab network's DHCP server holds for ``mac``: (address, expiry)."""
-    import libvirt
 
     try:
         leases: list[dict[str, Any]] = conn.networkLookupByName(network_name).DHCPLeases()

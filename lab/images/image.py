@@ -9,6 +9,7 @@ Built images boot their own kernel (direct kernel boot); imported images boot fr
 from __future__ import annotations
 
 import contextlib
+import datetime
 import fcntl
 import hashlib
 import json
@@ -21,6 +22,7 @@ from typing import Any
 from lab.core.clock import Clock
 from lab.core.errors import LabError, RequirementError, UsageError
 from lab.core.hostexec import Host
+from lab.core.names import check_name
 from lab.core.paths import IMAGES_DIR
 from lab.domainxml.boot import Boot, DiskBoot, KernelBoot
 
@@ -196,7 +198,6 @@ _OTHER_MAGIC = ((b"KDMV", "vmdk"), (b"conectix", "vpc"), (b"vhdxfile", "vhdx"),
 
 def check_importable(path: Path, name: str) -> None:
     """Refuse, before anything runs or is written, a path that is no qcow2 file or a bad name."""
-    from lab.core.names import check_name
 
     if not path.is_file():
         raise UsageError(
@@ -281,6 +282,5 @@ def import_image(
 
 
 def iso_time(epoch: float) -> str:
-    import datetime
 
     return datetime.datetime.fromtimestamp(epoch, datetime.UTC).isoformat(timespec="seconds")

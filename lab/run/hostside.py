@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from lab.core.context import Context
+from lab.core.errors import RequirementError
 from lab.guests.labstate import GuestRecord, LabState
+from lab.host.nfs import choose_server, export_for, is_serving
 from lab.run.workload import GuestInfo, Workload
 
 NFS_SUBDIR = "nfs"
@@ -21,7 +23,6 @@ NFS_SUBDIR = "nfs"
 
 def nfs_source(state_dir: Path, host_ip: str, proc: Path = Path("/proc")) -> str:
     """What a guest mounts: the export path differs between kernel nfsd and NFS-Ganesha."""
-    from lab.host.nfs import choose_server, export_for
 
     server = choose_server((proc / "filesystems").read_text())
     return export_for(server, host_ip, state_dir / NFS_SUBDIR).source
@@ -55,8 +56,6 @@ def host_side(
     records: Sequence[GuestRecord],
     work_dir: str,
 ) -> Iterator[None]:
-    from lab.core.errors import RequirementError
-    from lab.host.nfs import is_serving
 
     state_dir = Path(ctx.config.state_dir)
     if workload.uses_nfs:

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lab.core.context import Context
+from lab.core.errors import UsageError
+from lab.stats.discard import cut_warmup, describe_rule, parse_warmup
 from lab.store.db import Store
 
 if TYPE_CHECKING:
@@ -29,7 +31,6 @@ def warmup_rule(allow_none: bool) -> Callable[[str], str]:
     """An argparse ``type`` for ``--warmup``: its text checked by ``parse_warmup``."""
 
     def parse(text: str) -> str:
-        from lab.stats.discard import parse_warmup
 
         try:
             return parse_warmup(text, allow_none=allow_none)
@@ -70,8 +71,6 @@ def variant_order(store: Store, study: str | None = None) -> list[str]:
 def series_without_warmup(store: Store, args: argparse.Namespace) -> Trimmed:
     """The series ``--workload``, ``--metric`` and ``--study`` select, without their warm-up:
     ``--warmup`` when given, else what each run declared (``lab.stats.discard``)."""
-    from lab.core.errors import UsageError
-    from lab.stats.discard import cut_warmup, describe_rule
 
     series = store.values(workload=args.workload, metric=args.metric, study=args.study)
     trimmed = cut_warmup(
