@@ -135,7 +135,9 @@ def _analyse(
     pairs = []
     for a, b in itertools.combinations(arms, 2):
         diff = compare(a.values, b.values, level, seed=seed)
-        verdict = decide(diff.percent_ci, first.direction, threshold, a.label, b.label, level)
+        verdict = decide(
+            diff.percent_ci, first.direction, threshold, a.label, b.label, level, diff.diff_ci
+        )
         pairs.append(Pair(a.label, b.label, diff, verdict, None))
     if len(pairs) > 1:
         p = np.array([pair.difference.brunner_munzel_p for pair in pairs])

@@ -4,7 +4,10 @@ All intervals are two-sided at the caller's confidence level (a fraction, e.g. 0
 
 - the difference of means with Welch's interval (unequal variances), from scipy;
 - the ratio of means B/A with the delta-method interval on the log scale,
-  ``log(mB/mA) ± z·√(sA²/(nA·mA²) + sB²/(nB·mB²))``;
+  ``log(mB/mA) ± t·√(vA + vB)`` with ``vX = sX²/(nX·mX²)`` and t at the Welch–Satterthwaite
+  degrees of freedom ``(vA + vB)² / (vA²/(nA−1) + vB²/(nB−1))``. A normal quantile there
+  (as before) made false verdicts at small n: at 99.99 % with 3 samples a side it missed in
+  1.8 % of samples instead of 0.01 % (tests/unit/test_small_n.py);
 - the difference of medians with a normal interval from a bootstrap standard error. At
   99.99 % a percentile bootstrap would need ~10⁵ resamples to see its tails at all, so the
   bootstrap only estimates the standard error (1,000 resamples). Above 5,000 samples it is an
@@ -96,12 +99,19 @@ def welch(a: np.ndarray, b: np.ndarray, confidence: float) -> tuple[float, float
 def ratio_of_means_ci(
     mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b: float, n_b: int, confidence: float
 ) -> tuple[float, float]:
-    """Delta-method interval of mean_b/mean_a on the log scale (both means must be > 0)."""
+    """Delta-method interval of mean_b/mean_a on the log scale, with a t quantile at the
+    Welch–Satterthwaite degrees of freedom (both means must be > 0)."""
     if mean_a <= 0 or mean_b <= 0:
         return (math.nan, math.nan)
-    se = math.sqrt(sd_a**2 / (n_a * mean_a**2) + sd_b**2 / (n_b * mean_b**2))
+    var_a, var_b = sd_a**2 / (n_a * mean_a**2), sd_b**2 / (n_b * mean_b**2)
     ratio = mean_b / mean_a
-    half = z_value(confidence) * se
+    if var_a + var_b == 0:
+        return (ratio, ratio)
+    terms = (var_a**2 / (n_a - 1) if n_a > 1 else 0.0) + (var_b**2 / (n_b - 1) if n_b > 1 else 0.0)
+    df = (var_a + var_b) ** 2 / terms if terms > 0 else math.inf
+    level = check_confidence(confidence)
+    quantile = float(stats.t.ppf(0.5 + level / 2, df)) if math.isfinite(df) else z_value(level)
+    half = quantile * math.sqrt(var_a + var_b)
     return (ratio * math.exp(-half), ratio * math.exp(half))
 
 

@@ -8,6 +8,9 @@ as a percentage) against a practical threshold ±t, after turning it so that pos
 - **slower**: the whole interval lies beyond −t (B worse by more than t);
 - **equivalent**: the whole interval lies inside [−t, +t] (two one-sided tests, TOST);
 - **inconclusive**: anything else; more samples would narrow the interval.
+
+A verdict never contradicts the difference's own interval: "faster" or "slower" needs Welch's
+interval of B − A to exclude 0 on the same side too (given as ``diff_ci``).
 """
 
 from __future__ import annotations
@@ -56,8 +59,10 @@ def decide(
     a: str = "A",
     b: str = "B",
     confidence: float = 0.9999,
+    diff_ci: tuple[float, float] | None = None,
 ) -> Verdict:
-    """The verdict for B vs A given the CI of (B/A − 1) in percent."""
+    """The verdict for B vs A given the CI of (B/A − 1) in percent, and optionally Welch's
+    CI of B − A in the metric's units, which a faster or slower verdict must agree with."""
     low, high = percent_ci
     t = threshold * 100.0
     level = f"{confidence * 100:g} % CI"
@@ -74,6 +79,19 @@ def decide(
     near, far = sorted((abs(low), abs(high)))
     span = f"{near:.2f} % to {far:.2f} %"
     beyond = f"beyond the {t:g} % threshold"
+    if (
+        diff_ci is not None
+        and diff_ci[0] <= 0 <= diff_ci[1]
+        and (benefit[0] > t or benefit[1] < -t)
+    ):
+        return Verdict(
+            Outcome.INCONCLUSIVE,
+            benefit,
+            threshold,
+            f"{b} vs {a} is inconclusive: the ratio's interval {low:+.2f} % to {high:+.2f} %"
+            f" ({level}) lies beyond the ±{t:g} % threshold, but the difference's own interval"
+            f" ({diff_ci[0]:+.4g} to {diff_ci[1]:+.4g}) holds 0; more samples would settle it",
+        )
     if benefit[0] > t:
         outcome = Outcome.FASTER
         text = f"{b} is faster than {a}: {span} {better_word} ({level}), {beyond}"
