@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import csv
+import io
+import json
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from lab.app.analyse import AnalyseRequest, analyse, analyse_by_host
+from lab.commands.options import selection
 from lab.core.context import Context
 from lab.store.cli import add_db_argument, add_study_argument, add_warmup_argument
 
 if TYPE_CHECKING:
     from lab.stats.analysis import MetricComparison
+    from lab.stats.blocked import BlockedDifference
 
 
 def register(subparsers: Any) -> None:
@@ -71,63 +77,42 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    from lab.core.errors import UsageError
-    from lab.report import formats
-    from lab.stats.analysis import analyse, with_hosts, with_placement, with_warmup
-    from lab.stats.paired import synced_workloads
-    from lab.stats.verdict import parse_percent
-    from lab.store.cli import open_store, series_without_warmup, variant_order
-
-    threshold = parse_percent(args.threshold)
-    with open_store(args, ctx) as store:
-        trimmed = series_without_warmup(store, args)
-        series = trimmed.series
-        order = args.baseline.split(",") if args.baseline else variant_order(store, args.study)
-        paired = True if args.paired else synced_workloads(store.runs(args.study))
-        placements = trimmed.aligned(store.placement_labels(args.workload, args.metric, args.study))
-    if not series:
-        wanted = ", ".join(
-            f"{k} {v!r}"
-            for k, v in (
-                ("study", args.study),
-                ("workload", args.workload),
-                ("metric", args.metric),
-            )
-            if v
-        )
-        raise UsageError(
-            f"no samples in the store{' for ' + wanted if wanted else ''}",
-            hint="Collect some with `lab run` or bring them in with `lab import FILE`",
-        )
     if args.by == "host":
-        return _by_host(ctx, series, order, args)
-    comparisons = analyse(
-        series, args.confidence, threshold, order=order, trim=args.trim, paired=paired
-    )
-    if placements:
-        comparisons = with_placement(comparisons, series, placements)
-    comparisons = with_warmup(comparisons, trimmed.cuts)
-    comparisons = with_hosts(comparisons, series)
-    if args.format == "table":
+        _print_by_host(ctx, analyse_by_host(ctx, request(args)), args.format)
+        return 0
+    print_comparisons(ctx, analyse(ctx, request(args)).comparisons, args.format)
+    return 0
+
+
+def request(args: argparse.Namespace) -> AnalyseRequest:
+    return AnalyseRequest(
+        selection(args), args.confidence, args.threshold, trim=args.trim,
+        paired="always" if args.paired else "synced",
+    )  # fmt: skip
+
+
+def print_comparisons(ctx: Context, comparisons: Sequence[MetricComparison], form: str) -> None:
+    """The comparisons as ``--format`` says: table, markdown, json or csv."""
+    from lab.report import formats  # deferred: heavy (scipy)
+
+    if form == "table":
         formats.print_tables(ctx.out, comparisons)
-    elif args.format == "markdown":
+    elif form == "markdown":
         ctx.out.file.write(formats.markdown(comparisons))
-    elif args.format == "json":
+    elif form == "json":
         ctx.out.file.write(_json(comparisons) + "\n")
     else:
         ctx.out.file.write(
             formats.as_csv(comparisons) + _paired_csv(comparisons) + _placement_csv(comparisons)
             + _warmup_csv(comparisons)
         )  # fmt: skip
-    return 0
 
 
 def _json(comparisons: Sequence[MetricComparison]) -> str:
     """``formats.as_json`` with a ``paired`` list where the paired analysis ran, a
     ``placement`` object where the CPU sets were swapped, the ``warmup`` of each arm, and a
     ``hosts`` object (as ``--by host`` gives) where the arms ran on several hosts."""
-    import json
-
+    # deferred: heavy (scipy)
     from lab.report import formats
     from lab.report.tables import paired_data, placement_data
     from lab.report.warmup import warmup_data
@@ -148,10 +133,7 @@ def _json(comparisons: Sequence[MetricComparison]) -> str:
 
 def _paired_csv(comparisons: Sequence[MetricComparison]) -> str:
     """Rows of the ``paired`` table in the long CSV layout of ``formats.as_csv`` (no header)."""
-    import csv
-    import io
-
-    from lab.report.tables import PAIRED_ROWS
+    from lab.report.tables import PAIRED_ROWS  # deferred: heavy (scipy)
 
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
@@ -168,10 +150,7 @@ def _paired_csv(comparisons: Sequence[MetricComparison]) -> str:
 
 def _placement_csv(comparisons: Sequence[MetricComparison]) -> str:
     """Rows of the ``placement`` table in the long CSV layout (no header)."""
-    import csv
-    import io
-
-    from lab.report.tables import PLACEMENT_ROWS
+    from lab.report.tables import PLACEMENT_ROWS  # deferred: heavy (scipy)
 
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
@@ -191,10 +170,7 @@ def _placement_csv(comparisons: Sequence[MetricComparison]) -> str:
 
 def _warmup_csv(comparisons: Sequence[MetricComparison]) -> str:
     """Rows of the Warm-up table in the long CSV layout (no header); iterations as '1–2'."""
-    import csv
-    import io
-
-    from lab.report.warmup import warmup_csv_rows
+    from lab.report.warmup import warmup_csv_rows  # deferred: heavy (scipy)
 
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
@@ -207,26 +183,17 @@ def _warmup_csv(comparisons: Sequence[MetricComparison]) -> str:
     return buf.getvalue()
 
 
-def _by_host(ctx: Context, series: Any, order: Sequence[str], args: argparse.Namespace) -> int:
-    import json
-
-    from lab.core.errors import UsageError
+def _print_by_host(ctx: Context, results: Sequence[BlockedDifference], form: str) -> None:
+    # deferred: heavy (scipy)
     from lab.report.formats import rich_table
     from lab.report.hosts import host_note, host_table
     from lab.report.tables import TableData
-    from lab.stats.blocked import as_dict, by_host
+    from lab.stats.blocked import as_dict
 
-    results = by_host(series, order, args.confidence)
-    if not results:
-        raise UsageError(
-            "no workload has two variants with two samples each on one host",
-            hint="Collect more with `lab run`, on pairs of the same variants on each host",
-        )
-    if args.format == "json":
+    if form == "json":
         ctx.out.file.write(json.dumps([as_dict(r) for r in results], indent=2) + "\n")
-        return 0
+        return
     for r in results:
         unit = f" ({r.unit})" if r.unit else ""
         ctx.out.print(rich_table(TableData(*host_table(r, f"{r.workload} · {r.metric}{unit}"))))
         ctx.out.print(host_note(r))
-    return 0

@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from lab.app.down import DownRequest, down
+from lab.commands.show import print_down
 from lab.core.context import Context
+from lab.guests.sites import add_hosts_argument
 
 
 def register(subparsers: Any) -> None:
@@ -15,27 +18,14 @@ def register(subparsers: Any) -> None:
         description="Destroy and undefine the lab's guests and delete their disks, seeds and"
         " console logs. The base image and the result store are kept.",
     )
-    from lab.guests.sites import add_hosts_argument
-
     add_hosts_argument(parser, default="every host where a lab is up")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    from lab.core.errors import LabError
-    from lab.guests.bringup import bring_down
-    from lab.guests.sites import sites_up
-
-    removed, failed = [], []
-    for site, _ in sites_up(ctx, args.hosts):
-        try:
-            removed += bring_down(ctx, site=site)
-        except LabError as err:  # an unreachable host must not keep the others up
-            failed.append(f"host {site.name}: {err}")
-    ctx.out.print(f"removed: {', '.join(removed)}" if removed else "no lab was up")
-    if failed:
-        raise LabError(
-            "; ".join(failed),
-            hint="Its record is kept: run `lab down --hosts NAME` again once it is reachable",
-        )
+    print_down(ctx, down(ctx, request(args)))
     return 0
+
+
+def request(args: argparse.Namespace) -> DownRequest:
+    return DownRequest(args.hosts)

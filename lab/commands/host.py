@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from lab.app.prepare import DEFAULT_HUGEPAGES, PrepareHostsRequest, prepare
+from lab.commands.show import print_prepared
 from lab.core.context import Context
 from lab.guests.plan import add_twin_arguments
-
-DEFAULT_HUGEPAGES = "1G:2"
 
 
 def register(subparsers: Any) -> None:
@@ -102,24 +102,12 @@ def run_check(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_prepare(args: argparse.Namespace, ctx: Context) -> int:
-    from lab.guests.sites import chosen_sites
-    from lab.host.facts import parse_hugepages_option
-    from lab.host.prepare import PrepareRequest, prepare_host
-
-    request = PrepareRequest(
-        hugepages=parse_hugepages_option(args.hugepages),
-        subnet=args.subnet or ctx.config.subnet,
-        nfs=not args.no_nfs,
-    )
-    for site in chosen_sites(ctx, args.hosts):
-        changes = prepare_host(ctx, request, site=site)
-        name = f"host {site.name}" if site.remote else "host"
-        ctx.note(
-            f"{name} prepared: {len(changes)} change(s) made this time"
-            if changes
-            else f"{name} prepared: it already was, nothing changed"
-        )
+    print_prepared(ctx, prepare(ctx, prepare_request(args)))
     return 0
+
+
+def prepare_request(args: argparse.Namespace) -> PrepareHostsRequest:
+    return PrepareHostsRequest(args.hugepages, args.subnet, not args.no_nfs, args.hosts)
 
 
 def run_release(args: argparse.Namespace, ctx: Context) -> int:

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from lab.app.image import BuildRequest, build
+from lab.commands.show import print_built
 from lab.core.context import Context
 
 
@@ -56,28 +58,12 @@ def register(subparsers: Any) -> None:
 
 
 def run_build(args: argparse.Namespace, ctx: Context) -> int:
-    from lab.core.names import check_name
-    from lab.core.paths import IMAGES_DIR
-    from lab.images.build import build_image
-
-    recipe = check_name("recipe", args.recipe or ctx.config.image, "--recipe")
-    recipe_dir = IMAGES_DIR / recipe
-    if not recipe_dir.is_dir():
-        from lab.core.errors import UnknownNameError
-
-        known = [p.name for p in IMAGES_DIR.iterdir() if (p / "recipe.toml").is_file()]
-        raise UnknownNameError("recipe", recipe, known)
-    with ctx.err.status(f"building image {recipe}", spinner="dots") as status:
-
-        def log(message: str) -> None:
-            ctx.note(message)
-            status.update(message.split(" (log:")[0])
-
-        image = build_image(
-            recipe_dir, Path(ctx.config.image_dir), ctx.host, log, force=args.force, clock=ctx.clock
-        )
-    ctx.out.print(str(image.directory), highlight=False)
+    print_built(ctx, build(ctx, build_request(args)))
     return 0
+
+
+def build_request(args: argparse.Namespace) -> BuildRequest:
+    return BuildRequest(args.recipe, args.force)
 
 
 def run_import(args: argparse.Namespace, ctx: Context) -> int:

@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from lab.app.analyse import AnalyseRequest
+from lab.app.report import ReportRequest, report
+from lab.commands.options import selection
+from lab.commands.show import print_report
 from lab.core.context import Context
 from lab.store.cli import add_db_argument, add_study_argument, add_warmup_argument
 
@@ -43,44 +47,10 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    from pathlib import Path
-
-    from lab.core.errors import UsageError
-    from lab.report.html import ReportMeta, render
-    from lab.report.images import image_summaries
-    from lab.stats.analysis import analyse, with_hosts, with_placement, with_warmup
-    from lab.stats.verdict import parse_percent
-    from lab.store.cli import open_store, series_without_warmup, store_path, variant_order
-
-    threshold = parse_percent(args.threshold)
-    path = store_path(args, ctx)
-    with open_store(args, ctx) as store:
-        trimmed = series_without_warmup(store, args)
-        series = trimmed.series
-        order = args.baseline.split(",") if args.baseline else variant_order(store, args.study)
-        studies = [s for s in store.studies() if args.study in (None, s.name)]
-        guests = store.guests(args.study)
-        placements = trimmed.aligned(store.placement_labels(args.workload, args.metric, args.study))
-        meta = ReportMeta(
-            store_path=str(path), studies=studies, guests=guests,
-            runs=store.runs(args.study), attempts=store.attempt_counts(args.study),
-            images=image_summaries(guests, Path(ctx.config.image_dir)),
-        )  # fmt: skip
-    if not series:
-        raise UsageError(
-            "no samples in the store to report on",
-            hint="Collect some with `lab run` or bring them in with `lab import FILE`",
-        )
-    comparisons = analyse(series, args.confidence, threshold, order=order, trim=args.trim)
-    if placements:  # the twins swapped CPU sets (lab run --swap-every): a Placement table
-        comparisons = with_placement(comparisons, series, placements)
-    comparisons = with_warmup(comparisons, trimmed.cuts)
-    comparisons = with_hosts(comparisons, series)  # pairs on several hosts: a By-host table
-    out = Path(args.out) if args.out else path.parent / "report"
-    try:
-        index = render(comparisons, meta, out, embed=args.embed)
-    except OSError as err:
-        message = f"cannot write the report to {out}: {err}"
-        raise UsageError(message, hint="Pass another --out") from None
-    ctx.out.print(f"wrote {index}", highlight=False, soft_wrap=True)
+    print_report(ctx, report(ctx, request(args)))
     return 0
+
+
+def request(args: argparse.Namespace) -> ReportRequest:
+    analysis = AnalyseRequest(selection(args), args.confidence, args.threshold, trim=args.trim)
+    return ReportRequest(analysis, out=args.out, embed=args.embed)

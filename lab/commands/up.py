@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from lab.app.up import UpRequest, up
+from lab.commands.show import print_up
 from lab.core.context import Context
 from lab.guests.plan import add_twin_arguments, parse_pair, request_from
-
-PHASES = ("clone", "define", "start", "booting", "lease", "ssh", "cloud-init", "verified")
+from lab.guests.sites import add_hosts_argument
 
 
 def register(subparsers: Any) -> None:
@@ -32,8 +33,6 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--image", help="base image name (config: image)")
     add_twin_arguments(parser)
-    from lab.guests.sites import add_hosts_argument
-
     add_hosts_argument(parser, default="local; 'all' with --pairs")
     parser.add_argument(
         "--pairs",
@@ -52,81 +51,10 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    from concurrent.futures import ThreadPoolExecutor
-    from dataclasses import replace
-
-    from lab.core.errors import LabError
-    from lab.core.progress import PhaseBoard
-    from lab.guests.bringup import UpResult, bring_up
-    from lab.guests.memory import check_host_memory
-    from lab.guests.sites import Site, chosen_sites
-
-    if args.image:
-        ctx.config = replace(ctx.config, image=args.image)
-    request = request_from(args, ctx, parse_pair(args.pair))
-    sites = chosen_sites(ctx, args.hosts if args.pairs is None or args.hosts else "all")
-    if args.pairs is not None:
-        from lab.core.inventory import spread_pairs
-
-        up_already = {s.name for s in sites if s.load_state() is not None}
-        names = spread_pairs([s.name for s in sites], up_already, args.pairs)
-        sites = [s for s in sites if s.name in names]
-        skipped = f" (a lab is up on {', '.join(sorted(up_already))})" if up_already else ""
-        ctx.note(f"{args.pairs} pair(s), one per host: on {', '.join(names)}{skipped}")
-    if any(not s.remote for s in sites):  # variants, CPU plan and memory, before anything
-        check_host_memory(ctx, request)
-    failures: list[tuple[Site, LabError]] = []
-    results: list[UpResult] = []
-    with PhaseBoard(ctx.err, PHASES) as board:
-
-        def up(site: Site) -> None:
-            try:
-                results.append(bring_up(ctx, request, board.update, site, args.allow_overcommit))
-            except LabError as err:
-                if len(sites) == 1:
-                    raise
-                failures.append((site, err))
-
-        with ThreadPoolExecutor(max_workers=len(sites)) as pool:
-            list(pool.map(up, sites))
-    for result in results:
-        _print_result(ctx, result)
-    if failures:
-        raise LabError(
-            "; ".join(f"host {site.name}: {err}" for site, err in failures),
-            hint="The other hosts' pairs are up. Fix the cause, `lab down --hosts NAME`"
-            " and `lab up --hosts NAME` there",
-        )
-    ctx.out.print("verified: pinning as planned, RAM backing as declared. Next: lab run WORKLOAD")
+    print_up(ctx, up(ctx, request(args, ctx)))
     return 0
 
 
-def _print_result(ctx: Context, result: Any) -> None:
-    from rich.table import Table
-
-    from lab.core.inventory import LOCAL
-
-    state = result.state
-    where = f" on {state.host}" if state.host != LOCAL else ""
-    table = Table(
-        "guest",
-        "variant",
-        "address",
-        "vCPUs on",
-        "kernel",
-        "guest THP",
-        "ready after",
-        title=f"lab up{where}: {state.accelerator}",
-    )
-    for guest in result.state.guests:
-        seconds = result.seconds[guest.name]
-        table.add_row(
-            guest.name,
-            guest.variant,
-            guest.ip or "-",
-            ",".join(map(str, guest.vcpu_cpus)),
-            str(guest.facts.get("kernel")),
-            str(guest.facts.get("thp_enabled")),
-            f"{seconds.get('verified', 0):.1f} s",
-        )
-    ctx.out.print(table)
+def request(args: argparse.Namespace, ctx: Context) -> UpRequest:
+    twins = request_from(args, ctx, parse_pair(args.pair))
+    return UpRequest(twins, args.hosts, args.pairs, args.image, args.allow_overcommit)

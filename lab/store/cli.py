@@ -1,20 +1,15 @@
 """What every command that reads or writes the store shares: ``--db``, ``--study``,
-``--warmup`` and the baseline order."""
+``--warmup`` and the baseline order (the samples they select: :mod:`lab.app.analyse`)."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from lab.core.context import Context
-from lab.core.errors import UsageError
-from lab.stats.discard import cut_warmup, describe_rule, parse_warmup
+from lab.stats.discard import parse_warmup
 from lab.store.db import Store
-
-if TYPE_CHECKING:
-    from lab.stats.discard import Trimmed
 
 
 def add_db_argument(parser: argparse.ArgumentParser) -> None:
@@ -66,27 +61,3 @@ def variant_order(store: Store, study: str | None = None) -> list[str]:
         if guest.variant not in order:
             order.append(guest.variant)
     return order
-
-
-def series_without_warmup(store: Store, args: argparse.Namespace) -> Trimmed:
-    """The series ``--workload``, ``--metric`` and ``--study`` select, without their warm-up:
-    ``--warmup`` when given, else what each run declared (``lab.stats.discard``)."""
-
-    series = store.values(workload=args.workload, metric=args.metric, study=args.study)
-    trimmed = cut_warmup(
-        series,
-        store.sample_boots(args.workload, args.metric, args.study),
-        store.warmup_declarations(args.study),
-        {r.id: r.key for r in store.runs(args.study)},
-        args.warmup,
-    )
-    for before, after in zip(series, trimmed.series, strict=True):
-        if before.values.size >= 2 > after.values.size:
-            cut = trimmed.cuts[(before.study, before.workload, before.metric)]
-            rules = ", ".join(sorted({describe_rule(a.rule) for a in cut.arms}))
-            raise UsageError(
-                f"{before.workload} · {before.metric}: discarding the warm-up ({rules}) leaves"
-                f" {before.label} {after.values.size} of its {before.values.size} samples",
-                hint="Pass --warmup none or a smaller count, or run more iterations",
-            )
-    return trimmed

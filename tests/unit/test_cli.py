@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from lab.cli import main
+from lab.core.context import Context
 
 
 @pytest.fixture(autouse=True)
@@ -137,18 +138,23 @@ def test_plan_as_json(capsys: pytest.CaptureFixture[str]) -> None:
 def test_demo_runs_every_step_with_the_config_it_was_given(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`lab --config X demo`: each step reads X too (steps ran with the default search)."""
-    import lab.cli
+    """`lab --config X demo`: every step acts with the demo's own context, so reads X.
+
+    The steps' actions are fakes (tests/unit/test_demo.py): nothing here touches the host."""
+    import lab.app.demo
+    from tests.unit.test_demo import FakeActions
 
     config = tmp_path / "other.toml"
-    config.write_text(f'state_dir = "{tmp_path / "state"}"\n')
-    real_main, seen = lab.cli.main, []
+    config.write_text(f'state_dir = "{tmp_path / "state"}"\nstore = "{tmp_path / "x.db"}"\n')
+    fake = FakeActions()
+    seen: list[str] = []
 
-    def step(argv: list[str]) -> int:  # each step, recorded instead of run
-        seen.append(argv)
-        return 0
+    def actions(ctx: Context) -> lab.app.demo.DemoActions:
+        seen.append(ctx.config.state_dir)
+        return fake.actions()
 
-    monkeypatch.setattr(lab.cli, "main", step)
-    assert real_main(["--config", str(config), "demo", "--n", "1"]) == 0
-    assert len(seen) >= 8 and seen[0][2:4] == ["host", "prepare"]
-    assert all(argv[:2] == ["--config", str(config)] for argv in seen)
+    monkeypatch.setattr(lab.app.demo, "real_actions", actions)
+    assert main(["--config", str(config), "demo", "--n", "1", "--db", str(tmp_path / "d.db")]) == 0
+    assert seen == [str(tmp_path / "state")]
+    assert [type(r).__name__ for r in fake.requests][:2] == ["PrepareHostsRequest", "BuildRequest"]
+    assert len(fake.requests) == 11

@@ -11,20 +11,26 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from lab.app.report import ReportRequest, ReportResult
+from lab.app.run import RunOutcome, RunRequest
 from lab.app.study import Study, load_study, parse_study
-from lab.cli import build_parser, main
-from lab.commands.study import (
-    StudySteps,
-    describe_plan,
+from lab.app.studyrun import (
+    StudyActions,
     estimate_seconds,
     format_duration,
-    plan_json,
     record_study,
     report_argv,
     report_dir,
+    report_request,
     run_argv,
+    run_request,
     run_study,
 )
+from lab.app.up import HostOutcome, UpOutcome, UpRequest
+from lab.cli import build_parser, main
+from lab.commands import report as report_command
+from lab.commands import run as run_command
+from lab.commands.study import describe_plan, plan_json
 from lab.core.config import Config
 from lab.core.context import Context
 from lab.core.errors import ConfigError, LabError, StoreError, UsageError
@@ -212,6 +218,9 @@ def test_run_argv_is_the_lab_run_command_the_real_parser_accepts() -> None:
     assert args.param == ["time=2", "total_size=256M", "block_size=1M"] and args.until is None
     sync = build_parser().parse_args(run_argv(demo, demo.workloads[2], "/r/lab.db"))
     assert sync.schedule == "sync" and sync.param == []
+    for workload in demo.workloads:  # the command shown is the request the study runs
+        args = build_parser().parse_args(run_argv(demo, workload, "/r/lab.db"))
+        assert run_command.request(args) == run_request(demo, workload, "/r/lab.db")
 
 
 def test_an_until_workload_passes_its_rule_and_the_study_s_confidence_and_threshold() -> None:
@@ -224,6 +233,7 @@ def test_an_until_workload_passes_its_rule_and_the_study_s_confidence_and_thresh
     args = build_parser().parse_args(argv)
     assert (args.until, args.confidence, args.threshold, args.n) == ("ci-halfwidth<1%", 99.9,
                                                                      "0.5%", 3)  # fmt: skip
+    assert run_command.request(args) == run_request(got, got.workloads[0], "lab.db")
 
 
 def test_a_sync_workload_may_swap_the_cpu_sets_and_passes_it_to_lab_run() -> None:
@@ -234,6 +244,7 @@ def test_a_sync_workload_may_swap_the_cpu_sets_and_passes_it_to_lab_run() -> Non
     assert argv[argv.index("--swap-every") + 1] == "5"
     args = build_parser().parse_args(argv)
     assert (args.schedule, args.swap_every) == ("sync", 5)
+    assert run_command.request(args) == run_request(got, run, "lab.db")
     plain = study(HEAD + ONE)
     assert plain.workloads[0].swap_every is None
     assert "--swap-every" not in run_argv(plain, plain.workloads[0], "lab.db")
@@ -266,6 +277,7 @@ def test_a_declared_warmup_reaches_lab_run(line: str, rule: str) -> None:
     argv = run_argv(got, run, "lab.db")
     assert argv[argv.index("--warmup") + 1] == rule
     assert build_parser().parse_args(argv).warmup == rule
+    assert run_command.request(build_parser().parse_args(argv)) == run_request(got, run, "lab.db")
     plain = study(HEAD + ONE)
     assert plain.workloads[0].warmup is None
     assert "--warmup" not in run_argv(plain, plain.workloads[0], "lab.db")
@@ -300,6 +312,7 @@ def test_the_report_goes_beside_the_store_in_a_folder_named_after_the_study() ->
         "/r/report-demo", "demo", "/r/lab.db", "thp,shp1g",
     )  # fmt: skip
     assert (args.confidence, args.threshold) == (99.99, "1%")
+    assert report_command.request(args) == report_request(demo, "/r/lab.db")
 
 
 def test_estimates_from_stored_iteration_times() -> None:
@@ -317,30 +330,48 @@ def test_estimates_from_stored_iteration_times() -> None:
     assert "time unknown" in lines[-4] and lines[-1].startswith("  estimated time: unknown")
 
 
-# -- running it, with fake steps ---------------------------------------------------------------
+# -- running it, with fake actions ------------------------------------------------------------
 
 
 @dataclass
 class FakeLab:
-    """Records what `lab study run` asked for; a lab is up once bring_up was called."""
+    """Records what `lab study run` asked for; a lab is up once `up` was called."""
 
     state: LabState | None = None
     ups: list[TwinRequest] = field(default_factory=list)
-    parsed: list[list[str]] = field(default_factory=list)
-    commands: list[list[str]] = field(default_factory=list)
-    fail: dict[str, int] = field(default_factory=dict)  # workload -> exit status
+    runs: list[RunRequest] = field(default_factory=list)
+    reports: list[ReportRequest] = field(default_factory=list)
+    interrupt: set[str] = field(default_factory=set)  # workloads stopped by Ctrl-C
+    shown: list[object] = field(default_factory=list)
 
-    def steps(self) -> StudySteps:
-        return StudySteps(lab_state=lambda: self.state, bring_up=self.up,
-                          parse=self.parsed.append, command=self.command)  # fmt: skip
+    def actions(self) -> StudyActions:
+        return StudyActions(lab_state=lambda: self.state, up=self.up, run=self.run,
+                            report=self.report)  # fmt: skip
 
-    def up(self, request: TwinRequest) -> None:
-        self.ups.append(request)
-        self.state = lab_state(request.variants, request.vcpus)
+    def up(self, request: UpRequest) -> UpOutcome:
+        self.ups.append(request.twins)
+        self.state = lab_state(request.twins.variants, request.twins.vcpus)
+        return UpOutcome((HostOutcome("local"),))
 
-    def command(self, argv: list[str]) -> int:
-        self.commands.append(argv)
-        return self.fail.get(argv[1], 0)
+    def run(self, request: RunRequest) -> RunOutcome:
+        self.runs.append(request)
+        stopped = request.workload in self.interrupt
+        return RunOutcome(request.workload, f"{request.workload}-k", request.n, 2,
+                          request.db or "", interrupted=stopped)  # fmt: skip
+
+    def report(self, request: ReportRequest) -> ReportResult:
+        self.reports.append(request)
+        return ReportResult(Path(request.out or "r") / "index.html")
+
+
+class Shown:
+    """A :class:`lab.app.show.Show` that records what it was given."""
+
+    def __init__(self, lab: FakeLab) -> None:
+        self.lab = lab
+
+    def __getattr__(self, kind: str) -> object:
+        return lambda result: self.lab.shown.append((kind, result))
 
 
 def lab_state(variants: list[str], vcpus: int = 1, image: str = "debian12") -> LabState:
@@ -357,37 +388,43 @@ def context(tmp_path: Path) -> Context:
     return Context(config=config, out=quiet, err=quiet)
 
 
+def start(ctx: Context, got: Study, db: str, lab: FakeLab) -> int:
+    return run_study(ctx, got, db, Shown(lab), lab.actions()).status
+
+
 def test_run_brings_the_pair_up_runs_each_step_in_order_then_the_report(tmp_path: Path) -> None:
     demo = load_study(STUDIES / "demo.toml")
     db = str(tmp_path / "lab.db")
     lab = FakeLab()
-    assert run_study(context(tmp_path), demo, db, lab.steps()) == 0
+    assert start(context(tmp_path), demo, db, lab) == 0
     assert lab.ups == [TwinRequest(["thp", "shp1g"], 1, "1G", 0)]
-    plan = [run_argv(demo, w, db) for w in demo.workloads] + [report_argv(demo, db)]
-    assert lab.commands == plan
-    assert lab.parsed == plan  # every step checked before the first ran
+    assert lab.runs == [run_request(demo, w, db) for w in demo.workloads]
+    assert [r.workload for r in lab.runs] == ["sysbench-memory", "iperf3", "demo-build"]
+    assert lab.reports == [report_request(demo, db)]
+    assert [kind for kind, _ in lab.shown] == ["up", "run", "run", "run", "report"]
     with Store.open(db) as store:
         (stored,) = store.studies()
     assert (stored.name, stored.description) == ("demo", demo.description)
     assert (stored.study_file, stored.study_hash) == (demo.text, demo.sha256)
 
 
-def test_running_again_resumes_by_calling_every_step_again_with_the_same_argv(
+def test_running_again_resumes_by_running_every_step_again_with_the_same_request(
     tmp_path: Path,
 ) -> None:
     demo = load_study(STUDIES / "demo.toml")
     db = str(tmp_path / "lab.db")
-    lab = FakeLab(fail={"iperf3": 130})  # Ctrl-C during the second step
-    assert run_study(context(tmp_path), demo, db, lab.steps()) == 130
-    assert [argv[1] for argv in lab.commands] == ["sysbench-memory", "iperf3"]
-    first = list(lab.commands)
-    lab.commands.clear()
-    lab.fail.clear()
-    assert run_study(context(tmp_path), demo, db, lab.steps()) == 0
+    lab = FakeLab(interrupt={"iperf3"})  # Ctrl-C during the second step
+    assert start(context(tmp_path), demo, db, lab) == 130
+    assert [r.workload for r in lab.runs] == ["sysbench-memory", "iperf3"]
+    assert lab.reports == []
+    first = list(lab.runs)
+    lab.runs.clear()
+    lab.interrupt.clear()
+    assert start(context(tmp_path), demo, db, lab) == 0
     assert len(lab.ups) == 1  # the pair that is up is used
-    assert lab.commands[:2] == first  # each `lab run` resumes by itself
-    assert [argv[1] for argv in lab.commands] == ["sysbench-memory", "iperf3", "demo-build",
-                                                  "--db"]  # fmt: skip
+    assert lab.runs[:2] == first  # each run resumes by itself
+    assert [r.workload for r in lab.runs] == ["sysbench-memory", "iperf3", "demo-build"]
+    assert len(lab.reports) == 1
     with Store.open(db) as store:
         assert len(store.studies()) == 1
 
@@ -405,45 +442,43 @@ def test_a_different_lab_that_is_up_is_refused(
     demo = load_study(STUDIES / "demo.toml")
     lab = FakeLab(state=state)
     with pytest.raises(UsageError, match=message) as refused:
-        run_study(context(tmp_path), demo, str(tmp_path / "lab.db"), lab.steps())
+        start(context(tmp_path), demo, str(tmp_path / "lab.db"), lab)
     assert "lab down" in str(refused.value)
-    assert lab.commands == [] and lab.ups == []
+    assert lab.runs == [] and lab.ups == []
 
 
 def test_another_image_up_is_refused(tmp_path: Path) -> None:
     got = study(HEAD + 'image = "fedora32"\n' + ONE)
     lab = FakeLab(state=lab_state(["thp", "shp1g"]))
     with pytest.raises(UsageError, match=r"runs image 'debian12'.*asks for 'fedora32'"):
-        run_study(context(tmp_path), got, str(tmp_path / "lab.db"), lab.steps())
+        start(context(tmp_path), got, str(tmp_path / "lab.db"), lab)
 
 
-def test_a_step_the_command_line_refuses_stops_the_study_before_anything_runs(
-    tmp_path: Path,
+def test_a_step_the_run_would_refuse_stops_the_study_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from lab.commands.study import InProcessCli
+    """The study file was checked when it was loaded; a run this lab still refuses (here a
+    threshold no run takes) stops the study before the pair comes up or the store changes."""
+    import lab.app.studyrun
 
     got = study(HEAD + ONE)
-    lab = FakeLab()
-    cli = InProcessCli(context(tmp_path))
-
-    def parse(argv: list[str]) -> object:
-        return cli.parse([*argv, "--no-such-option"] if argv[0] == "run" else argv)
-
-    steps = StudySteps(lab.steps().lab_state, lab.up, parse, lab.command)
-    with pytest.raises(UsageError, match=r"refuses the step `lab run null --n 3"):
-        run_study(context(tmp_path), got, str(tmp_path / "lab.db"), steps)
-    assert lab.ups == [] and lab.commands == []
+    refused = lambda s, w, db: RunRequest(w.name, w.n, study=s.name, db=db, threshold="2")  # noqa: E731
+    monkeypatch.setattr(lab.app.studyrun, "run_request", refused)
+    fake = FakeLab()
+    with pytest.raises(UsageError, match=r"--threshold '2' must lie between 0 and 100%"):
+        start(context(tmp_path), got, str(tmp_path / "lab.db"), fake)
+    assert fake.ups == [] and fake.runs == [] and not (tmp_path / "lab.db").exists()
 
 
 def test_a_changed_study_file_is_refused_before_the_pair_comes_up(tmp_path: Path) -> None:
     db = str(tmp_path / "lab.db")
     lab = FakeLab()
-    assert run_study(context(tmp_path), study(HEAD + ONE), db, lab.steps()) == 0
+    assert start(context(tmp_path), study(HEAD + ONE), db, lab) == 0
     changed = study(HEAD + ONE.replace("n = 3", "n = 4"))
     lab = FakeLab()
     with pytest.raises(StoreError, match=r"made from a different study file.*new name"):
-        run_study(context(tmp_path), changed, db, lab.steps())
-    assert lab.ups == [] and lab.commands == []
+        start(context(tmp_path), changed, db, lab)
+    assert lab.ups == [] and lab.runs == []
 
 
 def test_lab_study_run_of_a_bad_file_changes_nothing(

@@ -1,0 +1,182 @@
+"""The analysis `lab compare` and `lab report` share: samples selected from the store, their
+warm-up left out, then one comparison per workload and metric.
+
+:func:`select_samples` reads the store; :func:`compare_samples` is the statistics on what
+it read; :func:`analyse` is both, for ``lab compare``. ``lab report``
+(:mod:`lab.app.report`) selects from a store it keeps open for its metadata, then compares
+the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from lab.core.context import Context
+from lab.core.errors import UsageError
+from lab.stats.verdict import parse_percent
+from lab.store import Store
+from lab.store.cli import variant_order
+
+if TYPE_CHECKING:
+    from lab.stats.analysis import MetricComparison
+    from lab.stats.blocked import BlockedDifference
+    from lab.stats.discard import WarmupCut
+    from lab.stats.series import Series, SeriesKey
+
+Pairing = Literal["always", "synced", "never"]
+"""Pair samples by iteration for every workload, for the synchronised runs only, or never."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which samples of which store: ``None`` selects every study, workload or metric."""
+
+    db: str | None = None  # None: the `store` of lab.toml
+    study: str | None = None
+    workload: str | None = None
+    metric: str | None = None
+    warmup: str | None = None  # K, "auto" or "none"; None: what each run declared
+    baseline: tuple[str, ...] = ()  # variant order, A first; empty: as stored
+
+
+@dataclass(frozen=True)
+class AnalyseRequest:
+    selection: Selection
+    confidence: float = 99.99
+    threshold: str = "1%"
+    trim: bool = False
+    paired: Pairing = "never"
+
+    def __post_init__(self) -> None:
+        parse_percent(self.threshold)  # a threshold that is no percentage: refused at once
+
+    @property
+    def threshold_fraction(self) -> float:
+        return parse_percent(self.threshold)
+
+
+@dataclass(frozen=True)
+class Samples:
+    """The selected series without their warm-up, and what goes with them."""
+
+    series: list[Series]
+    order: list[str]  # variant order, A first
+    cuts: dict[tuple[str, str, str], WarmupCut]  # what the warm-up rule left out, and why
+    placements: dict[SeriesKey, np.ndarray]  # CPU-set labels where the twins swapped them
+    synced: frozenset[str]  # workloads whose runs were synchronised
+
+
+@dataclass(frozen=True)
+class Analysis:
+    samples: Samples
+    comparisons: list[MetricComparison]
+
+
+def select_samples(store: Store, selection: Selection) -> Samples:
+    """The series ``selection`` names, without their warm-up: ``selection.warmup`` when
+    given, else what each run declared (``lab.stats.discard``)."""
+    # deferred: heavy (scipy, through the statistics)
+    from lab.stats.discard import cut_warmup, describe_rule
+    from lab.stats.paired import synced_workloads
+
+    s = selection
+    series = store.values(workload=s.workload, metric=s.metric, study=s.study)
+    trimmed = cut_warmup(
+        series,
+        store.sample_boots(s.workload, s.metric, s.study),
+        store.warmup_declarations(s.study),
+        {r.id: r.key for r in store.runs(s.study)},
+        s.warmup,
+    )
+    for before, after in zip(series, trimmed.series, strict=True):
+        if before.values.size >= 2 > after.values.size:
+            cut = trimmed.cuts[(before.study, before.workload, before.metric)]
+            rules = ", ".join(sorted({describe_rule(a.rule) for a in cut.arms}))
+            raise UsageError(
+                f"{before.workload} · {before.metric}: discarding the warm-up ({rules}) leaves"
+                f" {before.label} {after.values.size} of its {before.values.size} samples",
+                hint="Pass --warmup none or a smaller count, or run more iterations",
+            )
+    return Samples(
+        series=trimmed.series,
+        order=list(s.baseline) if s.baseline else variant_order(store, s.study),
+        cuts=trimmed.cuts,
+        placements=trimmed.aligned(store.placement_labels(s.workload, s.metric, s.study)),
+        synced=synced_workloads(store.runs(s.study)),
+    )
+
+
+def compare_samples(samples: Samples, request: AnalyseRequest) -> list[MetricComparison]:
+    """One comparison per (study, workload, metric), with the placement, warm-up and host
+    tables where the samples call for them."""
+    # deferred: heavy (scipy)
+    from lab.stats.analysis import analyse as analyse_series
+    from lab.stats.analysis import with_hosts, with_placement, with_warmup
+
+    threshold = request.threshold_fraction
+    paired: bool | frozenset[str] = (
+        samples.synced if request.paired == "synced" else request.paired == "always"
+    )
+    series = samples.series
+    comparisons = analyse_series(
+        series, request.confidence, threshold, order=samples.order, trim=request.trim,
+        paired=paired,
+    )  # fmt: skip
+    if samples.placements:  # the twins swapped CPU sets (lab run --swap-every)
+        comparisons = with_placement(comparisons, series, samples.placements)
+    comparisons = with_warmup(comparisons, samples.cuts)
+    return with_hosts(comparisons, series)  # pairs on several hosts: a By-host table
+
+
+def no_samples(selection: Selection) -> UsageError:
+    """The refusal of a selection with no samples, naming what was selected."""
+    wanted = ", ".join(
+        f"{k} {v!r}"
+        for k, v in (
+            ("study", selection.study),
+            ("workload", selection.workload),
+            ("metric", selection.metric),
+        )
+        if v
+    )
+    return UsageError(
+        f"no samples in the store{' for ' + wanted if wanted else ''}",
+        hint="Collect some with `lab run` or bring them in with `lab import FILE`",
+    )
+
+
+def store_path(ctx: Context, selection: Selection) -> Path:
+    return Path(selection.db or ctx.config.store)
+
+
+def selected(ctx: Context, selection: Selection) -> Samples:
+    """:func:`select_samples` from the store ``selection`` names, refused when empty."""
+    with Store.open(store_path(ctx, selection)) as store:
+        samples = select_samples(store, selection)
+    if not samples.series:
+        raise no_samples(selection)
+    return samples
+
+
+def analyse(ctx: Context, request: AnalyseRequest) -> Analysis:
+    """``lab compare``'s analysis: the selected samples compared, arm by arm."""
+    samples = selected(ctx, request.selection)
+    return Analysis(samples, compare_samples(samples, request))
+
+
+def analyse_by_host(ctx: Context, request: AnalyseRequest) -> list[BlockedDifference]:
+    """``lab compare --by host``: B − A within each host, then the hosts combined."""
+    from lab.stats.blocked import by_host  # deferred: heavy (scipy)
+
+    samples = selected(ctx, request.selection)
+    results = by_host(samples.series, samples.order, request.confidence)
+    if not results:
+        raise UsageError(
+            "no workload has two variants with two samples each on one host",
+            hint="Collect more with `lab run`, on pairs of the same variants on each host",
+        )
+    return results

@@ -1,0 +1,41 @@
+"""``lab host prepare``'s action: each host asked for made ready, its changes recorded."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lab.core.context import Context
+from lab.guests.sites import chosen_sites
+from lab.host.facts import parse_hugepages_option
+from lab.host.prepare import PrepareRequest, prepare_host
+
+DEFAULT_HUGEPAGES = "1G:2"
+
+
+@dataclass(frozen=True)
+class PrepareHostsRequest:
+    hugepages: str = DEFAULT_HUGEPAGES  # SIZE:COUNT[@NODE],... as --hugepages takes it
+    subnet: str | None = None  # None: the `subnet` of lab.toml
+    nfs: bool = True
+    hosts: str | None = None  # None: this machine
+
+
+@dataclass(frozen=True)
+class Prepared:
+    host: str
+    remote: bool
+    changes: int  # changes made this time; 0: it was ready already
+
+
+def prepare(ctx: Context, request: PrepareHostsRequest) -> tuple[Prepared, ...]:
+    """Prepare every host ``request`` names, one after the other."""
+    done = []
+    wanted = PrepareRequest(
+        hugepages=parse_hugepages_option(request.hugepages),
+        subnet=request.subnet or ctx.config.subnet,
+        nfs=request.nfs,
+    )
+    for site in chosen_sites(ctx, request.hosts):
+        changes = prepare_host(ctx, wanted, site=site)
+        done.append(Prepared(site.name, site.remote, len(changes)))
+    return tuple(done)

@@ -1,0 +1,55 @@
+"""``lab report``'s action: the analysis of :mod:`lab.app.analyse`, written as one offline
+HTML page with the store's metadata (studies, runs, guests, images)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from lab.app.analyse import AnalyseRequest, compare_samples, select_samples, store_path
+from lab.core.context import Context
+from lab.core.errors import UsageError
+from lab.report.images import image_summaries
+from lab.store import Store
+
+
+@dataclass(frozen=True)
+class ReportRequest:
+    analysis: AnalyseRequest
+    out: str | None = None  # None: a `report` folder beside the store
+    embed: bool = False  # the figures inside the page, not PNG files beside it
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    index: Path  # the page written
+
+
+def report(ctx: Context, request: ReportRequest) -> ReportResult:
+    """Write the report of the samples ``request`` selects; returns where its page is."""
+    from lab.report.html import ReportMeta, render  # deferred: heavy (matplotlib, scipy)
+
+    selection = request.analysis.selection
+    path = store_path(ctx, selection)
+    study = selection.study
+    with Store.open(path) as store:
+        samples = select_samples(store, selection)
+        guests = store.guests(study)
+        meta = ReportMeta(
+            store_path=str(path), studies=[s for s in store.studies() if study in (None, s.name)],
+            guests=guests, runs=store.runs(study), attempts=store.attempt_counts(study),
+            images=image_summaries(guests, Path(ctx.config.image_dir)),
+        )  # fmt: skip
+    if not samples.series:
+        raise UsageError(
+            "no samples in the store to report on",
+            hint="Collect some with `lab run` or bring them in with `lab import FILE`",
+        )
+    comparisons = compare_samples(samples, request.analysis)
+    out = Path(request.out) if request.out else path.parent / "report"
+    try:
+        index = render(comparisons, meta, out, embed=request.embed)
+    except OSError as err:
+        message = f"cannot write the report to {out}: {err}"
+        raise UsageError(message, hint="Pass another --out") from None
+    return ReportResult(index)

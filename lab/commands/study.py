@@ -1,0 +1,187 @@
+"""``lab study check|run FILE``: a whole study from its study file (:mod:`lab.app.study`).
+
+``check`` validates the file and prints the plan, each step as the ``lab`` command a user
+would type; ``run`` runs it (:func:`lab.app.studyrun.run_study`), in this process. Running
+the same ``lab study run FILE`` again after any stop continues the study where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from lab.app.run import check_request
+from lab.app.study import Study, StudyWorkload, load_study
+from lab.app.studyrun import (
+    format_duration,
+    param_text,
+    report_argv,
+    report_dir,
+    run_argv,
+    run_request,
+    run_study,
+    step_estimates,
+    stored_hash,
+    stored_seconds,
+)
+from lab.commands.show import ConsoleShow
+from lab.core.context import Context
+from lab.run.lock import run_lock
+from lab.store.cli import add_db_argument, store_path
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "study",
+        help="check or run a study file: the twins, the workloads in order, the report",
+        description="A study file (TOML, see studies/*.toml) holds a whole design: the"
+        " variants, the guests' size and image, the confidence and threshold of the verdicts"
+        " and the workloads with their parameters, iteration counts or stopping rules and"
+        " schedules, run in file order.",
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    check = actions.add_parser(
+        "check",
+        help="validate a study file and print its plan",
+        description="Validate FILE (unknown keys, wrong types, unknown workloads or"
+        " parameters, bad stopping rules are refused, naming the key) and print the plan:"
+        " each step's `lab run` command, and how long it may take when the store has timed"
+        " that workload in this study already.",
+    )
+    check.add_argument("file", metavar="FILE", help="the study file")
+    check.add_argument("--json", action="store_true", help="print the plan as JSON")
+    add_db_argument(check)
+    check.set_defaults(run=run_check)
+    run = actions.add_parser(
+        "run",
+        help="run a study file (brings the twins up when no lab is up); resumes",
+        description="Bring the twins up if no lab is up, store the study file and its sha256"
+        " with the results, run every workload in order with `lab run`, then write the report"
+        " into a folder beside the store named after the study. Run the same command again"
+        " to continue a study that stopped; a changed study file is refused (give it a new"
+        " name). A lab that is up with other variants or another size is refused: run"
+        " `lab down` first.",
+    )
+    run.add_argument("file", metavar="FILE", help="the study file")
+    add_db_argument(run)
+    run.set_defaults(run=run_run)
+
+
+def _time_text(workload: StudyWorkload, estimate: float | None) -> str:
+    if estimate is None:
+        return "time unknown"
+    return f"{'at most ' if workload.until else 'about '}{format_duration(estimate)}"
+
+
+def describe_plan(
+    study: Study, db: str, seconds: dict[str, float], default_image: str = "(lab.toml)"
+) -> list[str]:
+    """The plan as lines of text: the design, then each step with its command and time."""
+    lines = [
+        f"study {study.name} ({study.path or 'study file'}, sha256 {study.sha256[:16]})",
+        f"  {study.description}" if study.description else "",
+        f"  twins: {' vs '.join(study.variants)} (A = {study.variants[0]}),"
+        f" {study.vcpus} vCPU{'s' if study.vcpus > 1 else ''} and {study.memory} each,"
+        f" image {study.image or default_image}",
+        f"  verdicts at {study.confidence:g} % confidence, threshold {study.threshold}",
+    ]
+    estimates, total = step_estimates(study, seconds)
+    for number, (workload, estimate) in enumerate(estimates, 1):
+        params = " ".join(f"{k}={param_text(v)}" for k, v in workload.params.items())
+        lines += [
+            f"  {number}. {workload.name} {params or '(default parameters)'}:"
+            f" {workload.describe()}, {workload.schedule};"
+            f" {_time_text(workload, estimate)}",
+            f"     lab {shlex.join(run_argv(study, workload, db))}",
+        ]
+    lines += [
+        f"  {len(study.workloads) + 1}. lab {shlex.join(report_argv(study, db))}",
+        f"  estimated time: {format_duration(total)}"
+        + ("" if total is not None else " (known once the store has timed every workload)"),
+    ]
+    return [line for line in lines if line]
+
+
+def plan_json(study: Study, db: str, seconds: dict[str, float], image: str) -> str:
+    """The plan as ``lab study check --json`` prints it: the design, each step's command and
+    estimated seconds (null until the store has timed that workload), and the total."""
+    steps: list[dict[str, object]] = []
+    estimates, total = step_estimates(study, seconds)
+    for workload, estimate in estimates:
+        steps.append(
+            {
+                "workload": workload.name,
+                "params": dict(workload.params),
+                "n": workload.n,
+                "schedule": workload.schedule,
+                "until": workload.until,
+                "swap_every": workload.swap_every,
+                "warmup": workload.warmup,
+                "argv": ["lab", *run_argv(study, workload, db)],
+                "estimated_s": estimate,
+            }
+        )
+    return json.dumps(
+        {
+            "name": study.name,
+            "file": str(study.path) if study.path else None,
+            "sha256": study.sha256,
+            "description": study.description,
+            "variants": list(study.variants),
+            "vcpus": study.vcpus,
+            "memory": study.memory,
+            "image": study.image or image,
+            "confidence": study.confidence,
+            "threshold": study.threshold,
+            "steps": steps,
+            "report_argv": ["lab", *report_argv(study, db)],
+            "estimated_s": total,
+        },
+        indent=2,
+    )
+
+
+def run_check(args: argparse.Namespace, ctx: Context) -> int:
+    study = load_study(args.file)
+    db = store_path(args, ctx)
+    image = f"{ctx.config.image} (lab.toml)"
+    for workload in study.workloads:
+        check_request(run_request(study, workload, str(db)))
+    if args.json:
+        text = plan_json(study, str(db), stored_seconds(db, study), ctx.config.image)
+        ctx.out.out(text, highlight=False)
+        return 0
+    for line in describe_plan(study, str(db), stored_seconds(db, study), image):
+        ctx.out.print(line, highlight=False, soft_wrap=True, markup=False)
+    stored = stored_hash(db, study)
+    if stored and stored != study.sha256:
+        ctx.warn(
+            f"{db} holds study {study.name!r} from another version of this file (sha256"
+            f" {stored[:16]}): `lab study run` will refuse it; give the changed study a new name"
+        )
+    ctx.out.print(f"{args.file}: valid", highlight=False)
+    return 0
+
+
+def run_run(args: argparse.Namespace, ctx: Context) -> int:
+    study = load_study(args.file)
+    if study.image is not None:
+        ctx.config = replace(ctx.config, image=study.image)
+    db = str(store_path(args, ctx))
+    argv = ["lab", "study", "run", args.file]
+    # Held for the whole study (its runs take it again): a `lab run`, a demo or a second
+    # study started meanwhile is refused instead of sharing this pair.
+    with run_lock(Path(ctx.config.state_dir), argv, ctx.warn):
+        result = run_study(ctx, study, db, ConsoleShow(ctx))
+    if result.status == 0:
+        ctx.out.print(
+            f"study {study.name}: {len(study.workloads)} workloads stored in {db}; report in"
+            f" {report_dir(study, db) / 'index.html'}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    return result.status
