@@ -60,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"lab {__version__}")
     parser.add_argument("--config", metavar="PATH", help="lab.toml to read (default: search)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    # `lab completion` describes the whole command line: handed in, as commands import no CLI.
+    parser.set_defaults(parser=parser)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)

@@ -23,9 +23,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    from lab.cli import build_parser
-
-    ctx.out.out(bash_script(build_parser()), highlight=False)
+    """``args.parser`` is the whole command line's parser (lab.cli hands it in)."""
+    ctx.out.out(bash_script(args.parser), highlight=False)
     return 0
 
 
