@@ -6,38 +6,9 @@ and writes the report. The file's text and its sha256 are stored with the result
 report says exactly which design produced it, and a changed file cannot silently continue
 a study made from another one.
 
-Top-level keys (key, type and default, meaning)::
-
-    name               string, required    the study's name in the result store (a plain name:
-                                           letters, digits, '.', '_', '-')
-    description        string, ""          what the study asks, for the report
-    variants           2 strings, required the twins' variants (`lab variants`); the first is
-                                           the baseline A, e.g. ["thp", "shp1g"]
-    vcpus              integer, required   vCPUs per guest
-    memory             string, required    memory per guest, e.g. "12G"
-    image              string, lab.toml's  the base image the twins are cloned from
-    reserve_host_cpus  integer, lab.toml's host CPUs kept free of vCPUs
-    confidence         number, 99.99       confidence level in percent, of the verdicts and
-                                           of the `until` rules
-    threshold          string, "1%"        the smallest change that matters (with its % sign)
-    [[workload]]       tables, at least 1  the runs, in the order they run
-
-Keys of each ``[[workload]]`` table::
-
-    name               string, required    a workload (`lab workloads`), at most once per
-                                           study: the analysis pools a study's runs of one
-    params             table, {}           its parameters, checked against those it declares
-    n                  integer, required   iterations per guest; with `until`, the most
-    until              string, none        a stopping rule as `lab run --until` takes it:
-                                           "verdict" or "ci-halfwidth<0.5%"
-    schedule           string, concurrent  "concurrent" (both guests at once), "alternate"
-                                           (one guest at a time) or "sync" (iteration i starts
-                                           on both together, so the samples pair up)
-    swap_every         integer, none       with schedule "sync" only: swap the twins' CPU
-                                           sets every K iterations (`lab run --swap-every`)
-    warmup             integer or "auto"   the warm-up the analysis leaves out (`lab run
-                                           --warmup`): K iterations after every boot, or
-                                           "auto" (a CUSUM test); none by default
+The keys, their types, defaults and meanings are :data:`STUDY_KEYS` and
+:data:`WORKLOAD_KEYS`, one record per key; :func:`key_reference` lays them out as the
+table that ``lab study --help`` and the README show.
 
 Unknown keys and wrong types are refused with the file, the key and what to write instead.
 """
@@ -45,6 +16,7 @@ Unknown keys and wrong types are refused with the file, the key and what to writ
 from __future__ import annotations
 
 import hashlib
+import textwrap
 import tomllib
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
@@ -54,7 +26,11 @@ from types import MappingProxyType
 from typing import Any
 
 from lab.core.errors import ConfigError, LabError
-from lab.run.workload import GuestInfo, ParamValue, Workload
+from lab.core.names import check_name
+from lab.core.units import parse_size_kib
+from lab.guests.variants import load_variants
+from lab.run.workload import GuestInfo, ParamValue, Workload, get_workload, load_workloads
+from lab.stats.verdict import parse_percent
 
 SCHEDULES = ("concurrent", "alternate", "sync")
 DEFAULT_CONFIDENCE = 99.99
@@ -64,11 +40,16 @@ WORKLOAD_EXAMPLE = 'Write [[workload]] tables, e.g. [[workload]] name = "null" n
 
 @dataclass(frozen=True)
 class Key:
-    """One key of a study file: the TOML types it takes and what it means."""
+    """One key of a study file: the TOML types it takes and what it means.
+
+    ``doc`` is the short meaning an error's hint gives; ``kind`` ("type, default") and
+    ``meaning`` are the columns of :func:`key_reference`'s table."""
 
     types: tuple[type, ...]
     required: bool
     doc: str
+    kind: str = ""
+    meaning: str = ""
 
     @property
     def type_name(self) -> str:
@@ -78,27 +59,71 @@ class Key:
 
 
 STUDY_KEYS: Mapping[str, Key] = {
-    "name": Key((str,), True, "the study's name in the result store"),
-    "description": Key((str,), False, "what the study asks"),
-    "variants": Key((list,), True, 'the twins\' two variants, e.g. ["thp", "shp1g"]'),
-    "vcpus": Key((int,), True, "vCPUs per guest"),
-    "memory": Key((str,), True, 'memory per guest, e.g. "12G"'),
-    "image": Key((str,), False, "base image name (default: image of lab.toml)"),
-    "reserve_host_cpus": Key((int,), False, "host CPUs kept free of vCPUs (default: lab.toml)"),
-    "confidence": Key((int, float), False, "confidence level in percent, e.g. 99.99"),
-    "threshold": Key((str,), False, 'smallest change that matters, e.g. "1%"'),
-    "workload": Key((list,), True, "the [[workload]] tables, run in file order"),
-}
+    "name": Key((str,), True, "the study's name in the result store", "string, required",
+                "the study's name in the result store (a plain name: letters, digits, '.',"
+                " '_', '-')"),
+    "description": Key((str,), False, "what the study asks", 'string, ""',
+                       "what the study asks, for the report"),
+    "variants": Key((list,), True, 'the twins\' two variants, e.g. ["thp", "shp1g"]',
+                    "2 strings, required", "the twins' variants (`lab variants`); the first"
+                    ' is the baseline A, e.g. ["thp", "shp1g"]'),
+    "vcpus": Key((int,), True, "vCPUs per guest", "integer, required", "vCPUs per guest"),
+    "memory": Key((str,), True, 'memory per guest, e.g. "12G"', "string, required",
+                  'memory per guest, e.g. "12G"'),
+    "image": Key((str,), False, "base image name (default: image of lab.toml)",
+                 "string, lab.toml's", "the base image the twins are cloned from"),
+    "reserve_host_cpus": Key((int,), False, "host CPUs kept free of vCPUs (default: lab.toml)",
+                             "integer, lab.toml's", "host CPUs kept free of vCPUs"),
+    "confidence": Key((int, float), False, "confidence level in percent, e.g. 99.99",
+                      "number, 99.99", "confidence level in percent, of the verdicts and of"
+                      " the `until` rules"),
+    "threshold": Key((str,), False, 'smallest change that matters, e.g. "1%"', 'string, "1%"',
+                     "the smallest change that matters (with its % sign)"),
+    "workload": Key((list,), True, "the [[workload]] tables, run in file order",
+                    "tables, at least 1", "the runs, in the order they run"),
+}  # fmt: skip
 
 WORKLOAD_KEYS: Mapping[str, Key] = {
-    "name": Key((str,), True, "a workload (see `lab workloads`)"),
-    "params": Key((dict,), False, "its parameters, e.g. params = { time = 10 }"),
-    "n": Key((int,), True, "iterations per guest (with until: the most it may take)"),
-    "until": Key((str,), False, "a stopping rule: 'verdict' or 'ci-halfwidth<0.5%'"),
-    "schedule": Key((str,), False, "concurrent, alternate or sync"),
-    "swap_every": Key((int,), False, "with schedule 'sync': swap the CPU sets every K iterations"),
-    "warmup": Key((int, str), False, 'iterations discarded after every boot, or "auto"'),
-}
+    "name": Key((str,), True, "a workload (see `lab workloads`)", "string, required",
+                "a workload (`lab workloads`), at most once per study: the analysis pools"
+                " a study's runs of one"),
+    "params": Key((dict,), False, "its parameters, e.g. params = { time = 10 }", "table, {}",
+                  "its parameters, checked against those it declares"),
+    "n": Key((int,), True, "iterations per guest (with until: the most it may take)",
+             "integer, required", "iterations per guest; with `until`, the most"),
+    "until": Key((str,), False, "a stopping rule: 'verdict' or 'ci-halfwidth<0.5%'",
+                 "string, none", 'a stopping rule as `lab run --until` takes it: "verdict"'
+                 ' or "ci-halfwidth<0.5%"'),
+    "schedule": Key((str,), False, "concurrent, alternate or sync", "string, concurrent",
+                    '"concurrent" (both guests at once), "alternate" (one guest at a time)'
+                    ' or "sync" (iteration i starts on both together, so the samples pair'
+                    " up)"),
+    "swap_every": Key((int,), False, "with schedule 'sync': swap the CPU sets every K iterations",
+                      "integer, none", 'with schedule "sync" only: swap the twins\' CPU sets'
+                      " every K iterations (`lab run --swap-every`)"),
+    "warmup": Key((int, str), False, 'iterations discarded after every boot, or "auto"',
+                  'integer or "auto"', "the warm-up the analysis leaves out (`lab run"
+                  ' --warmup`): K iterations after every boot, or "auto" (a CUSUM test);'
+                  " none by default"),
+}  # fmt: skip
+
+
+def _key_rows(keys: Mapping[str, Key]) -> list[str]:
+    rows = []
+    for name, key in keys.items():
+        label = f"[[{name}]]" if name == "workload" else name
+        lines = textwrap.wrap(key.meaning, 43) or [""]
+        rows.append(f"    {label:<19}{key.kind:<20}{lines[0]}")
+        rows += [" " * 43 + line for line in lines[1:]]
+    return rows
+
+
+def key_reference() -> str:
+    """The study file's keys as a table: key, type and default, meaning."""
+    return "\n".join(
+        ["Top-level keys (key, type and default, meaning):", "", *_key_rows(STUDY_KEYS), "",
+         "Keys of each [[workload]] table:", "", *_key_rows(WORKLOAD_KEYS)]
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -117,7 +142,7 @@ class StudyWorkload:
         """'n = 24000' or 'until a verdict, at most 24000 iterations'."""
         if self.until is None:
             return f"n = {self.n}"
-        from lab.stats.sequential import parse_until
+        from lab.stats.sequential import parse_until  # deferred: heavy (scipy)
 
         return parse_until(self.until, self.n).describe()
 
@@ -180,12 +205,8 @@ def parse_study(
         raise ConfigError(f"{source}: not valid TOML ({err})") from None
     _check_keys(data, STUDY_KEYS, source, "")
     if workloads is None:
-        from lab.run.workload import load_workloads
-
         workloads = load_workloads()
     if variants is None:
-        from lab.guests.variants import load_variants
-
         variants = list(load_variants())
     name = _checked(source, "name", data["name"], _plain("study"))
     pair = _checked(source, "variants", data["variants"], _variants(variants))
@@ -259,8 +280,6 @@ def _workload(
     _check_keys(table, WORKLOAD_KEYS, source, f"{where}: ")
     name = table["name"]
     try:
-        from lab.run.workload import get_workload
-
         workload = get_workload(name, workloads)
     except LabError as err:
         raise ConfigError(f"{source}: {where}: {err.message}", hint=err.hint) from None
@@ -277,7 +296,7 @@ def _workload(
     n = _checked(source, f"{where}: n", table["n"], _at_least(1))
     until = table.get("until")
     if until is not None:
-        from lab.stats.sequential import parse_until
+        from lab.stats.sequential import parse_until  # deferred: heavy (scipy)
 
         _checked(source, f"{where}: until", until, lambda v: parse_until(v, n))
     schedule = _checked(source, f"{where}: schedule", table.get("schedule", "concurrent"),
@@ -293,7 +312,7 @@ def _workload(
             )
     warmup = table.get("warmup")
     if warmup is not None:
-        from lab.stats.discard import declared_warmup
+        from lab.stats.discard import declared_warmup  # deferred: heavy (scipy)
 
         check = partial(declared_warmup, n=n, n_name="n", toml=True)
         warmup = check(_checked(source, f"{where}: warmup", warmup, check))
@@ -363,8 +382,6 @@ def _one_of(choices: tuple[str, ...]) -> Callable[[str], None]:
 
 def _plain(kind: str) -> Callable[[str], None]:
     def check(value: str) -> None:
-        from lab.core.names import check_name
-
         check_name(kind, value)
 
     return check
@@ -386,8 +403,6 @@ def _variants(known: Collection[str]) -> Callable[[list[Any]], None]:
 
 
 def _size(value: str) -> None:
-    from lab.core.units import parse_size_kib
-
     parse_size_kib(value)
 
 
@@ -397,8 +412,6 @@ def _level(value: float) -> None:
 
 
 def _percent(value: str) -> None:
-    from lab.stats.verdict import parse_percent
-
     if not value.rstrip().endswith("%"):
         raise ValueError('must be a percentage with its % sign, e.g. "1%"')
     if parse_percent(value) <= 0:
@@ -407,8 +420,6 @@ def _percent(value: str) -> None:
 
 def _dry_guest(vcpus: int, memory: str) -> GuestInfo:
     """A guest of the study's size, to ask each workload what it would run there."""
-    from lab.core.units import parse_size_kib
-
     return GuestInfo(
         name="lab-study-check",
         vcpus=vcpus,

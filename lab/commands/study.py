@@ -10,12 +10,13 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import textwrap
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from lab.app.run import check_request
-from lab.app.study import Study, StudyWorkload, load_study
+from lab.app.study import Study, StudyWorkload, key_reference, load_study
 from lab.app.studyrun import (
     format_duration,
     param_text,
@@ -38,10 +39,14 @@ def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "study",
         help="check or run a study file: the twins, the workloads in order, the report",
-        description="A study file (TOML, see studies/*.toml) holds a whole design: the"
-        " variants, the guests' size and image, the confidence and threshold of the verdicts"
-        " and the workloads with their parameters, iteration counts or stopping rules and"
-        " schedules, run in file order.",
+        description=textwrap.fill(
+            "A study file (TOML, see studies/*.toml) holds a whole design: the variants, the"
+            " guests' size and image, the confidence and threshold of the verdicts and the"
+            " workloads with their parameters, iteration counts or stopping rules and"
+            " schedules, run in file order."
+        ),
+        epilog=key_reference(),  # the table is laid out already: kept as it is
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     check = actions.add_parser(

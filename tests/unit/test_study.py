@@ -548,3 +548,27 @@ def test_the_plan_as_json_names_each_step_its_command_and_time() -> None:
     assert (doc["name"], doc["sha256"], doc["image"]) == (got.name, got.sha256, "debian12")
     unknown = json.loads(plan_json(got, "lab.db", {"null": 10.0}, "debian12"))
     assert unknown["steps"][1]["estimated_s"] is None and unknown["estimated_s"] is None
+
+
+# -- the key reference: one table, from the keys the loader checks ------------------------------
+
+
+def test_the_key_table_is_made_from_the_keys_the_loader_checks() -> None:
+    from lab.app.study import STUDY_KEYS, WORKLOAD_KEYS, key_reference
+
+    table = key_reference()
+    for keys in (STUDY_KEYS, WORKLOAD_KEYS):
+        for name, key in keys.items():
+            assert key.kind and key.meaning, name  # every key has its row
+            label = f"[[{name}]]" if name == "workload" else name
+            assert f"\n    {label:<19}{key.kind}" in table
+    assert table.index("Keys of each [[workload]] table") > table.index("    threshold ")
+
+
+def test_readme_and_help_show_the_same_key_table(capsys: pytest.CaptureFixture[str]) -> None:
+    from lab.app.study import key_reference
+
+    assert f"```text\n{key_reference()}\n```" in (CHECKOUT / "README.md").read_text()
+    with pytest.raises(SystemExit):
+        main(["study", "--help"])
+    assert key_reference() in capsys.readouterr().out
