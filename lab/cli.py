@@ -80,6 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        # deferred: `lab --version` answers before rich and the config are imported
         from lab.core.config import find_config_file, load_config
         from lab.core.context import Context
 

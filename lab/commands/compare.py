@@ -185,7 +185,7 @@ def _warmup_csv(comparisons: Sequence[MetricComparison]) -> str:
 
 def _print_by_host(ctx: Context, results: Sequence[BlockedDifference], form: str) -> None:
     # deferred: heavy (scipy)
-    from lab.report.formats import rich_table
+    from lab.report.formats import rich_table  # deferred: heavy (scipy), as the rest
     from lab.report.hosts import host_note, host_table
     from lab.report.tables import TableData
     from lab.stats.blocked import as_dict

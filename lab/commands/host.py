@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
+from lab.app.hostcheck import check_host
 from lab.app.prepare import DEFAULT_HUGEPAGES, PrepareHostsRequest, prepare
 from lab.commands.show import print_prepared
 from lab.core.context import Context
-from lab.guests.plan import add_twin_arguments
+from lab.guests.plan import add_twin_arguments, parse_pair
+from lab.guests.sites import add_hosts_argument, chosen_sites
+from lab.host.check import print_rows, rows_json
+from lab.host.prepare import release_host
 
 
 def register(subparsers: Any) -> None:
-    from lab.guests.sites import add_hosts_argument
-
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "host",
         help="check, prepare or release the host",
@@ -73,13 +76,6 @@ def register(subparsers: Any) -> None:
 
 
 def run_check(args: argparse.Namespace, ctx: Context) -> int:
-    import json
-
-    from lab.app.hostcheck import check_host
-    from lab.guests.plan import parse_pair
-    from lab.guests.sites import chosen_sites
-    from lab.host.check import print_rows, rows_json
-
     sites = chosen_sites(ctx, args.hosts)
     all_ready, documents = True, {}
     for site in sites:
@@ -111,9 +107,6 @@ def prepare_request(args: argparse.Namespace) -> PrepareHostsRequest:
 
 
 def run_release(args: argparse.Namespace, ctx: Context) -> int:
-    from lab.guests.sites import chosen_sites
-    from lab.host.prepare import release_host
-
     for site in chosen_sites(ctx, args.hosts):
         undone = release_host(ctx, site=site)
         name = f"host {site.name}" if site.remote else "host"

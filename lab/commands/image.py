@@ -6,9 +6,13 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from rich.table import Table
+
 from lab.app.image import BuildRequest, build
 from lab.commands.show import print_built
 from lab.core.context import Context
+from lab.images.image import import_image, list_images
+from lab.images.prune import prune_images
 
 
 def register(subparsers: Any) -> None:
@@ -67,8 +71,6 @@ def build_request(args: argparse.Namespace) -> BuildRequest:
 
 
 def run_import(args: argparse.Namespace, ctx: Context) -> int:
-    from lab.images.image import import_image
-
     path = Path(args.path)
     with ctx.err.status(f"importing {path}", spinner="dots") as status:
 
@@ -89,10 +91,6 @@ def run_import(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_list(args: argparse.Namespace, ctx: Context) -> int:
-    from rich.table import Table
-
-    from lab.images.image import list_images
-
     images = list_images(Path(ctx.config.image_dir))
     if args.json:
         found = [
@@ -131,8 +129,6 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_prune(args: argparse.Namespace, ctx: Context) -> int:
-    from lab.images.prune import prune_images
-
     image_dir = Path(ctx.config.image_dir)
     gone, kept = prune_images(image_dir, ctx.libvirt, ctx.host, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"

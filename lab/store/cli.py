@@ -8,7 +8,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lab.core.context import Context
-from lab.stats.discard import parse_warmup
 from lab.store.db import Store
 
 
@@ -26,6 +25,7 @@ def warmup_rule(allow_none: bool) -> Callable[[str], str]:
     """An argparse ``type`` for ``--warmup``: its text checked by ``parse_warmup``."""
 
     def parse(text: str) -> str:
+        from lab.stats.discard import parse_warmup  # deferred: heavy (scipy)
 
         try:
             return parse_warmup(text, allow_none=allow_none)
