@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from lab.core.context import Context
 from lab.guests.sites import chosen_sites
 from lab.host.facts import parse_hugepages_option
+from lab.host.hugepages import DEFAULT_HUGEPAGES
 from lab.host.prepare import PrepareRequest, prepare_host
-
-DEFAULT_HUGEPAGES = "1G:2"
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,12 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from lab.app.analyse import AnalyseRequest, analyse, analyse_by_host
 from lab.commands.options import selection
 from lab.core.context import Context
 from lab.store.cli import add_db_argument, add_study_argument, add_warmup_argument
 
 if TYPE_CHECKING:
+    from lab.app.analyse import AnalyseRequest
     from lab.stats.analysis import MetricComparison
     from lab.stats.blocked import BlockedDifference
 
@@ -77,6 +77,11 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
+    from lab.app.analyse import (  # deferred: the parser is built for every command
+        analyse,
+        analyse_by_host,
+    )
+
     if args.by == "host":
         _print_by_host(ctx, analyse_by_host(ctx, request(args)), args.format)
         return 0
@@ -85,6 +90,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def request(args: argparse.Namespace) -> AnalyseRequest:
+    from lab.app.analyse import AnalyseRequest  # deferred: the parser is built for every command
+
     return AnalyseRequest(
         selection(args), args.confidence, args.threshold, trim=args.trim,
         paired="always" if args.paired else "synced",

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lab.app.demo import DemoRequest, demo
 from lab.commands.show import ConsoleShow
 from lab.core.context import Context
 
@@ -27,6 +26,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
+    from lab.app.demo import DemoRequest, demo  # deferred: the parser is built for every command
+
     result = demo(ctx, DemoRequest(args.n, args.keep, args.db), ConsoleShow(ctx))
     if result.status == 0:
         ctx.out.print(f"demo done: results in {result.db}, report under {result.report_dir}")

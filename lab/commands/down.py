@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lab.app.down import DownRequest, down
 from lab.commands.show import print_down
 from lab.core.context import Context
 from lab.guests.sites import add_hosts_argument
+
+if TYPE_CHECKING:
+    from lab.app.down import DownRequest
 
 
 def register(subparsers: Any) -> None:
@@ -23,9 +25,13 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
+    from lab.app.down import down  # deferred: the parser is built for every command
+
     print_down(ctx, down(ctx, request(args)))
     return 0
 
 
 def request(args: argparse.Namespace) -> DownRequest:
+    from lab.app.down import DownRequest  # deferred: the parser is built for every command
+
     return DownRequest(args.hosts)

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lab.app.hostcheck import check_host
-from lab.app.prepare import DEFAULT_HUGEPAGES, PrepareHostsRequest, prepare
 from lab.commands.show import print_prepared
 from lab.core.context import Context
 from lab.guests.plan import add_twin_arguments, parse_pair
+from lab.host.hugepages import DEFAULT_HUGEPAGES
+
+if TYPE_CHECKING:
+    from lab.app.prepare import PrepareHostsRequest
 from lab.guests.sites import add_hosts_argument, chosen_sites
-from lab.host.check import print_rows, rows_json
-from lab.host.prepare import release_host
 
 
 def register(subparsers: Any) -> None:
@@ -76,6 +76,10 @@ def register(subparsers: Any) -> None:
 
 
 def run_check(args: argparse.Namespace, ctx: Context) -> int:
+    # deferred: they load libvirt, lxml or numpy, and the parser is built for every command
+    from lab.app.hostcheck import check_host
+    from lab.host.check import print_rows, rows_json
+
     sites = chosen_sites(ctx, args.hosts)
     all_ready, documents = True, {}
     for site in sites:
@@ -98,15 +102,21 @@ def run_check(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_prepare(args: argparse.Namespace, ctx: Context) -> int:
+    from lab.app.prepare import prepare  # deferred: the parser is built for every command
+
     print_prepared(ctx, prepare(ctx, prepare_request(args)))
     return 0
 
 
 def prepare_request(args: argparse.Namespace) -> PrepareHostsRequest:
+    from lab.app.prepare import PrepareHostsRequest  # deferred, as above
+
     return PrepareHostsRequest(args.hugepages, args.subnet, not args.no_nfs, args.hosts)
 
 
 def run_release(args: argparse.Namespace, ctx: Context) -> int:
+    from lab.host.prepare import release_host  # deferred: the parser is built for every command
+
     for site in chosen_sites(ctx, args.hosts):
         undone = release_host(ctx, site=site)
         name = f"host {site.name}" if site.remote else "host"

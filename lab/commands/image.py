@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from lab.app.image import BuildRequest, build
 from lab.commands.show import print_built
 from lab.core.context import Context
-from lab.images.image import import_image, list_images
-from lab.images.prune import prune_images
+
+if TYPE_CHECKING:
+    from lab.app.image import BuildRequest
 
 
 def register(subparsers: Any) -> None:
@@ -62,15 +62,21 @@ def register(subparsers: Any) -> None:
 
 
 def run_build(args: argparse.Namespace, ctx: Context) -> int:
+    from lab.app.image import build  # deferred: the parser is built for every command
+
     print_built(ctx, build(ctx, build_request(args)))
     return 0
 
 
 def build_request(args: argparse.Namespace) -> BuildRequest:
+    from lab.app.image import BuildRequest  # deferred, as above
+
     return BuildRequest(args.recipe, args.force)
 
 
 def run_import(args: argparse.Namespace, ctx: Context) -> int:
+    from lab.images.image import import_image  # deferred: the parser is built for every command
+
     path = Path(args.path)
     with ctx.err.status(f"importing {path}", spinner="dots") as status:
 
@@ -91,6 +97,8 @@ def run_import(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_list(args: argparse.Namespace, ctx: Context) -> int:
+    from lab.images.image import list_images  # deferred: the parser is built for every command
+
     images = list_images(Path(ctx.config.image_dir))
     if args.json:
         found = [
@@ -129,6 +137,8 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_prune(args: argparse.Namespace, ctx: Context) -> int:
+    from lab.images.prune import prune_images  # deferred: the parser is built for every command
+
     image_dir = Path(ctx.config.image_dir)
     gone, kept = prune_images(image_dir, ctx.libvirt, ctx.host, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"

@@ -7,13 +7,17 @@ of each other.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from lab.app.analyse import Selection
+if TYPE_CHECKING:
+    from lab.app.analyse import Selection
 
 
 def selection(args: argparse.Namespace) -> Selection:
     """The samples ``--db``, ``--study``, ``--workload``, ``--metric``, ``--warmup`` and
     ``--baseline`` select (``lab compare`` and ``lab report`` take them alike)."""
+    from lab.app.analyse import Selection  # deferred: the parser is built for every command
+
     return Selection(
         db=args.db, study=args.study, workload=args.workload, metric=args.metric,
         warmup=args.warmup, baseline=tuple(args.baseline.split(",")) if args.baseline else (),

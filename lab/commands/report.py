@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lab.app.analyse import AnalyseRequest
-from lab.app.report import ReportRequest, report
 from lab.commands.options import selection
 from lab.commands.show import print_report
 from lab.core.context import Context
 from lab.store.cli import add_db_argument, add_study_argument, add_warmup_argument
+
+if TYPE_CHECKING:
+    from lab.app.report import ReportRequest
 
 
 def register(subparsers: Any) -> None:
@@ -47,10 +48,16 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
+    from lab.app.report import report  # deferred: the parser is built for every command
+
     print_report(ctx, report(ctx, request(args)))
     return 0
 
 
 def request(args: argparse.Namespace) -> ReportRequest:
+    # deferred: they load libvirt, lxml or numpy, and the parser is built for every command
+    from lab.app.analyse import AnalyseRequest
+    from lab.app.report import ReportRequest
+
     analysis = AnalyseRequest(selection(args), args.confidence, args.threshold, trim=args.trim)
     return ReportRequest(analysis, out=args.out, embed=args.embed)

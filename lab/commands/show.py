@@ -7,20 +7,24 @@ Not a command (it registers nothing): commands share these instead of importing 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.markup import escape
 from rich.table import Table
 
-from lab.app.analyse import Analysis
-from lab.app.down import DownOutcome
-from lab.app.image import BuildResult
-from lab.app.prepare import Prepared
-from lab.app.report import ReportResult
-from lab.app.run import RunOutcome
-from lab.app.up import UpOutcome
 from lab.core.context import Context
 from lab.core.errors import LabError
 from lab.core.inventory import LOCAL
-from lab.guests.bringup import UpResult
+
+if TYPE_CHECKING:  # only named in annotations: the actions' modules load numpy and libvirt
+    from lab.app.analyse import Analysis
+    from lab.app.down import DownOutcome
+    from lab.app.image import BuildResult
+    from lab.app.prepare import Prepared
+    from lab.app.report import ReportResult
+    from lab.app.run import RunOutcome
+    from lab.app.up import UpOutcome
+    from lab.guests.bringup import UpResult
 
 
 def print_prepared(ctx: Context, hosts: tuple[Prepared, ...]) -> None:

@@ -15,23 +15,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from lab.app.run import check_request
 from lab.app.study import Study, StudyWorkload, key_reference, load_study
-from lab.app.studyrun import (
-    format_duration,
-    param_text,
-    report_argv,
-    report_dir,
-    run_argv,
-    run_request,
-    run_study,
-    step_estimates,
-    stored_hash,
-    stored_seconds,
-)
 from lab.commands.show import ConsoleShow
 from lab.core.context import Context
-from lab.run.lock import run_lock
 from lab.store.cli import add_db_argument, store_path
 
 
@@ -77,6 +63,8 @@ def register(subparsers: Any) -> None:
 
 
 def _time_text(workload: StudyWorkload, estimate: float | None) -> str:
+    from lab.app.studyrun import format_duration  # deferred: the parser is built for every command
+
     if estimate is None:
         return "time unknown"
     return f"{'at most ' if workload.until else 'about '}{format_duration(estimate)}"
@@ -86,6 +74,14 @@ def describe_plan(
     study: Study, db: str, seconds: dict[str, float], default_image: str = "(lab.toml)"
 ) -> list[str]:
     """The plan as lines of text: the design, then each step with its command and time."""
+    from lab.app.studyrun import (  # deferred: the parser is built for every command
+        format_duration,
+        param_text,
+        report_argv,
+        run_argv,
+        step_estimates,
+    )
+
     lines = [
         f"study {study.name} ({study.path or 'study file'}, sha256 {study.sha256[:16]})",
         f"  {study.description}" if study.description else "",
@@ -114,6 +110,12 @@ def describe_plan(
 def plan_json(study: Study, db: str, seconds: dict[str, float], image: str) -> str:
     """The plan as ``lab study check --json`` prints it: the design, each step's command and
     estimated seconds (null until the store has timed that workload), and the total."""
+    from lab.app.studyrun import (  # deferred: the parser is built for every command
+        report_argv,
+        run_argv,
+        step_estimates,
+    )
+
     steps: list[dict[str, object]] = []
     estimates, total = step_estimates(study, seconds)
     for workload, estimate in estimates:
@@ -151,6 +153,10 @@ def plan_json(study: Study, db: str, seconds: dict[str, float], image: str) -> s
 
 
 def run_check(args: argparse.Namespace, ctx: Context) -> int:
+    # deferred: they load libvirt, lxml or numpy, and the parser is built for every command
+    from lab.app.run import check_request
+    from lab.app.studyrun import run_request, stored_hash, stored_seconds
+
     study = load_study(args.file)
     db = store_path(args, ctx)
     image = f"{ctx.config.image} (lab.toml)"
@@ -173,6 +179,10 @@ def run_check(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_run(args: argparse.Namespace, ctx: Context) -> int:
+    # deferred: they load libvirt, lxml or numpy, and the parser is built for every command
+    from lab.app.studyrun import report_dir, run_study
+    from lab.run.lock import run_lock
+
     study = load_study(args.file)
     if study.image is not None:
         ctx.config = replace(ctx.config, image=study.image)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lab.app.up import UpRequest, up
 from lab.commands.show import print_up
 from lab.core.context import Context
 from lab.guests.plan import add_twin_arguments, parse_pair, request_from
 from lab.guests.sites import add_hosts_argument
+
+if TYPE_CHECKING:
+    from lab.app.up import UpRequest
 
 
 def register(subparsers: Any) -> None:
@@ -51,10 +53,14 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
+    from lab.app.up import up  # deferred: the parser is built for every command
+
     print_up(ctx, up(ctx, request(args, ctx)))
     return 0
 
 
 def request(args: argparse.Namespace, ctx: Context) -> UpRequest:
+    from lab.app.up import UpRequest  # deferred: the parser is built for every command
+
     twins = request_from(args, ctx, parse_pair(args.pair))
     return UpRequest(twins, args.hosts, args.pairs, args.image, args.allow_overcommit)

@@ -17,6 +17,8 @@ from lab.core.hostexec import Host
 from lab.core.units import format_kib
 from lab.host.facts import Pool, numa_nodes
 
+DEFAULT_HUGEPAGES = "1G:2"  # `lab host prepare --hugepages`: SIZE:COUNT[@NODE],...
+
 
 @dataclass(frozen=True)
 class HugePageNeed:
