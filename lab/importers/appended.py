@@ -15,6 +15,7 @@ is a :class:`BadLine` with the parser's reason.
 from __future__ import annotations
 
 import json
+import math
 import re
 
 from lab.importers.records import BadLine, Parsed, Sample
@@ -141,6 +142,9 @@ def parse_iperf3_text(text: str) -> dict[str, float]:
     retransmits = found["sender"].group("retr")
     if retransmits is not None:
         out["retransmits"] = float(retransmits)
+    for name, value in out.items():  # 400 digits read as a float are inf, not an error
+        if not math.isfinite(value):
+            raise ParseError("iperf3", f"{name} is too large to be a number ({value})")
     return out
 
 
@@ -155,7 +159,7 @@ def _line_of(text: str, index: int) -> int:
 def _started(obj: object) -> float | None:
     try:
         return float(obj["start"]["timestamp"]["timesecs"])  # type: ignore[index]
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):
         return None
 
 

@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -219,3 +220,13 @@ def test_appended_real_runs_read_as_one_sample_each(fmt: str, copies: int) -> No
         REAL[fmt].rstrip("\n") + "\n" for _ in range(copies - 1)))  # fmt: skip
     assert parsed.bad == []
     assert [s.metrics for s in parsed.samples] == [s.metrics for s in one.samples] * copies
+
+
+def test_a_rate_of_400_digits_is_a_bad_line_not_an_infinite_sample() -> None:
+    """Found by the property test above: float() of 400 digits is inf, not an error."""
+    text = REAL["iperf3"]
+    huge = re.sub(r"[0-9.]+( [KMGT]?bits/sec.*sender)", "9" * 400 + r"\1", text, count=1)
+    assert huge != text
+    parsed = read_any("iperf3", huge)
+    check(parsed)
+    assert parsed.bad and "too large to be a number" in parsed.bad[0].message
