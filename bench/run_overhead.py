@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,6 +35,7 @@ from lab.run.controller import RUNNER_DIR
 from lab.run.shipping import runner_zipapp, write_zipapp
 
 ROOT = Path(__file__).resolve().parent.parent
+ROUNDS = 5
 WRITE = "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text(sys.argv[2])"
 
 
@@ -173,26 +175,41 @@ def main() -> int:
         print(f"target                {verdict(alone - bare, bare)}")
         return 0
 
+    # The guest's speed drifts by 10 % and more over minutes, so the loops are measured in
+    # ROUNDS interleaved rounds (bare, runner alone, baseline, the lab) and their medians
+    # compared: each figure then spans the same stretch of time.
     where = Where(args.guest, f"/home/{GUEST_USER}/lab-bench")
-    bare = bare_loop(where, args.n)
-    in_guest, whole = through_lab(args.guest, args.n)
-    alone = runner_alone(where, f"{RUNNER_DIR}/{runner_zipapp().name}", args.n)
-    old = args.baseline and runner_alone(where, baseline_runner(where, args.baseline), args.n)
+    app = f"{RUNNER_DIR}/{runner_zipapp().name}"
+    old_runner = baseline_runner(where, args.baseline) if args.baseline else None
+    per_round = max(10, args.n // ROUNDS)
+    bares, alones, olds, labs, wholes = [], [], [], [], []
+    for _ in range(ROUNDS):
+        bares.append(bare_loop(where, per_round))
+        in_guest, whole = through_lab(args.guest, per_round)  # installs the zipapp first
+        labs.append(in_guest)
+        wholes.append(whole)
+        alones.append(runner_alone(where, app, per_round))
+        if old_runner:
+            olds.append(runner_alone(where, old_runner, per_round))
+    bare, alone, in_guest, whole = map(statistics.median, (bares, alones, labs, wholes))
     fsync = fsynced_append(where)
     overhead = in_guest - bare
+    print(f"rounds                {ROUNDS} x {per_round} iterations, medians")
     print(f"bare `true` loop      {bare * 1e3:8.3f} ms/iteration")
     print(f"lab run null          {in_guest * 1e3:8.3f} ms/iteration (runner start to last line)")
     print(f"lab run null, wall    {whole * 1e3:8.3f} ms/iteration (whole command)")
     print(f"runner alone          {alone * 1e3:8.3f} ms/iteration (no controller)")
-    if old:
+    if olds:
+        old = statistics.median(olds)
         print(
             f"runner of {args.baseline:<11} {old * 1e3:8.3f} ms/iteration (no controller),"
             f" adds {(old - bare) * 1e3:.3f} ms; now {(alone - bare) / (old - bare):.2f}x that"
         )
     print(
         f"overhead              {overhead * 1e3:8.3f} ms/iteration"
-        f" ({in_guest / bare:.1f}x the bare loop)"
+        f" ({in_guest / bare:.2f}x the bare loop)"
     )
+    print(f"  of which runner      {(alone - bare) * 1e3:8.3f} ms/iteration (alone - bare)")
     print(f"  of which controller  {(in_guest - alone) * 1e3:8.3f} ms/iteration (lab - alone)")
     print(f"  one fsynced append   {fsync * 1e3:8.3f} ms (one per group of iterations)")
     print(f"target                {verdict(overhead, bare)}")

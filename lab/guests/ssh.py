@@ -52,6 +52,7 @@ class GuestShell:
         self.address = address
         self.connect_timeout = connect_timeout
         self._conn: Any = None
+        self._open: dict[str, Any] = {}  # remote path -> SFTP file kept open for read_bytes
 
     def _connection(self) -> Any:
         if self._conn is None:
@@ -128,14 +129,20 @@ class GuestShell:
         controller reads journals this way every second, and under emulation starting
         a reader each time cost the guest more than the runner's own work."""
         with self._failing(f"reading {remote}", sftp=True):
-            sftp = self._connection().sftp()
-            sftp.get_channel().settimeout(SFTP_TIMEOUT_S)
-            try:
-                with sftp.open(remote, "rb") as stream:
-                    stream.seek(offset)
-                    return bytes(stream.read(size))
-            except FileNotFoundError:
-                return None
+            stream = self._open.get(remote)
+            if stream is None:
+                sftp = self._connection().sftp()
+                sftp.get_channel().settimeout(SFTP_TIMEOUT_S)
+                try:
+                    stream = sftp.open(remote, "rb")
+                except FileNotFoundError:
+                    return None
+                self._open[remote] = stream
+            # The file stays open, so a poll is one READ request (opening and closing it
+            # each second cost the guest three more round trips of emulated sshd); an
+            # append-only journal is never replaced, only written to.
+            stream.seek(offset)
+            return bytes(stream.read(size))
 
     def connect(self) -> None:
         """Log in (key exchange and authentication) without running anything.
@@ -169,6 +176,7 @@ class GuestShell:
         """Drop the connection. Closing one that already broke (its proxy gone, its socket
         reset) fails in paramiko; it is gone either way, so that is not an error."""
         conn, self._conn = self._conn, None
+        self._open.clear()  # their channel goes with the connection
         if conn is not None:
             with contextlib.suppress(Exception):
                 conn.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import shutil
 import signal
 import subprocess
 import time
@@ -57,7 +58,7 @@ class Child:
 class Scratch:
     """KEY.out, KEY.err and KEY.child, opened once per start and emptied for each command.
 
-    Opening three files per attempt cost more than the attempt itself under emulation. The
+    Opening these files per attempt cost more than the attempt itself under emulation. The
     runner opens them only once it holds the lock, so a second ``start`` truncates nothing.
     """
 
@@ -66,6 +67,8 @@ class Scratch:
         self.out, self.err, self.child = (
             os.open(files.path(suffix), flags, 0o644) for suffix in ("out", "err", "child")
         )
+        # the commands' stdin, opened once (subprocess.DEVNULL opens and closes it each time)
+        self.devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
 
     def empty_output(self) -> None:
         for fd in (self.out, self.err):
@@ -100,6 +103,7 @@ class Children:
         # that is how a restarted runner knows a process left by a killed one.
         self.mark = {"LAB_RUN_KEY": files.key, "LAB_RUN_DIR": str(files.dir)}
         self.scratch: Scratch  # opened by open_scratch(), once the lock is held
+        self.found: dict[tuple[str, str | None], str] = {}  # (program, PATH) -> its path
 
     def open_scratch(self) -> None:
         self.scratch = Scratch(self.files)
@@ -120,8 +124,9 @@ class Children:
         started, t0 = time.time(), time.monotonic()
         try:
             proc = subprocess.Popen(
-                argv, cwd=cwd, env={**env, **self.mark}, stdin=subprocess.DEVNULL,
-                stdout=scratch.out, stderr=scratch.err, start_new_session=True,
+                argv, executable=self.resolve(argv[0], env), cwd=cwd, env={**env, **self.mark},
+                stdin=scratch.devnull, stdout=scratch.out, stderr=scratch.err,
+                start_new_session=True,
             )  # fmt: skip
         except OSError as exc:
             return Child(started, error=f"cannot start {argv[0]!r} in {cwd}: {exc}")
@@ -141,6 +146,18 @@ class Children:
             error = f"{argv[0]} exited with status {code}" if code else None
         times = (wall, usage.ru_utime, usage.ru_stime)
         return Child(started, ended, *times, code, error, stopped=reason == "stopped")
+
+    def resolve(self, program: str, env: dict[str, str]) -> str | None:
+        """``program`` looked up in the command's PATH once per start, not at every attempt
+        (subprocess would search every folder of PATH each time); as given if not found,
+        so that starting it fails as it would have. A path (with a "/") is left to
+        subprocess, which reads it relative to the command's own folder."""
+        if "/" in program:
+            return None
+        key = (program, env.get("PATH"))
+        if key not in self.found:
+            self.found[key] = shutil.which(program, path=env.get("PATH")) or program
+        return self.found[key]
 
     def _reap(
         self, proc: subprocess.Popen[bytes], timeout: float | None

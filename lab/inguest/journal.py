@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 JOURNAL_VERSION = 1
@@ -73,7 +73,13 @@ class JournalEntry:
         return (self.iteration, self.attempt)
 
     def line(self) -> bytes:
-        return encode({**asdict(self), "metrics": dict(self.metrics)})
+        # not dataclasses.asdict: its deep copy was a tenth of the runner's own time
+        return encode(
+            {f.name: getattr(self, f.name) for f in ENTRY_FIELDS} | {"metrics": dict(self.metrics)}
+        )
+
+
+ENTRY_FIELDS = fields(JournalEntry)
 
 
 @dataclass(frozen=True)
