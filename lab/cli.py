@@ -42,6 +42,8 @@ COMMAND_MODULES = (
     "lab.commands.plan",
     "lab.commands.report",
     "lab.commands.export",
+    "lab.commands.runs",
+    "lab.commands.store",
     "lab.commands.demo",
     "lab.commands.completion",
 )

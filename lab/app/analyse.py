@@ -155,7 +155,7 @@ def store_path(ctx: Context, selection: Selection) -> Path:
 
 def selected(ctx: Context, selection: Selection) -> Samples:
     """:func:`select_samples` from the store ``selection`` names, refused when empty."""
-    with Store.open(store_path(ctx, selection)) as store:
+    with Store.open(store_path(ctx, selection), create=False) as store:
         samples = select_samples(store, selection)
     if not samples.series:
         raise no_samples(selection)

@@ -32,7 +32,7 @@ def report(ctx: Context, request: ReportRequest) -> ReportResult:
     selection = request.analysis.selection
     path = store_path(ctx, selection)
     study = selection.study
-    with Store.open(path) as store:
+    with Store.open(path, create=False) as store:
         samples = select_samples(store, selection)
         guests = store.guests(study)
         meta = ReportMeta(

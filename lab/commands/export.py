@@ -60,7 +60,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from lab.core.errors import UsageError
     from lab.store.cli import open_store
 
-    with open_store(args, ctx) as store:
+    with open_store(args, ctx, create=False) as store:
         rows = store.export_rows(workload=args.workload, study=args.study)
         try:
             target = Path(args.out).open("w", newline="") if args.out else None  # noqa: SIM115

@@ -147,7 +147,7 @@ def _from_store(args: argparse.Namespace, ctx: Context) -> list[PlanRow]:
     from lab.stats.planning import plan_samples
     from lab.store.cli import open_store, variant_order
 
-    with open_store(args, ctx) as store:
+    with open_store(args, ctx, create=False) as store:
         series = store.values(workload=args.workload, metric=args.metric, study=args.study)
         order = variant_order(store, args.study)
         times = {s.workload: store.iteration_seconds(s.workload, args.study) for s in series}

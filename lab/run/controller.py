@@ -302,6 +302,7 @@ class Controller:
             labels=(first.record.variant, second.record.variant),
         )
         if self.decision.stop:
+            self.store.record_stop(self.run_id, self.decision.reason)  # for `lab runs`
             self.stop_runners()
         return bool(self.decision.stop)
 

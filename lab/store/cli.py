@@ -50,8 +50,9 @@ def store_path(args: argparse.Namespace, ctx: Context) -> Path:
     return Path(getattr(args, "db", None) or ctx.config.store)
 
 
-def open_store(args: argparse.Namespace, ctx: Context) -> Store:
-    return Store.open(store_path(args, ctx))
+def open_store(args: argparse.Namespace, ctx: Context, create: bool = True) -> Store:
+    """The store --db names (or lab.toml's); ``create=False`` for commands that only read."""
+    return Store.open(store_path(args, ctx), create=create)
 
 
 def variant_order(store: Store, study: str | None = None) -> list[str]:

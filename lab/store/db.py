@@ -13,7 +13,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from lab.core.errors import StoreError
+from lab.core.errors import StoreError, UsageError
 from lab.store.full import StoreFull, is_disk_full, store_full
 from lab.store.reads import Reads
 from lab.store.records import IterationRecord, MetricInfo
@@ -40,8 +40,9 @@ class Store(Reads):
     # -- opening -----------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | Path, cache_kib: int | None = None) -> Store:
-        """Open (creating it and its folder if needed) the store at ``path``.
+    def open(cls, path: str | Path, cache_kib: int | None = None, create: bool = True) -> Store:
+        """Open (creating it and its folder if needed, unless ``create`` is False: what
+        commands that only read do, so a mistyped --db makes nothing) the store at ``path``.
 
         ``cache_kib`` bounds SQLite's page cache for this connection (its default is
         2,000 KiB): a writer that only appends, such as `lab run`'s controller, gains
@@ -50,6 +51,12 @@ class Store(Reads):
         """
         path = Path(path)
         check_file(path)
+        if not create and not path.is_file():
+            raise UsageError(
+                f"no result store at {path}",
+                hint="Pass the store's path with --db (lab.toml's `store` is the default);"
+                " `lab run` and `lab import` create one",
+            )
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(
@@ -359,6 +366,25 @@ class Store(Reads):
                 " VALUES (?, ?, ?, ?, ?)",
                 (run_id, guest_id, iteration, label, ",".join(str(c) for c in cpus)),
             )
+
+    def record_stop(self, run_id: int, reason: str) -> None:
+        """Store why a run ended before its n (its --until rule decided); once is enough."""
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO stop(run_id, reason, decided) VALUES (?, ?, ?)",
+                (run_id, reason, time.time()),
+            )
+
+    def delete_run(self, run_id: int) -> int:
+        """Remove a run and everything stored with it, in one transaction; returns the
+        number of samples removed. Its study and guests stay (other runs may share them)."""
+        with self._transaction() as conn:
+            samples = conn.execute("SELECT COUNT(*) FROM sample WHERE run_id=?", (run_id,))
+            count = int(samples.fetchone()[0])
+            for table in ("sample", "iteration", "placement", "warmup", "stop", "metric"):
+                conn.execute(f"DELETE FROM {table} WHERE run_id=?", (run_id,))
+            conn.execute("DELETE FROM run WHERE id=?", (run_id,))
+        return count
 
     def record_warmup(self, run_id: int, declared: str) -> None:
         """Store the warm-up declared with a run: 'auto' or a count of iterations per boot.

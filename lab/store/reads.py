@@ -13,6 +13,8 @@ import numpy as np
 from lab.stats.series import Series, SeriesKey
 from lab.store.records import (
     ExportRow,
+    FailedAttempt,
+    GuestProgress,
     GuestRecord,
     MetricInfo,
     RunRecord,
@@ -307,3 +309,60 @@ class Reads:
     def integrity_check(self) -> list[str]:
         """SQLite's own check of the file: ['ok'] when sound."""
         return [r[0] for r in self._conn.execute("PRAGMA integrity_check")]
+
+    def run_progress(self, run_id: int) -> list[GuestProgress]:
+        """Each guest's part of run ``run_id``, in the order the guests were added."""
+        cur = self._conn.execute(
+            "SELECT g.name, g.variant, g.host,"
+            " COUNT(DISTINCT CASE WHEN i.ok THEN i.iteration END), SUM(1 - i.ok),"
+            " MIN(i.started), MAX(i.ended)"
+            " FROM iteration i JOIN guest g ON g.id=i.guest_id WHERE i.run_id=?"
+            " GROUP BY g.id ORDER BY g.id",
+            (run_id,),
+        )
+        return [GuestProgress(r[0], r[1], r[2], int(r[3]), int(r[4]), r[5], r[6]) for r in cur]
+
+    def stop_reason(self, run_id: int) -> str | None:
+        row = self._conn.execute("SELECT reason FROM stop WHERE run_id=?", (run_id,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def failed_attempts(self, run_id: int, limit: int = 20) -> list[FailedAttempt]:
+        """The last ``limit`` failed attempts of a run, oldest first."""
+        cur = self._conn.execute(
+            "SELECT g.name, i.iteration, i.attempt, i.started, i.exit_status, i.output_tail"
+            " FROM iteration i JOIN guest g ON g.id=i.guest_id"
+            " WHERE i.run_id=? AND NOT i.ok ORDER BY i.started DESC LIMIT ?",
+            (run_id, limit),
+        )
+        return [FailedAttempt(r[0], r[1], r[2], r[3], r[4], r[5] or "") for r in cur][::-1]
+
+    def placement_counts(self, run_id: int) -> dict[tuple[str, str], int]:
+        """(guest, "own" or "swapped") -> iterations run in that placement."""
+        cur = self._conn.execute(
+            "SELECT g.name, p.label, COUNT(*) FROM placement p JOIN guest g ON g.id=p.guest_id"
+            " WHERE p.run_id=? GROUP BY g.name, p.label",
+            (run_id,),
+        )
+        return {(r[0], r[1]): int(r[2]) for r in cur}
+
+    def orphans(self) -> dict[str, int]:
+        """Rows whose owner is gone (a store damaged by hand, or by a bug): what of each."""
+        checks = {
+            "samples without their attempt": "SELECT COUNT(*) FROM sample s WHERE NOT EXISTS"
+            " (SELECT 1 FROM iteration i WHERE i.run_id=s.run_id AND i.guest_id=s.guest_id"
+            " AND i.iteration=s.iteration AND i.ok)",
+            "attempts of a missing run": "SELECT COUNT(*) FROM iteration i WHERE NOT EXISTS"
+            " (SELECT 1 FROM run r WHERE r.id=i.run_id)",
+            "attempts of a missing guest": "SELECT COUNT(*) FROM iteration i WHERE NOT EXISTS"
+            " (SELECT 1 FROM guest g WHERE g.id=i.guest_id)",
+            "runs of a missing study": "SELECT COUNT(*) FROM run r WHERE NOT EXISTS"
+            " (SELECT 1 FROM study st WHERE st.id=r.study_id)",
+        }
+        return {what: int(self._conn.execute(sql).fetchone()[0]) for what, sql in checks.items()}
+
+    def counts(self) -> dict[str, int]:
+        tables = ("study", "run", "guest", "iteration", "sample")
+        return {
+            table: int(self._conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+            for table in tables
+        }

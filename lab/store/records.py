@@ -110,3 +110,26 @@ class ExportRow:
 
     def as_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in EXPORT_COLUMNS}
+
+
+@dataclass(frozen=True)
+class GuestProgress:
+    """One guest's part of one run, as stored."""
+
+    guest: str
+    variant: str
+    host: str
+    done: int  # iterations with a successful attempt
+    failed: int  # failed attempts
+    first: float | None  # the first attempt's start
+    last: float | None  # the last attempt's end
+
+
+@dataclass(frozen=True)
+class FailedAttempt:
+    guest: str
+    iteration: int
+    attempt: int
+    started: float | None
+    exit_status: int | None
+    output_tail: str  # the error first, then the end of the command's output

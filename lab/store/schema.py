@@ -23,7 +23,7 @@ from pathlib import Path
 
 from lab.core.errors import StoreError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -121,11 +121,22 @@ CREATE TABLE IF NOT EXISTS warmup(
 );
 """
 
-SCHEMA = SCHEMA_V1 + PLACEMENT_TABLE + WARMUP_TABLE  # what a new store gets: the latest version
+# Why a run ended before its n: the rule of --until, in its own words; none for a run that
+# goes (or went) to its n.
+STOP_TABLE = """
+CREATE TABLE IF NOT EXISTS stop(
+    run_id INTEGER PRIMARY KEY REFERENCES run(id),
+    reason TEXT NOT NULL,
+    decided REAL
+);
+"""
+
+SCHEMA = SCHEMA_V1 + PLACEMENT_TABLE + WARMUP_TABLE + STOP_TABLE  # a new store: the latest
 
 MIGRATIONS: dict[int, str] = {  # from-version -> SQL that upgrades it by one step
     1: PLACEMENT_TABLE,
     2: WARMUP_TABLE,
+    3: STOP_TABLE,
 }
 
 

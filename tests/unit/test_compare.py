@@ -139,6 +139,7 @@ def test_three_variants_adjusted(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_empty_store_says_what_to_do(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    Store.open(tmp_path / "new.db").close()
     code, _, err = run(capsys, "compare", "--db", str(tmp_path / "new.db"))
     assert code == 2 and "no samples" in err and "lab import" in err
     code, _, err = run(capsys, "compare", "--db", str(tmp_path / "new.db"), "--workload", "x")

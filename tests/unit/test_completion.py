@@ -25,14 +25,14 @@ def complete(*words: str) -> list[str]:
 
 
 def test_commands_then_actions_then_options() -> None:
-    assert complete("lab", "ru") == ["run"]
+    assert complete("lab", "ru") == ["run", "runs"]
     assert complete("lab", "host", "") == ["check", "prepare", "release"]
     assert "--hugepages" in complete("lab", "host", "prepare", "--")
     assert complete("lab", "run", "sysbench-memory", "--sw") == ["--swap-every"]
 
 
 def test_the_value_of_an_option_is_not_taken_for_the_command() -> None:
-    assert complete("lab", "--config", "x.toml", "st") == ["status", "study"]
+    assert complete("lab", "--config", "x.toml", "st") == ["status", "study", "store"]
     assert complete("lab", "image", "build", "--recipe", "debian12", "--f") == ["--force"]
 
 

@@ -315,6 +315,7 @@ def test_until_verdict_stops_a_clear_difference_long_before_the_maximum(tmp_path
     assert "confidence sequence" in decision.method
     done = iterations(store, controller)
     assert 2 <= len(done["lab-thp"]) < 60
+    assert store.stop_reason(controller.run_id) == decision.reason  # for `lab runs`
     # Re-running the same command finds the rule met and runs nothing more.
     store.close()
     again, store = make_pair(tmp_path, 60, "sync", sleeps, until="verdict")

@@ -64,6 +64,7 @@ def test_embed_writes_one_file(tmp_path: Path) -> None:
 
 
 def test_report_of_empty_store_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    Store.open(tmp_path / "x.db").close()
     assert main(["report", "--db", str(tmp_path / "x.db"), "--out", str(tmp_path / "r")]) == 2
     assert "no samples" in capsys.readouterr().err
 

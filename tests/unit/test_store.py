@@ -34,8 +34,8 @@ def test_open_creates_folder_schema_and_pragmas(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "sub" / "lab.db")
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert tables == {"meta", "study", "guest", "run", "metric", "iteration", "sample", "placement",
-                      "warmup"}  # fmt: skip
-    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("3",)
+                      "warmup", "stop"}  # fmt: skip
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("4",)
     assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert store._conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
     assert store._conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
@@ -248,7 +248,7 @@ def test_a_version_1_store_opens_migrated_with_its_samples_and_the_later_tables(
     conn = sqlite3.connect(path)
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert {"placement", "warmup"} <= tables
-    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("3",)
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("4",)
     assert conn.execute("SELECT * FROM placement").fetchall() == [(1, 1, 1, "swapped", "3")]
     conn.close()
     with Store.open(path) as again:  # opening again changes nothing
@@ -310,7 +310,7 @@ def test_a_version_2_store_gains_the_warmup_table_and_keeps_its_placements(
         store.record_warmup(1, "2")
         assert store.warmup_declarations() == {1: "2"}
     conn = sqlite3.connect(path)
-    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("3",)
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("4",)
     assert conn.execute("SELECT * FROM placement").fetchall() == [(1, 1, 1, "own", "2")]
     conn.close()
 

@@ -1,0 +1,160 @@
+"""Runs as things to list, pick, inspect and remove (``lab runs``), and the store's own check
+(``lab store check``). A run is picked by its key or any prefix of it that is unique, as git
+picks a commit.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from lab.core.errors import UsageError
+from lab.store import Store
+from lab.store.records import FailedAttempt, GuestProgress, RunRecord
+
+TAIL_CHARS = 600  # of each failed attempt's output that `lab runs show` prints
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One line of ``lab runs``: what was asked and how far it got."""
+
+    key: str
+    study: str
+    workload: str
+    params: dict[str, Any]
+    schedule: str | None
+    target_n: int | None
+    created: float | None
+    guests: tuple[GuestProgress, ...]
+    stopped: str | None  # why it stopped before its n (its --until rule), if it did
+
+    @property
+    def state(self) -> str:
+        if self.stopped:
+            return "stopped early"
+        target = self.target_n or 0
+        if self.guests and all(g.done >= target for g in self.guests):
+            return "complete"
+        return "incomplete"
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "guests": [asdict(g) for g in self.guests], "state": self.state}
+
+
+@dataclass(frozen=True)
+class RunDetail:
+    """Everything ``lab runs show`` says about one run."""
+
+    summary: RunSummary
+    metrics: tuple[dict[str, str], ...]
+    warmup: str | None
+    placements: dict[str, dict[str, int]]  # guest -> {"own": k, "swapped": m}
+    failures: tuple[FailedAttempt, ...]  # the last ones, oldest first
+    command: str  # the `lab run` command that makes (or resumes) it
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.summary.to_json(),
+            "metrics": list(self.metrics),
+            "warmup": self.warmup,
+            "placements": self.placements,
+            "failures": [asdict(f) for f in self.failures],
+            "command": self.command,
+        }
+
+
+def open_existing(db: Path) -> Store:
+    return Store.open(db, create=False)
+
+
+def summaries(store: Store, study: str | None = None) -> list[RunSummary]:
+    return [_summary(store, run) for run in store.runs(study)]
+
+
+def _summary(store: Store, run: RunRecord) -> RunSummary:
+    return RunSummary(
+        run.key, run.study, run.workload, run.params, run.schedule, run.target_n, run.created,
+        tuple(store.run_progress(run.id)), store.stop_reason(run.id),
+    )  # fmt: skip
+
+
+def find_run(store: Store, prefix: str, study: str | None = None) -> RunRecord:
+    """The run whose key is ``prefix`` or starts with it; an error names the candidates."""
+    runs = store.runs(study)
+    exact = [r for r in runs if r.key == prefix]
+    matches = exact or [r for r in runs if r.key.startswith(prefix)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        known = ", ".join(r.key for r in runs[:8]) or "none"
+        raise UsageError(
+            f"no run {prefix!r} in {store.path}", hint=f"See `lab runs`; its runs: {known}"
+        )
+    raise UsageError(
+        f"{prefix!r} names {len(matches)} runs: {', '.join(r.key for r in matches[:8])}",
+        hint="Give more of the key",
+    )
+
+
+def detail(store: Store, prefix: str, study: str | None = None) -> RunDetail:
+    run = find_run(store, prefix, study)
+    placements: dict[str, dict[str, int]] = {}
+    for (guest, label), count in store.placement_counts(run.id).items():
+        placements.setdefault(guest, {})[label] = count
+    failures = tuple(
+        FailedAttempt(f.guest, f.iteration, f.attempt, f.started, f.exit_status,
+                      f.output_tail[-TAIL_CHARS:])
+        for f in store.failed_attempts(run.id)
+    )  # fmt: skip
+    return RunDetail(
+        summary=_summary(store, run),
+        metrics=tuple(
+            {"name": m.name, "unit": m.unit, "direction": m.direction} for m in run.metrics
+        ),
+        warmup=store.warmup_declarations(run.study).get(run.id),
+        placements=placements,
+        failures=failures,
+        command=run_command(run, store.path),
+    )
+
+
+def run_command(run: RunRecord, db: Path) -> str:
+    """A `lab run` command for this run's workload, n, study, schedule and parameters (add
+    the --until, --swap-every or --guests it had, if any, to give the very same key)."""
+    params = [
+        f"-p {shlex.quote(f'{k}={v}')}" for k, v in sorted(run.params.items()) if v is not None
+    ]
+    words = ["lab run", run.workload, f"--n {run.target_n}", f"--study {shlex.quote(run.study)}"]
+    if run.schedule and run.schedule != "concurrent":
+        words.append(f"--schedule {run.schedule}")
+    return " ".join([*words, *params, f"--db {shlex.quote(str(db))}"])
+
+
+def delete(store: Store, prefix: str, study: str | None = None) -> tuple[RunRecord, int]:
+    """Remove the run ``prefix`` names; returns it and the number of samples removed."""
+    run = find_run(store, prefix, study)
+    return run, store.delete_run(run.id)
+
+
+@dataclass(frozen=True)
+class StoreCheck:
+    path: str
+    integrity: tuple[str, ...]  # SQLite's answer: ("ok",) when sound
+    counts: dict[str, int]
+    orphans: dict[str, int]
+
+    @property
+    def ok(self) -> bool:
+        return self.integrity == ("ok",) and not any(self.orphans.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "ok": self.ok}
+
+
+def check_store(store: Store) -> StoreCheck:
+    return StoreCheck(
+        str(store.path), tuple(store.integrity_check()), store.counts(), store.orphans()
+    )
