@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from lab.app.runs import find_run
 from lab.core.context import Context
 from lab.core.errors import UsageError
 from lab.stats.verdict import parse_percent
 from lab.store import Store
 from lab.store.cli import variant_order
+from lab.store.records import RunRecord
 
 if TYPE_CHECKING:
     from lab.stats.analysis import MetricComparison
@@ -41,6 +43,7 @@ class Selection:
     metric: str | None = None
     warmup: str | None = None  # K, "auto" or "none"; None: what each run declared
     baseline: tuple[str, ...] = ()  # variant order, A first; empty: as stored
+    run: str | None = None  # one run's key, or a unique prefix of one
 
 
 @dataclass(frozen=True)
@@ -84,10 +87,13 @@ def select_samples(store: Store, selection: Selection) -> Samples:
     from lab.stats.paired import synced_workloads
 
     s = selection
-    series = store.values(workload=s.workload, metric=s.metric, study=s.study)
+    run = find_run(store, s.run, s.study).key if s.run else None
+    if run is None:
+        refuse_pooling(store, s)
+    series = store.values(workload=s.workload, metric=s.metric, study=s.study, run=run)
     trimmed = cut_warmup(
         series,
-        store.sample_boots(s.workload, s.metric, s.study),
+        store.sample_boots(s.workload, s.metric, s.study, run),
         store.warmup_declarations(s.study),
         {r.id: r.key for r in store.runs(s.study)},
         s.warmup,
@@ -105,9 +111,32 @@ def select_samples(store: Store, selection: Selection) -> Samples:
         series=trimmed.series,
         order=list(s.baseline) if s.baseline else variant_order(store, s.study),
         cuts=trimmed.cuts,
-        placements=trimmed.aligned(store.placement_labels(s.workload, s.metric, s.study)),
+        placements=trimmed.aligned(store.placement_labels(s.workload, s.metric, s.study, run)),
         synced=synced_workloads(store.runs(s.study)),
     )
+
+
+def refuse_pooling(store: Store, selection: Selection) -> None:
+    """Runs of one workload that differ (other parameters, n or schedule: another key) are
+    never pooled into one series: two-peaked data would be called "inconclusive". The same
+    command resumed or repeated is one run (one key) and pools."""
+    by_workload: dict[tuple[str, str], list[RunRecord]] = {}
+    for run in store.runs(selection.study):
+        if selection.workload in (None, run.workload):
+            by_workload.setdefault((run.study, run.workload), []).append(run)
+    for (study, workload), runs in sorted(by_workload.items()):
+        if len(runs) > 1:
+            listed = "; ".join(f"{r.key} ({_params(r.params)})" for r in runs[:6])
+            raise UsageError(
+                f"study {study!r} holds {len(runs)} runs of {workload} that differ, and runs"
+                f" are never pooled: {listed}",
+                hint=f"Pick one with --run KEY (a unique prefix is enough); `lab runs --study"
+                f" {study}` lists them",
+            )
+
+
+def _params(params: dict[str, object]) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted(params.items()) if v is not None) or "defaults"
 
 
 def compare_samples(samples: Samples, request: AnalyseRequest) -> list[MetricComparison]:

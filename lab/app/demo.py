@@ -90,19 +90,26 @@ def real_actions(ctx: Context) -> DemoActions:
     )  # fmt: skip
 
 
+def study_of(n: int) -> str:
+    """The demo's study: one per n, so that demos of another length are other runs in another
+    study, never pooled with these (lab compare refuses runs that differ)."""
+    return f"demo-n{n}"
+
+
 def _run(workload: str, n: int, db: str, *params: str) -> DemoStep:
-    argv: tuple[str, ...] = ("run", workload, "--study", "demo", "--db", db, "--n", str(n))
+    study = study_of(n)
+    argv: tuple[str, ...] = ("run", workload, "--study", study, "--db", db, "--n", str(n))
     for param in params:
         argv += ("-p", param)
     pairs = tuple((k, v) for k, _, v in (p.partition("=") for p in params))
-    return DemoStep(argv, RunRequest(workload, n, pairs, study="demo", db=db))
+    return DemoStep(argv, RunRequest(workload, n, pairs, study=study, db=db))
 
 
 def steps(n: int, db: str, reserve: int, keep: bool = False) -> list[DemoStep]:
     """The demo's steps in order: prepare, build, a fresh pair, four runs, compare, report."""
     twins = TwinRequest(list(PAIR), vcpus=1, memory="1G", reserve_host_cpus=reserve)
     sizing = ("--vcpus", "1", "--memory", "1G", "--reserve-host-cpus", str(reserve))
-    selection = Selection(db=db)
+    selection = Selection(db=db, study=study_of(n))
     plan = [
         DemoStep(("host", "prepare", "--hugepages", "1G:1"), PrepareHostsRequest("1G:1")),
         DemoStep(("image", "build"), BuildRequest()),
@@ -112,8 +119,13 @@ def steps(n: int, db: str, reserve: int, keep: bool = False) -> list[DemoStep]:
         _run("iperf3", n, db, "duration=3"),
         _run("demo-build", n, db),
         _run("null", n, db),
-        DemoStep(("compare", "--db", db), AnalyseRequest(selection, paired="synced")),
-        DemoStep(("report", "--db", db), ReportRequest(AnalyseRequest(selection))),
+        DemoStep(
+            ("compare", "--db", db, "--study", study_of(n)),
+            AnalyseRequest(selection, paired="synced"),
+        ),
+        DemoStep(
+            ("report", "--db", db, "--study", study_of(n)), ReportRequest(AnalyseRequest(selection))
+        ),
     ]
     if not keep:
         plan.append(DemoStep(("down",), DownRequest()))

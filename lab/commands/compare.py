@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from lab.commands.options import selection
 from lab.core.context import Context
-from lab.store.cli import add_db_argument, add_study_argument, add_warmup_argument
+from lab.store.cli import add_db_argument, add_run_argument, add_study_argument, add_warmup_argument
 
 if TYPE_CHECKING:
     from lab.app.analyse import AnalyseRequest
@@ -41,6 +41,7 @@ def register(subparsers: Any) -> None:
     add_db_argument(parser)
     add_study_argument(parser)
     parser.add_argument("--workload", metavar="W", help="only this workload")
+    add_run_argument(parser)
     parser.add_argument("--metric", metavar="M", help="only this metric")
     parser.add_argument(
         "--confidence", type=float, default=99.99, metavar="PERCENT",

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import IO, TYPE_CHECKING, Any
 
 from lab.core.context import Context
-from lab.store.cli import add_db_argument, add_study_argument
+from lab.store.cli import add_db_argument, add_run_argument, add_study_argument
 
 if TYPE_CHECKING:
     from lab.store import ExportRow
@@ -24,6 +24,7 @@ def register(subparsers: Any) -> None:
                         help="output format (default: csv)")  # fmt: skip
     parser.add_argument("--out", metavar="FILE", help="write here instead of standard output")
     parser.add_argument("--workload", metavar="W", help="only this workload")
+    add_run_argument(parser)
     add_study_argument(parser)
     add_db_argument(parser)
     parser.set_defaults(run=run)
@@ -57,11 +58,13 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     import sys
     from pathlib import Path
 
+    from lab.app.runs import find_run
     from lab.core.errors import UsageError
     from lab.store.cli import open_store
 
     with open_store(args, ctx, create=False) as store:
-        rows = store.export_rows(workload=args.workload, study=args.study)
+        run = find_run(store, args.run_key, args.study).key if args.run_key else None
+        rows = store.export_rows(workload=args.workload, study=args.study, run=run)
         try:
             target = Path(args.out).open("w", newline="") if args.out else None  # noqa: SIM115
         except OSError as err:

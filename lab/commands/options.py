@@ -14,11 +14,12 @@ if TYPE_CHECKING:
 
 
 def selection(args: argparse.Namespace) -> Selection:
-    """The samples ``--db``, ``--study``, ``--workload``, ``--metric``, ``--warmup`` and
-    ``--baseline`` select (``lab compare`` and ``lab report`` take them alike)."""
+    """The samples ``--db``, ``--study``, ``--run``, ``--workload``, ``--metric``,
+    ``--warmup`` and ``--baseline`` select (``lab compare`` and ``lab report`` take them alike)."""
     from lab.app.analyse import Selection  # deferred: the parser is built for every command
 
     return Selection(
         db=args.db, study=args.study, workload=args.workload, metric=args.metric,
         warmup=args.warmup, baseline=tuple(args.baseline.split(",")) if args.baseline else (),
+        run=args.run_key,
     )  # fmt: skip

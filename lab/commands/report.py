@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from lab.commands.options import selection
 from lab.commands.show import print_report
 from lab.core.context import Context
-from lab.store.cli import add_db_argument, add_study_argument, add_warmup_argument
+from lab.store.cli import add_db_argument, add_run_argument, add_study_argument, add_warmup_argument
 
 if TYPE_CHECKING:
     from lab.app.report import ReportRequest
@@ -33,6 +33,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--embed", action="store_true",
                         help="embed the figures in the page, not as PNG files")  # fmt: skip
     parser.add_argument("--workload", metavar="W", help="only this workload")
+    add_run_argument(parser)
     parser.add_argument("--metric", metavar="M", help="only this metric")
     parser.add_argument("--confidence", type=float, default=99.99, metavar="PERCENT",
                         help="confidence level (default: 99.99)")  # fmt: skip

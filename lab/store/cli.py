@@ -21,6 +21,14 @@ def add_study_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--study", metavar="NAME", help="only this study (default: every study)")
 
 
+def add_run_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--run", metavar="KEY", dest="run_key",  # args.run is the command's function
+        help="only this run: its key or a unique prefix of it (`lab runs` lists them); needed"
+        " where a study holds several runs of one workload, which are never pooled",
+    )  # fmt: skip
+
+
 def warmup_rule(allow_none: bool) -> Callable[[str], str]:
     """An argparse ``type`` for ``--warmup``: its text checked by ``parse_warmup``."""
 

@@ -72,14 +72,16 @@ class Reads:
         return {r[0] for r in cur}
 
     def values(
-        self, workload: str | None = None, metric: str | None = None, study: str | None = None
-    ) -> list[Series]:
+        self, workload: str | None = None, metric: str | None = None, study: str | None = None,
+        run: str | None = None,
+    ) -> list[Series]:  # fmt: skip
         """Every series of samples, optionally of one workload, metric or study.
 
         One series per (study, workload, metric, unit, direction, variant, host, guest);
-        samples of several runs of the same workload are concatenated in run order.
+        samples of several runs of the same workload are concatenated in run order; ``run``
+        (a key) keeps one run's.
         """
-        groups = self._series_groups(workload, metric, study)
+        groups = self._series_groups(workload, metric, study, run)
         series: list[Series] = []
         for key, members in itertools.groupby(groups, key=lambda g: g[:8]):
             parts = [self._series_arrays(g[8], g[9], g[2], g[10]) for g in members if g[10]]
@@ -97,12 +99,13 @@ class Reads:
         return series
 
     def _series_groups(
-        self, workload: str | None, metric: str | None, study: str | None
+        self, workload: str | None, metric: str | None, study: str | None, run: str | None = None
     ) -> list[Any]:
         """(study, workload, metric, unit, direction, variant, host, guest, run id, guest id,
         samples) for every run and guest, in the order :meth:`values` concatenates them."""
         where, args = [], []
-        for column, value in (("r.workload", workload), ("m.name", metric), ("st.name", study)):
+        filters = (("r.workload", workload), ("m.name", metric), ("st.name", study), ("r.key", run))
+        for column, value in filters:
             if value is not None:
                 where.append(f"{column}=?")
                 args.append(value)
@@ -119,8 +122,9 @@ class Reads:
         ).fetchall()
 
     def placement_labels(
-        self, workload: str | None = None, metric: str | None = None, study: str | None = None
-    ) -> dict[SeriesKey, np.ndarray]:
+        self, workload: str | None = None, metric: str | None = None, study: str | None = None,
+        run: str | None = None,
+    ) -> dict[SeriesKey, np.ndarray]:  # fmt: skip
         """The placement ("own", "swapped") of every sample, aligned with :meth:`values`.
 
         One array per series that has any placement recorded, keyed by :func:`series_key`
@@ -131,7 +135,7 @@ class Reads:
         if not placed:
             return {}
         labels: dict[SeriesKey, np.ndarray] = {}
-        groups = self._series_groups(workload, metric, study)
+        groups = self._series_groups(workload, metric, study, run)
         for key, members in itertools.groupby(groups, key=lambda g: g[:8]):
             counted = [g for g in members if g[10]]
             if not any(g[8] in placed for g in counted):
@@ -147,8 +151,9 @@ class Reads:
         return labels
 
     def sample_boots(
-        self, workload: str | None = None, metric: str | None = None, study: str | None = None
-    ) -> dict[SeriesKey, tuple[np.ndarray, np.ndarray]]:
+        self, workload: str | None = None, metric: str | None = None, study: str | None = None,
+        run: str | None = None,
+    ) -> dict[SeriesKey, tuple[np.ndarray, np.ndarray]]:  # fmt: skip
         """The run id and the boot id of every sample, aligned with :meth:`values`.
 
         Keyed by :func:`series_key`: (run ids, boot ids), each in the order of the series'
@@ -156,7 +161,7 @@ class Reads:
         "" where none was recorded (imported samples).
         """
         origins: dict[SeriesKey, tuple[np.ndarray, np.ndarray]] = {}
-        groups = self._series_groups(workload, metric, study)
+        groups = self._series_groups(workload, metric, study, run)
         for key, members in itertools.groupby(groups, key=lambda g: g[:8]):
             counted = [g for g in members if g[10]]
             if not counted:
@@ -287,7 +292,7 @@ class Reads:
         return np.fromiter((r[0] for r in cur), dtype=np.float64)
 
     def export_rows(
-        self, workload: str | None = None, study: str | None = None
+        self, workload: str | None = None, study: str | None = None, run: str | None = None
     ) -> Iterator[ExportRow]:
         """Every sample with its context, in (study, workload, variant, guest, iteration) order."""
         cur = self._conn.execute(
@@ -299,9 +304,10 @@ class Reads:
             " JOIN iteration i ON i.run_id=s.run_id AND i.guest_id=s.guest_id"
             " AND i.iteration=s.iteration AND i.ok=1"
             " WHERE (?1 IS NULL OR r.workload=?1) AND (?2 IS NULL OR st.name=?2)"
+            " AND (?3 IS NULL OR r.key=?3)"
             " ORDER BY st.name, r.workload, r.key, g.variant, g.host, g.name, s.iteration,"
             " s.metric",
-            (workload, study),
+            (workload, study, run),
         )
         for row in cur:
             yield ExportRow(*row)

@@ -30,13 +30,13 @@ OLD_STEPS = [  # the demo's steps as `lab` command lines, as they were when it b
     ["image", "build"],
     ["down"],
     ["up", "--pair", "thp,shp1g", "--vcpus", "1", "--memory", "1G", "--reserve-host-cpus", "1"],
-    ["run", "sysbench-memory", "--study", "demo", "--db", "d.db", "--n", "3",
+    ["run", "sysbench-memory", "--study", "demo-n3", "--db", "d.db", "--n", "3",
      "-p", "time=5", "-p", "total_size=1G", "-p", "block_size=1M"],
-    ["run", "iperf3", "--study", "demo", "--db", "d.db", "--n", "3", "-p", "duration=3"],
-    ["run", "demo-build", "--study", "demo", "--db", "d.db", "--n", "3"],
-    ["run", "null", "--study", "demo", "--db", "d.db", "--n", "3"],
-    ["compare", "--db", "d.db"],
-    ["report", "--db", "d.db"],
+    ["run", "iperf3", "--study", "demo-n3", "--db", "d.db", "--n", "3", "-p", "duration=3"],
+    ["run", "demo-build", "--study", "demo-n3", "--db", "d.db", "--n", "3"],
+    ["run", "null", "--study", "demo-n3", "--db", "d.db", "--n", "3"],
+    ["compare", "--db", "d.db", "--study", "demo-n3"],
+    ["report", "--db", "d.db", "--study", "demo-n3"],
 ]  # fmt: skip
 
 

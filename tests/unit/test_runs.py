@@ -113,3 +113,30 @@ def test_reading_commands_create_nothing_on_a_mistyped_path(
         code, _, err = lab(capsys, *args, "--db", str(typo))
         assert code == 2 and f"no result store at {typo}" in err, (args, err)
     assert not typo.parent.exists()
+
+
+def test_compare_never_pools_runs_that_differ_and_picks_one_with_run(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = lab(capsys, "compare", "--db", str(db))
+    assert code == 2
+    assert "2 runs of sysbench-memory that differ" in err
+    assert "sysbench-memory-aaaa11112222 (threads=1)" in err
+    assert "sysbench-memory-aaab33334444 (threads=8)" in err and "--run KEY" in err
+    code, out, _ = lab(capsys, "compare", "--db", str(db), "--run", "sysbench-memory-aaaa",
+                       "--format", "json")  # fmt: skip
+    assert code == 0
+    (table,) = json.loads(out)
+    arms = {arm["variant"]: arm["summary"] for arm in table["arms"]}
+    assert {v: (a["n"], a["mean"]) for v, a in arms.items()} == {
+        "thp": (3, pytest.approx(2.1)),  # threads=1 only: run 8's 5.0 is not pooled in
+        "shp1g": (3, pytest.approx(5.9 / 3)),
+    }
+
+
+def test_export_selects_one_run(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = lab(capsys, "export", "--db", str(db), "--run", "sysbench-memory-aaab",
+                       "--format", "jsonl")  # fmt: skip
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and len(rows) == 2
+    assert {r["run"] for r in rows} == {"sysbench-memory-aaab33334444"}
