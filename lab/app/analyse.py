@@ -9,7 +9,7 @@ the same way.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -44,6 +44,7 @@ class Selection:
     warmup: str | None = None  # K, "auto" or "none"; None: what each run declared
     baseline: tuple[str, ...] = ()  # variant order, A first; empty: as stored
     run: str | None = None  # one run's key, or a unique prefix of one
+    against: str | None = None  # another run to compare ``run`` with, variant by variant
 
 
 @dataclass(frozen=True)
@@ -182,10 +183,45 @@ def store_path(ctx: Context, selection: Selection) -> Path:
     return Path(selection.db or ctx.config.store)
 
 
+def select_against(store: Store, selection: Selection) -> Samples:
+    """Run ``selection.run`` against run ``selection.against``: for each variant both hold,
+    one comparison of the first run's samples (arm A) with the second's (arm B), each
+    without its own warm-up. Before and after an image change, the same variant on two
+    hosts, or an A/A check, with the same statistics as twins."""
+    if not selection.run:
+        raise UsageError("--against compares two runs: name the first with --run KEY")
+    first = find_run(store, selection.run, selection.study).key
+    second = find_run(store, selection.against or "", selection.study).key
+    if first == second:
+        raise UsageError(f"--run and --against both name run {first}", hint="Name two runs")
+    parts = [select_samples(store, replace(selection, run=key, against=None))
+             for key in (first, second)]  # fmt: skip
+    variants = [{s.variant for s in part.series} for part in parts]
+    shared = variants[0] & variants[1]
+    if not shared:
+        raise UsageError(
+            f"runs {first} and {second} share no variant to compare"
+            f" ({', '.join(sorted(variants[0]))} against {', '.join(sorted(variants[1]))})",
+            hint="Compare runs of the same variants",
+        )
+    series = [
+        replace(s, study=f"{s.variant}: {first} vs {second}", variant=key)
+        for key, part in zip((first, second), parts, strict=True)
+        for s in part.series
+        if s.variant in shared
+    ]
+    return Samples(series=series, order=[first, second], cuts={}, placements={},
+                   synced=frozenset())  # fmt: skip
+
+
 def selected(ctx: Context, selection: Selection) -> Samples:
-    """:func:`select_samples` from the store ``selection`` names, refused when empty."""
+    """:func:`select_samples` from the store ``selection`` names (or, with ``--against``,
+    :func:`select_against`), refused when empty."""
     with Store.open(store_path(ctx, selection), create=False) as store:
-        samples = select_samples(store, selection)
+        if selection.against:
+            samples = select_against(store, selection)
+        else:
+            samples = select_samples(store, selection)
     if not samples.series:
         raise no_samples(selection)
     return samples

@@ -42,6 +42,11 @@ def register(subparsers: Any) -> None:
     add_study_argument(parser)
     parser.add_argument("--workload", metavar="W", help="only this workload")
     add_run_argument(parser)
+    parser.add_argument(
+        "--against", metavar="KEY",
+        help="compare the run --run names with this run, variant by variant (before and"
+        " after a change, one variant on two hosts, an A/A check)",
+    )  # fmt: skip
     parser.add_argument("--metric", metavar="M", help="only this metric")
     parser.add_argument(
         "--confidence", type=float, default=99.99, metavar="PERCENT",

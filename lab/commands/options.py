@@ -21,5 +21,5 @@ def selection(args: argparse.Namespace) -> Selection:
     return Selection(
         db=args.db, study=args.study, workload=args.workload, metric=args.metric,
         warmup=args.warmup, baseline=tuple(args.baseline.split(",")) if args.baseline else (),
-        run=args.run_key,
+        run=args.run_key, against=getattr(args, "against", None),
     )  # fmt: skip

@@ -140,3 +140,26 @@ def test_export_selects_one_run(db: Path, capsys: pytest.CaptureFixture[str]) ->
     rows = [json.loads(line) for line in out.splitlines()]
     assert code == 0 and len(rows) == 2
     assert {r["run"] for r in rows} == {"sysbench-memory-aaab33334444"}
+
+
+def test_compare_one_run_against_another_variant_by_variant(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with Store.open(db) as store:
+        (study,) = store.studies()
+        guests = {g.name: g.id for g in store.guests()}
+        again = store.ensure_run(study.id, "sysbench-memory-cccc55556666", "sysbench-memory",
+                                 {"threads": 1, "image": "new"}, "concurrent", 3, [TIME])  # fmt: skip
+        store.record(again, guests["lab-thp"], [ok(1, 3.0), ok(2, 3.1), ok(3, 3.2)])
+    code, out, err = lab(capsys, "compare", "--db", str(db), "--run", "sysbench-memory-aaaa",
+                         "--against", "sysbench-memory-cccc", "--format", "json")  # fmt: skip
+    assert code == 0, err
+    (table,) = json.loads(out)  # only thp is in both runs
+    assert table["study"] == "thp: sysbench-memory-aaaa11112222 vs sysbench-memory-cccc55556666"
+    arms = [(a["variant"], a["summary"]["n"], a["summary"]["mean"]) for a in table["arms"]]
+    assert arms == [
+        ("sysbench-memory-aaaa11112222", 3, pytest.approx(2.1)),
+        ("sysbench-memory-cccc55556666", 3, pytest.approx(3.1)),
+    ]
+    code, _, err = lab(capsys, "compare", "--db", str(db), "--against", "sysbench-memory-cccc")
+    assert code == 2 and "name the first with --run KEY" in err
