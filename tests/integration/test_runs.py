@@ -1,0 +1,41 @@
+"""Runs as first-class objects on the real pair: two sysbench-memory runs that differ in a
+parameter are listed by `lab runs`, never pooled by `lab compare`, and picked with --run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.integration.conftest import Pair
+
+SHORT = ["--n", "2", "-p", "time=1", "-p", "total_size=1000G"]
+
+
+def test_two_runs_that_differ_are_listed_refused_together_and_picked_one_by_one(
+    pair: Pair, tmp_path: Path
+) -> None:
+    db = str(tmp_path / "lab.db")
+    for block in ("1M", "4K"):
+        pair.lab("run", "sysbench-memory", *SHORT, "-p", f"block_size={block}", "--study", "two",
+                 "--db", db)  # fmt: skip
+    runs = json.loads(pair.lab("runs", "--db", db, "--json").stdout)
+    assert sorted(r["params"]["block_size"] for r in runs) == ["1M", "4K"]
+    assert all(r["state"] == "complete" for r in runs)
+    assert all(sorted(g["done"] for g in r["guests"]) == [2, 2] for r in runs)
+    keys = [r["key"] for r in runs]
+
+    refused = pair.lab("compare", "--db", db, check=False)
+    assert refused.returncode == 2
+    assert all(key in refused.stderr for key in keys) and "--run KEY" in refused.stderr
+
+    for key in keys:
+        out = pair.lab("compare", "--db", db, "--run", key[:20], "--format", "json").stdout
+        tables = json.loads(out)
+        assert {t["metric"] for t in tables} == {"total_time_s", "throughput_mib_s"}
+        assert all(a["summary"]["n"] == 2 for t in tables for a in t["arms"])
+
+    out = pair.lab("compare", "--db", db, "--run", keys[0], "--against", keys[1],
+                   "--metric", "throughput_mib_s", "--format", "json").stdout  # fmt: skip
+    tables = json.loads(out)
+    assert sorted(t["study"].split(":")[0] for t in tables) == ["shp1g", "thp"]
+    assert all([a["variant"] for a in t["arms"]] == keys for t in tables)
