@@ -17,7 +17,7 @@ import numpy as np
 
 from lab.app.runs import find_run
 from lab.core.context import Context
-from lab.core.errors import UsageError
+from lab.core.errors import LabError, UsageError
 from lab.stats.verdict import parse_percent
 from lab.store import Store
 from lab.store.cli import variant_order
@@ -28,6 +28,13 @@ if TYPE_CHECKING:
     from lab.stats.blocked import BlockedDifference
     from lab.stats.discard import WarmupCut
     from lab.stats.series import Series, SeriesKey
+
+
+class WorseVerdict(LabError):
+    """``lab compare --fail-on worse`` found a verdict that B is worse than A."""
+
+    exit_code = 9
+
 
 Pairing = Literal["always", "synced", "never"]
 """Pair samples by iteration for every workload, for the synchronised runs only, or never."""

@@ -76,6 +76,15 @@ def register(subparsers: Any) -> None:
         " disagree (for pairs on several hosts, lab run --hosts)",
     )  # fmt: skip
     parser.add_argument(
+        "--detail", action="store_true",
+        help="after the summary, every table: each arm's sd, min, max, margin, diagnostics,"
+        " the tests (also with --workload W --metric M)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--fail-on", choices=("worse",),
+        help="exit with status 9 when any verdict says B is worse than A (for CI pipelines)",
+    )  # fmt: skip
+    parser.add_argument(
         "--format", choices=("table", "markdown", "json", "csv"), default="table",
         help="output format (default: table)",
     )  # fmt: skip
@@ -91,8 +100,25 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if args.by == "host":
         _print_by_host(ctx, analyse_by_host(ctx, request(args)), args.format)
         return 0
-    print_comparisons(ctx, analyse(ctx, request(args)).comparisons, args.format)
+    comparisons = analyse(ctx, request(args)).comparisons
+    detail = args.detail or bool(args.workload and args.metric)
+    print_comparisons(ctx, comparisons, args.format, detail)
+    if args.fail_on == "worse":
+        fail_on_worse(comparisons)
     return 0
+
+
+def fail_on_worse(comparisons: Sequence[MetricComparison]) -> None:
+    from lab.app.analyse import WorseVerdict  # deferred, as above
+    from lab.report.summary import worse
+
+    found = worse(comparisons)
+    if found:
+        named = "; ".join(f"{r.workload} · {r.metric}: {r.change}" for r in found)
+        raise WorseVerdict(
+            f"B is worse than A in {len(found)} verdict(s): {named}",
+            hint="--fail-on worse fails a pipeline on such a verdict; see the table above",
+        )
 
 
 def request(args: argparse.Namespace) -> AnalyseRequest:
@@ -104,12 +130,22 @@ def request(args: argparse.Namespace) -> AnalyseRequest:
     )  # fmt: skip
 
 
-def print_comparisons(ctx: Context, comparisons: Sequence[MetricComparison], form: str) -> None:
-    """The comparisons as ``--format`` says: table, markdown, json or csv."""
+def print_comparisons(
+    ctx: Context, comparisons: Sequence[MetricComparison], form: str, detail: bool = True
+) -> None:
+    """The comparisons as ``--format`` says: table (the summary, then with ``detail`` the
+    full tables), markdown, json or csv."""
     from lab.report import formats  # deferred: heavy (scipy)
 
     if form == "table":
-        formats.print_tables(ctx.out, comparisons)
+        formats.print_summary(ctx.out, comparisons)
+        if detail:
+            formats.print_tables(ctx.out, comparisons)
+        else:
+            ctx.err.print(
+                "[dim]the full tables (sd, min, max, diagnostics, tests): lab compare --detail,"
+                " or --workload W --metric M[/]"
+            )
     elif form == "markdown":
         ctx.out.file.write(formats.markdown(comparisons))
     elif form == "json":

@@ -18,6 +18,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from lab.report.summary import HEADER, STYLES, summary_rows
 from lab.report.tables import (
     DIAGNOSTIC_ROWS,
     DIFFERENCE_ROWS,
@@ -54,6 +55,23 @@ def print_tables(console: Console, comparisons: Sequence[MetricComparison]) -> N
         parts.extend(Text(line) for line in notes(block))
         console.print(Group(*parts))
         console.print()
+
+
+def print_summary(console: Console, comparisons: Sequence[MetricComparison]) -> None:
+    """The answer first: one row per workload, metric and pair, the verdict coloured."""
+    rows = summary_rows(comparisons)
+    if not rows:
+        return
+    first = comparisons[0]
+    title = (
+        f"Summary: mean ± margin of error at {first.confidence * 100:g} %, B's change with its"
+        f" interval, verdict against ±{first.threshold * 100:g} %"
+    )
+    table = Table(*HEADER, title=title, title_justify="left", title_style="bold")
+    for row in rows:
+        table.add_row(*row.cells, style=STYLES[row.outcome] or None)
+    console.print(table)
+    console.print()
 
 
 def markdown(comparisons: Sequence[MetricComparison]) -> str:

@@ -23,7 +23,8 @@ from matplotlib.figure import Figure
 
 from lab import __version__
 from lab.report.images import ImageSummary
-from lab.report.plots import all_figures
+from lab.report.plots import all_figures, forest
+from lab.report.summary import HEADER, summary_rows
 from lab.report.tables import TableData, block_tables, blocks, notes
 from lab.stats.analysis import ALL, MetricComparison, with_paired
 from lab.stats.paired import synced_workloads
@@ -98,6 +99,27 @@ def _image(fig: Figure, out_dir: Path, name: str, embed: bool) -> str:
     (out_dir / "figures").mkdir(parents=True, exist_ok=True)
     fig.savefig(out_dir / "figures" / name, format="png")
     return f"figures/{name}"
+
+
+def _summary_html(comparisons: Sequence[MetricComparison], out_dir: Path, embed: bool) -> str:
+    """The answer first: the summary table `lab compare` prints, and the forest plot."""
+    rows = summary_rows(comparisons)
+    if not rows:
+        return ""
+    head = "".join(f"<th>{_e(h)}</th>" for h in HEADER)
+    body = "".join(
+        f'<tr class="{row.outcome.value}">' + "".join(f"<td>{_e(c)}</td>" for c in row.cells)
+        + "</tr>"
+        for row in rows
+    )  # fmt: skip
+    fig, caption = forest(comparisons)
+    src = _image(fig, out_dir, "forest.png", embed)
+    return (
+        '<h2 id="summary">Summary</h2><table class="summary"><thead><tr>' + head
+        + "</tr></thead><tbody>" + body + "</tbody></table>"
+        + f'<figure><img src="{src}" alt="forest plot of every change"><figcaption>'
+        + _e(caption) + "</figcaption></figure>"
+    )  # fmt: skip
 
 
 def _block_html(index: int, block: Sequence[MetricComparison], out_dir: Path, embed: bool) -> str:
@@ -275,6 +297,7 @@ def render(
         f"<h1>lab report: {_e(', '.join(s.name for s in meta.studies) or 'no study')}</h1>",
         f'<p class="note">Generated {_e(_when(time.time()))} by lab {_e(__version__)} from'
         f" <code>{_e(meta.store_path)}</code>.</p>",
+        _summary_html(comparisons, out_dir, embed),
         "<h2>Verdicts</h2><ul>" + "".join(verdicts) + "</ul>",
         *(_block_html(i, b, out_dir, embed) for i, b in enumerate(grouped)),
         _metadata_html(meta),

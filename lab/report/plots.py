@@ -7,6 +7,7 @@ at most ``MAX_POINTS`` evenly spaced samples, and each figure says so in its cap
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from scipy import stats
 
-from lab.stats.analysis import MetricComparison
+from lab.stats.analysis import ALL, MetricComparison
 
 MAX_POINTS = 20_000
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
@@ -167,6 +168,36 @@ def difference(c: MetricComparison) -> tuple[Figure, str]:
     caption = (
         f"Difference of means as a percentage of A with its {c.confidence * 100:g}% confidence"
         " interval (ratio of means); the grey band is the practical threshold."
+    )
+    return fig, caption
+
+
+def forest(comparisons: Sequence[MetricComparison]) -> tuple[Figure, str]:
+    """Every metric's change (B vs A, in % of A, turned so that right is better) with its
+    interval, on one axis, the ±threshold band shaded: the whole answer in one picture."""
+    rows = [(c, p) for c in comparisons if c.subset == ALL for p in c.pairs]
+    fig, ax = _figure(7.0, 1.2 + 0.45 * len(rows))
+    names, benefit, low, high = [], [], [], []
+    for c, p in rows:
+        sign = -1.0 if c.direction == "lower" else 1.0  # right is better for every metric
+        a, b = (sign * v for v in p.difference.percent_ci)
+        names.append(f"{c.workload} · {c.metric}: {p.b} vs {p.a}")
+        benefit.append(sign * p.difference.percent)
+        low.append(min(a, b))
+        high.append(max(a, b))
+    y = np.arange(len(rows))[::-1]
+    mid, lo, hi = (np.array(v, dtype=float) for v in (benefit, low, high))
+    t = rows[0][0].threshold * 100 if rows else 0.0
+    ax.axvspan(-t, t, color="#dddddd", label=f"±{t:g}% threshold")
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.errorbar(np.nan_to_num(mid), y, xerr=np.nan_to_num(np.vstack([mid - lo, hi - mid])),
+                fmt="o", color="#4c72b0", capsize=4)  # fmt: skip
+    ax.set_yticks(y, names)
+    ax.set_xlabel("B's benefit over A, % of A's mean (right is better)")
+    ax.legend(loc="lower right", fontsize="small")
+    caption = (
+        "Every metric's change with its confidence interval, turned so that right means B is"
+        " better (lower times, higher throughput); the grey band is the practical threshold."
     )
     return fig, caption
 

@@ -117,7 +117,7 @@ def test_markdown_and_table(db: Path, capsys: pytest.CaptureFixture[str]) -> Non
     _, md, _ = run(capsys, "compare", "--db", str(db), "--format", "markdown")
     assert "| Margin of error | 0.38 | 0.37 |" in md  # z·4.38/√2000, z·4.2/√2000
     assert "verdict: shp1g is faster than thp" in md
-    _, table, _ = run(capsys, "compare", "--db", str(db), "--workload", "sysbench")
+    _, table, _ = run(capsys, "compare", "--detail", "--db", str(db), "--workload", "sysbench")
     assert "the study's table" in table and "Verdict" in table and "faster" in table
 
 
@@ -201,7 +201,7 @@ def test_synchronised_run_adds_the_paired_analysis(
     welch = c["pairs"][0]["difference"]["diff_ci"]
     assert [paired["welch_low"], paired["welch_high"]] == pytest.approx(welch)
     assert paired["paired_high"] - paired["paired_low"] < (welch[1] - welch[0]) / 2
-    _, table, _ = run(capsys, "compare", "--db", str(db))
+    _, table, _ = run(capsys, "compare", "--detail", "--db", str(db))
     assert "paired by iteration" in table and "Wilcoxon signed-rank p" in table
     assert "pairing removed" in table and "narrower than Welch's" in table
     _, text, _ = run(capsys, "compare", "--db", str(db), "--format", "csv")
@@ -277,7 +277,7 @@ def test_swapped_cpu_sets_give_the_variant_and_the_placement_effect_apart(
             if r["table"] == "placement"}  # fmt: skip
     assert float(rows["placement_effect"]["value"]) == pytest.approx(p["placement_effect"])
     assert rows["placed"]["subject"] == "shp1g vs thp"
-    _, table, _ = run(capsys, "compare", "--db", str(db))
+    _, table, _ = run(capsys, "compare", "--detail", "--db", str(db))
     table = " ".join(table.split())  # as read, whatever rich wrapped
     assert "Placement: variant and CPU set told apart" in table
     assert "Placement effect (B's CPUs − A's)" in table
@@ -365,13 +365,13 @@ def test_plain_compare_and_its_json_add_the_by_host_result_when_hosts_differ(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     two_host_store(tmp_path / "h.db", {"local": -3.0, "rack2": +2.0})
-    code, out, _ = run(capsys, "compare", "--db", str(tmp_path / "h.db"))
+    code, out, _ = run(capsys, "compare", "--detail", "--db", str(tmp_path / "h.db"))
     assert code == 0
     assert "shp1g − thp within each host, then combined" in out
     assert "by host: 2 host(s)" in out
     code, out, _ = run(capsys, "compare", "--db", str(tmp_path / "h.db"), "--format", "json")
     (entry,) = json.loads(out)
-    code, by, _ = run(capsys, "compare", "--db", str(tmp_path / "h.db"), "--by", "host",
+    code, by, _ = run(capsys, "compare", "--detail", "--db", str(tmp_path / "h.db"), "--by", "host",
                       "--format", "json")  # fmt: skip
     assert entry["hosts"] == json.loads(by)[0]  # the same analysis as --by host
     assert [h["host"] for h in entry["hosts"]["hosts"]] == ["local", "rack2"]

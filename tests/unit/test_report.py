@@ -35,10 +35,22 @@ def test_page_is_offline_and_every_image_exists(report: Path) -> None:
     page = report.read_text()
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)  # no CDN, no network
     sources = re.findall(r'<img src="([^"]+)"', page)
-    assert len(sources) == 2 * 6  # two workload·metric blocks, six figures each
+    assert len(sources) == 1 + 2 * 6  # the forest plot, then two blocks of six figures
     for src in sources:
         assert not src.startswith("/")  # relative to the page
         assert (report.parent / src).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_page_opens_with_the_summary_table_and_the_forest_plot(report: Path) -> None:
+    page = report.read_text()
+    summary = page[page.index('<h2 id="summary">') : page.index("<h2>Verdicts</h2>")]
+    rows = re.findall(r'<tr class="(faster|slower|equivalent|inconclusive)">(.*?)</tr>', summary)
+    assert len(rows) == 2  # one per workload·metric, as lab compare prints it
+    assert all("(n=300)" in cells for _, cells in rows)
+    assert [(kind, "B better" in cells) for kind, cells in rows] == [
+        ("inconclusive", False), ("faster", True)
+    ]  # fmt: skip
+    assert 'src="figures/forest.png"' in summary
 
 
 def test_page_has_tables_verdicts_and_metadata(report: Path) -> None:
@@ -59,7 +71,7 @@ def test_embed_writes_one_file(tmp_path: Path) -> None:
     assert main(["report", "--db", str(db), "--out", str(tmp_path / "r"), "--embed",
                  "--workload", "iperf3"]) == 0  # fmt: skip
     page = (tmp_path / "r" / "index.html").read_text()
-    assert page.count('<img src="data:image/png;base64,') == 6
+    assert page.count('<img src="data:image/png;base64,') == 7  # the forest plot, then 6
     assert not (tmp_path / "r" / "figures").exists()
 
 

@@ -130,7 +130,7 @@ def test_compare_says_in_one_line_what_it_discarded(
     declared_db: tuple[Path, dict[str, np.ndarray]], capsys: pytest.CaptureFixture[str]
 ) -> None:
     db, _ = declared_db
-    assert main(["compare", "--db", str(db)]) == 0
+    assert main(["compare", "--detail", "--db", str(db)]) == 0
     out = capsys.readouterr().out
     note = "warm-up discarded (2 per boot, recorded with the run): thp 4 of 40 samples"
     assert note in out and "(iterations 1–2, 21–22); shp1g 4 of 40" in out
@@ -155,7 +155,9 @@ def test_auto_finds_the_injected_warmup_and_cuts_both_arms_by_the_longer(
     means = {a["label"]: a["summary"]["mean"] for a in c["arms"]}
     assert means["thp"] == pytest.approx(np.mean(thp[0][8:]))
     assert means["shp1g"] == pytest.approx(np.mean(shp[0][8:]))
-    assert main(["compare", "--db", str(db)]) == 0  # nothing declared: a hint, nothing cut
+    assert (
+        main(["compare", "--detail", "--db", str(db)]) == 0
+    )  # nothing declared: a hint, nothing cut
     out = capsys.readouterr().out
     assert "none declared, but the CUSUM test finds one (thp 8, shp1g 5 iterations)" in out
 

@@ -1,0 +1,80 @@
+"""The answer first: one row per workload, metric and pair of arms, as ``pyperf compare_to``
+and ``critcmp`` print it: A's and B's mean ± margin with n, B's change in % with its
+interval, and the verdict. ``lab compare`` prints it before (or, without ``--detail``,
+instead of) the full tables; the HTML report opens with it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from lab.stats.analysis import ALL, MetricComparison
+from lab.stats.verdict import Outcome
+
+HEADER = ("workload", "metric", "A", "B", "change (B vs A)", "verdict")
+STYLES = {  # on a terminal: better green, worse red, equivalent plain, inconclusive dim
+    Outcome.FASTER: "green",
+    Outcome.SLOWER: "red",
+    Outcome.EQUIVALENT: "",
+    Outcome.INCONCLUSIVE: "dim",
+}
+WORDS = {  # the outcome in the metric's own sense ("faster" reads wrong for a throughput)
+    Outcome.FASTER: "B better",
+    Outcome.SLOWER: "B worse",
+    Outcome.EQUIVALENT: "equivalent",
+    Outcome.INCONCLUSIVE: "inconclusive",
+}
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    workload: str
+    metric: str
+    a: str  # "thp 12.31 ± 0.42 s (n=30)"
+    b: str
+    change: str  # "-3.10 % [-4.02, -2.18]"
+    outcome: Outcome
+
+    @property
+    def cells(self) -> tuple[str, ...]:
+        return (self.workload, self.metric, self.a, self.b, self.change, WORDS[self.outcome])
+
+
+def _number(value: float) -> str:
+    if not math.isfinite(value):
+        return "n/a"
+    magnitude = abs(value)
+    decimals = 0 if magnitude >= 1000 else 2 if magnitude >= 1 else 4
+    return f"{value:,.{decimals}f}"
+
+
+def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
+    """One row per pair of arms of each comparison of all samples (not the trimmed view)."""
+    rows = []
+    for c in comparisons:
+        if c.subset != ALL:
+            continue
+        arms = {arm.label: arm for arm in c.arms}
+        unit = f" {c.unit}" if c.unit else ""
+        for pair in c.pairs:
+            cells = []
+            for label in (pair.a, pair.b):
+                s = arms[label].summary
+                cells.append(f"{label} {_number(s.mean)} ± {_number(s.margin)}{unit} (n={s.n})")
+            d = pair.difference
+            low, high = d.percent_ci
+            change = (
+                f"{d.percent:+.2f} % [{low:+.2f}, {high:+.2f}]"
+                if math.isfinite(d.percent) and math.isfinite(low)
+                else "ratio undefined"
+            )
+            rows.append(SummaryRow(c.workload, c.metric, cells[0], cells[1], change,
+                                   pair.verdict.outcome))  # fmt: skip
+    return rows
+
+
+def worse(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
+    """The rows whose verdict is that B is worse than A (``lab compare --fail-on worse``)."""
+    return [row for row in summary_rows(comparisons) if row.outcome == Outcome.SLOWER]
