@@ -148,8 +148,9 @@ def test_compare_one_run_against_another_variant_by_variant(
     with Store.open(db) as store:
         (study,) = store.studies()
         guests = {g.name: g.id for g in store.guests()}
+        params = {"threads": 1, "image": "new"}
         again = store.ensure_run(study.id, "sysbench-memory-cccc55556666", "sysbench-memory",
-                                 {"threads": 1, "image": "new"}, "concurrent", 3, [TIME])  # fmt: skip
+                                 params, "concurrent", 3, [TIME])  # fmt: skip
         store.record(again, guests["lab-thp"], [ok(1, 3.0), ok(2, 3.1), ok(3, 3.2)])
     code, out, err = lab(capsys, "compare", "--db", str(db), "--run", "sysbench-memory-aaaa",
                          "--against", "sysbench-memory-cccc", "--format", "json")  # fmt: skip
