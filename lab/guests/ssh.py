@@ -176,7 +176,16 @@ class GuestShell:
         """Drop the connection. Closing one that already broke (its proxy gone, its socket
         reset) fails in paramiko; it is gone either way, so that is not an error."""
         conn, self._conn = self._conn, None
-        self._open.clear()  # their channel goes with the connection
+        # Their handles go with the connection. Marked closed here, without a request: an
+        # SFTP file dropped open tries to close itself over the dead channel when collected,
+        # which fails with a traceback on stderr (a host that dropped off showed it).
+        if self._open:
+            from paramiko.file import BufferedFile  # deferred: loaded once a file was opened
+
+            for stream in self._open.values():
+                with contextlib.suppress(Exception):
+                    BufferedFile.close(stream)
+            self._open.clear()
         if conn is not None:
             with contextlib.suppress(Exception):
                 conn.close()
