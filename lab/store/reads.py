@@ -170,20 +170,44 @@ class Reads:
             st, wl, name, _, _, variant, host, guest = key
             origins[(st, wl, name, variant, host, guest)] = (
                 np.concatenate([np.full(g[10], g[8], dtype=np.int64) for g in counted]),
-                np.array([boot for part in boots for boot in part], dtype=object),
+                np.concatenate(boots).astype(object),
             )
         return origins
 
-    def _boot_array(self, run_id: int, guest_id: int, metric: str) -> list[str]:
-        cur = self._conn.execute(
-            "SELECT (SELECT i.boot_id FROM iteration i WHERE i.run_id=s.run_id"
-            " AND i.guest_id=s.guest_id AND i.iteration=s.iteration AND i.ok=1"
-            " ORDER BY i.attempt DESC LIMIT 1)"
-            " FROM sample s INDEXED BY sample_series"
-            " WHERE s.run_id=? AND s.metric=? AND s.guest_id=? ORDER BY s.iteration",
-            (run_id, metric, guest_id),
-        )
-        return [row[0] or "" for row in cur]
+    def _boot_array(self, run_id: int, guest_id: int, metric: str) -> np.ndarray:
+        """The boot id of each sample's successful attempt, in the order of its series.
+
+        Boots change rarely, so SQLite returns only the change points of the successful
+        attempts in iteration order, and each sample takes the boot of the last change at or
+        before its iteration (a lookup per sample in Python took 2.3 s for 2 x 1M samples).
+        """
+        changes = self._conn.execute(
+            "SELECT iteration, boot FROM (SELECT iteration, COALESCE(boot_id, '') AS boot,"
+            " LAG(COALESCE(boot_id, '')) OVER (ORDER BY iteration, attempt) AS before"
+            " FROM iteration WHERE run_id=? AND guest_id=? AND ok=1)"
+            " WHERE before IS NULL OR before <> boot",
+            (run_id, guest_id),
+        ).fetchall()
+        iterations = self._sample_iterations(run_id, guest_id, metric)
+        if not changes:
+            return np.full(iterations.size, "", dtype=object)
+        starts = np.array([c[0] for c in changes], dtype=np.int64)
+        boots = np.array([c[1] for c in changes], dtype=object)
+        at = np.searchsorted(starts, iterations, side="right") - 1
+        return np.where(at >= 0, boots[np.maximum(at, 0)], "")
+
+    def _sample_iterations(self, run_id: int, guest_id: int, metric: str) -> np.ndarray:
+        where = " FROM sample INDEXED BY sample_series WHERE run_id=? AND metric=? AND guest_id=?"
+        key = (run_id, metric, guest_id)
+        first, last, n = self._conn.execute(
+            "SELECT MIN(iteration), MAX(iteration), COUNT(*)" + where, key
+        ).fetchone()
+        if not n:
+            return np.empty(0, dtype=np.int64)
+        if last - first + 1 == n:  # no gaps, as after a complete run
+            return np.arange(first, last + 1, dtype=np.int64)
+        cur = self._conn.execute("SELECT iteration" + where + " ORDER BY iteration", key)
+        return np.fromiter((row[0] for row in cur), dtype=np.int64, count=n)
 
     def warmup_declarations(self, study: str | None = None) -> dict[int, str]:
         """Run id -> the warm-up declared with it ('auto' or a count); undeclared runs absent."""

@@ -349,3 +349,31 @@ def test_sample_boots_line_up_with_the_samples_of_each_series(tmp_path: Path) ->
     assert runs.tolist() == [run, run, run, later]
     assert boots.tolist() == ["b1", "b2", "", "b3"]
     store.close()
+
+
+def test_sample_boots_match_each_samples_own_successful_attempt(tmp_path: Path) -> None:
+    """Boots found from their change points agree with a lookup per sample (the reference:
+    the boot of each sample's last successful attempt), through restarts, repeats and gaps."""
+    store, _, run, guest = _store(tmp_path)
+    records, boot = [], "boot-1"
+    for i in range(1, 200):
+        if i % 37 == 0:
+            boot = f"boot-{i}"  # the guest restarted
+        if i % 11 == 0:  # a failed attempt, then an ok one in the next boot
+            records.append(IterationRecord(i, 1, False, started=float(i), boot_id=boot))
+            boot = f"boot-r{i}"
+            records.append(IterationRecord(i, 2, True, started=i + 0.1, ended=i + 0.5,
+                                           boot_id=boot, metrics={"time": 1.0}))  # fmt: skip
+        elif i % 23 != 0:  # every 23rd iteration has no sample: a gap
+            records.append(IterationRecord(i, 1, True, started=float(i), ended=i + 0.5,
+                                           boot_id=boot, metrics={"time": 1.0}))  # fmt: skip
+    store.record(run, guest, records)
+    ((_, boots),) = store.sample_boots().values()
+    conn = sqlite3.connect(tmp_path / "sub" / "lab.db")
+    reference = [row[0] for row in conn.execute(
+        "SELECT (SELECT i.boot_id FROM iteration i WHERE i.run_id=s.run_id AND"
+        " i.guest_id=s.guest_id AND i.iteration=s.iteration AND i.ok=1 ORDER BY i.attempt DESC"
+        " LIMIT 1) FROM sample s WHERE s.run_id=? AND s.guest_id=? ORDER BY s.iteration",
+        (run, guest),
+    )]  # fmt: skip
+    assert len(reference) == len(boots) > 150 and boots.tolist() == reference
