@@ -18,6 +18,7 @@ from lab.guests.sites import guests_of, require_up
 from lab.run.lock import run_lock
 from lab.run.placement import check_swap_plan, check_swap_schedule
 from lab.run.workload import Workload, get_workload
+from lab.stats.verdict import parse_percent
 
 DEFAULT_STUDY = "default"
 
@@ -56,15 +57,10 @@ class RunOutcome:
 
 
 def parse_threshold(text: str) -> float:
-    """'1%' or '0.01' as a fraction."""
-    try:
-        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise UsageError(
-            f"--threshold {text!r} is not a number", hint="e.g. --threshold 1%"
-        ) from None
+    """'1%' as a fraction, read as every command reads a percentage (a bare number refused)."""
+    value = parse_percent(text, "--threshold")
     if not 0 < value < 1:
-        raise UsageError(f"--threshold {text!r} must lie between 0 and 100%")
+        raise UsageError(f"--threshold {text!r} must lie above 0 % and below 100 %")
     return value
 
 

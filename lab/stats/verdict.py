@@ -23,15 +23,29 @@ from enum import StrEnum
 from lab.core.errors import UsageError
 from lab.stats.series import Direction
 
-_PERCENT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*%?\s*$")
+_PERCENT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(%?)\s*$")
 
 
 def parse_percent(text: str, what: str = "threshold") -> float:
-    """'1%', '1' or '0.5 %' as a fraction (0.01, 0.01, 0.005)."""
+    """'1%' or '0.5 %' as a fraction (0.01, 0.005): the one reading of a percentage in
+    ``lab run``, ``lab compare``, ``lab report``, ``lab plan`` and study files.
+
+    A bare number is refused, naming both readings: ``0.01`` was 1 % in ``lab run`` and
+    0.01 % in ``lab compare``; a number without % will mean the metric's own unit, as it
+    does for ``lab plan --effect`` and ``--until ci-halfwidth<X``.
+    """
     match = _PERCENT.match(text)
     if not match:
         raise UsageError(f"cannot read {what} {text!r}", hint="Write a percentage such as 1%")
-    value = float(match.group(1)) / 100.0
+    number, sign = match.groups()
+    if not sign:
+        value = float(number)
+        raise UsageError(
+            f"{what} {text!r} needs its % sign: a bare number is ambiguous",
+            hint=f"Write {value:g}% for {value:g} percent, or {value * 100:g}% for the fraction"
+            f" {value:g}",
+        )
+    value = float(number) / 100.0
     if not 0 <= value < 1:
         raise UsageError(f"{what} {text!r} must be at least 0 % and below 100 %")
     return value

@@ -49,9 +49,20 @@ def test_undefined_ratio_is_inconclusive() -> None:
     assert decide((math.nan, math.nan), "lower", 0.01).outcome is Outcome.INCONCLUSIVE
 
 
-@pytest.mark.parametrize(("text", "value"), [("1%", 0.01), ("0.5 %", 0.005), ("2", 0.02)])
+@pytest.mark.parametrize(("text", "value"), [("1%", 0.01), ("0.5 %", 0.005), ("2%", 0.02)])
 def test_parse_percent(text: str, value: float) -> None:
     assert parse_percent(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize(
+    ("text", "spellings"),
+    [("0.01", "0.01% for 0.01 percent, or 1% for"), ("2", "2% for 2 percent, or 200% for")],
+)
+def test_a_bare_number_is_refused_with_both_spellings(text: str, spellings: str) -> None:
+    """0.01 was 1 % in lab run and 0.01 % in lab compare: now it is neither, and says so."""
+    with pytest.raises(UsageError, match="needs its % sign") as err:
+        parse_percent(text)
+    assert spellings in str(err.value)
 
 
 @pytest.mark.parametrize("text", ["abc", "-1%", "100%", ""])

@@ -462,10 +462,10 @@ def test_a_step_the_run_would_refuse_stops_the_study_before_anything_runs(
     import lab.app.studyrun
 
     got = study(HEAD + ONE)
-    refused = lambda s, w, db: RunRequest(w.name, w.n, study=s.name, db=db, threshold="2")  # noqa: E731
+    refused = lambda s, w, db: RunRequest(w.name, w.n, study=s.name, db=db, threshold="200%")  # noqa: E731
     monkeypatch.setattr(lab.app.studyrun, "run_request", refused)
     fake = FakeLab()
-    with pytest.raises(UsageError, match=r"--threshold '2' must lie between 0 and 100%"):
+    with pytest.raises(UsageError, match=r"--threshold '200%' must be at least 0 %"):
         start(context(tmp_path), got, str(tmp_path / "lab.db"), fake)
     assert fake.ups == [] and fake.runs == [] and not (tmp_path / "lab.db").exists()
 
