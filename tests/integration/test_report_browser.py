@@ -58,7 +58,7 @@ def images_state(dom: str) -> tuple[str, int]:
 def test_every_image_loads(report: Path, tmp_path: Path) -> None:
     done = chromium(report, tmp_path / "profile", "--dump-dom")
     assert done.returncode == 0, done.stderr[-2000:]
-    assert images_state(done.stdout) == ("loaded", 12)
+    assert images_state(done.stdout) == ("loaded", 13)  # the forest plot, then 2 x 6
 
 
 def test_a_damaged_image_is_noticed(report: Path, tmp_path: Path) -> None:

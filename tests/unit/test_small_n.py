@@ -7,6 +7,8 @@ check of the interval's formula; the rates are printed (pytest -s shows them).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -59,3 +61,39 @@ def test_a_ratio_interval_beyond_the_threshold_with_a_difference_holding_zero_is
     assert verdict.outcome == Outcome.INCONCLUSIVE and "holds 0" in verdict.text
     agreed = decide((-12.0, -6.0), "lower", 0.01, "A", "B", 0.9999, diff_ci=(-12.0, -6.0))
     assert agreed.outcome == Outcome.FASTER
+
+
+def brunner_munzel_abs(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    """|Brunner–Munzel statistic| of y against x, by scipy, for scipy's permutation test."""
+    x, y = np.moveaxis(x, axis, -1), np.moveaxis(y, axis, -1)
+    out = []
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")  # scipy warns at complete separation (statistic ±inf)
+        for xi, yi in zip(x.reshape(-1, x.shape[-1]), y.reshape(-1, y.shape[-1]), strict=True):
+            out.append(abs(stats.brunnermunzel(yi, xi).statistic))
+    return np.array(out).reshape(x.shape[:-1])
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [([1.0, 2.0], [3.0, 4.0]), ([5.0, 1.0, 2.0], [3.0, 7.0, 4.0, 6.0]),
+     ([1.0, 2.0, 2.0, 3.0], [2.0, 4.0, 5.0, 6.0, 5.0])],
+)  # fmt: skip
+def test_brunner_munzel_at_small_n_is_the_exact_permutation_p(
+    a: list[float], b: list[float]
+) -> None:
+    """At 2 vs 2, completely separated, the t approximation said p = 0; every one of the 6
+    splits is equally likely, so the exact p is 2/6. The reference: scipy's exact
+    permutation test of the same statistic."""
+    x, y = np.array(a), np.array(b)
+    got = compare(x, y, 0.95).brunner_munzel_p
+    if a == [1.0, 2.0]:
+        # complete separation: the statistic is infinite, which scipy's permutation test
+        # cannot compare (inf - inf); the closed form: 2 of the 6 splits are as extreme
+        assert got == pytest.approx(2 / 6)
+        return
+    reference = stats.permutation_test(
+        (x, y), brunner_munzel_abs, permutation_type="independent", alternative="greater",
+        n_resamples=100_000,
+    ).pvalue  # fmt: skip
+    assert got == pytest.approx(reference)

@@ -104,8 +104,12 @@ def test_rank_test_equals_scipy_brunnermunzel(seed: int, na: int, nb: int, level
 
 
 def test_rank_test_complete_separation() -> None:
+    """3 vs 3 completely separated: 2 of the C(6, 3) = 20 equally likely splits are as
+    extreme, so the exact p is 0.1 (the t approximation said 0)."""
     ours = rank_test(np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0]))
-    assert ours.brunner_munzel_p == 0.0 and ours.cliff_delta == 1.0
+    assert ours.brunner_munzel_p == pytest.approx(2 / 20) and ours.cliff_delta == 1.0
+    big = rank_test(np.arange(1.0, 9.0), np.arange(9.0, 17.0))  # C(16, 8) > EXACT_SPLITS
+    assert big.brunner_munzel_p == 0.0 and big.cliff_delta == 1.0
 
 
 def test_cohens_d_closed_form() -> None:
