@@ -377,3 +377,21 @@ def test_sample_boots_match_each_samples_own_successful_attempt(tmp_path: Path) 
         (run, guest),
     )]  # fmt: skip
     assert len(reference) == len(boots) > 150 and boots.tolist() == reference
+
+
+def test_sample_boots_when_a_later_boot_repeats_an_earlier_iteration(tmp_path: Path) -> None:
+    """Iteration 5 failed in boot A, 6..10 went on in A, and 5 was repeated in boot B: the
+    boots' ranges overlap, so the change points come from the window over every attempt."""
+    store, study, run, _ = _store(tmp_path)
+    guest = store.ensure_guest(study, "lab-shp1g", "shp1g")
+
+    def ok(i: int, boot: str, attempt: int = 1) -> IterationRecord:
+        return IterationRecord(i, attempt, True, started=float(i), ended=i + 0.5, boot_id=boot,
+                               metrics={"time": 1.0})  # fmt: skip
+
+    records = [ok(i, "A") for i in (1, 2, 3, 4, 6, 7, 8, 9, 10)]
+    records.append(IterationRecord(5, 1, False, started=5.0, boot_id="A"))
+    records += [ok(5, "B", attempt=2), *(ok(i, "B") for i in range(11, 15))]
+    store.record(run, guest, records)
+    boots = {key[-1]: b for key, (_, b) in store.sample_boots().items()}["lab-shp1g"]
+    assert boots.tolist() == ["A"] * 4 + ["B"] + ["A"] * 5 + ["B"] * 4
