@@ -143,7 +143,16 @@ def _segment(
         own = iterations[:0]
     else:
         own = discard_per_boot(iterations, values, boot, int(rule)).discarded_iterations
-    return own, len({str(b) for b in boot}), cusum, mser
+    return own, _distinct(boot), cusum, mser
+
+
+def _distinct(boot: np.ndarray) -> int:
+    """How many boots: distinct among the first of each run of equal ids (a set of every
+    sample's id cost a fifth of a second per million)."""
+    if boot.size == 0:
+        return 0
+    firsts = boot[np.concatenate([[True], boot[1:] != boot[:-1]])]
+    return len({str(b) for b in firsts})
 
 
 def cut_warmup(
@@ -168,7 +177,7 @@ def cut_warmup(
         origin = [boots.get(series_key(s), unknown) for s in group]
         masks = [np.ones(s.values.size, dtype=bool) for s in group]
         arms: list[tuple[int, ArmCut]] = []  # (the arm's place in the group, its cut)
-        for run_id in dict.fromkeys(int(r) for runs, _ in origin for r in runs):
+        for run_id in _in_order_of_appearance([runs for runs, _ in origin]):
             rule = override or recorded.get(run_id, NONE)
             source = OVERRIDDEN if override else RECORDED if run_id in recorded else UNDECLARED
             members = [i for i, (runs, _) in enumerate(origin) if np.any(runs == run_id)]
@@ -195,3 +204,10 @@ def cut_warmup(
         for s in series
     ]  # fmt: skip
     return Trimmed(trimmed, keep, cuts)
+
+
+def _in_order_of_appearance(parts: Sequence[np.ndarray]) -> list[int]:
+    """The distinct run ids of the arrays, in the order they first appear."""
+    joined = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    ids, first = np.unique(joined, return_index=True)
+    return [int(i) for i in ids[np.argsort(first)]]
