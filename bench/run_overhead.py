@@ -193,7 +193,12 @@ def main() -> int:
             olds.append(runner_alone(where, old_runner, per_round))
     bare, alone, in_guest, whole = map(statistics.median, (bares, alones, labs, wholes))
     fsync = fsynced_append(where)
-    overhead = in_guest - bare
+    # each round's own difference, then their median: the rounds drift apart by more than
+    # what the lab adds, so a difference of medians from different rounds would not do
+    overhead = statistics.median(lab - b for lab, b in zip(labs, bares, strict=True))
+    runner_share = statistics.median(a - b for a, b in zip(alones, bares, strict=True))
+    for i, row in enumerate(zip(bares, labs, alones, olds or alones, strict=True), 1):
+        print(f"round {i}: bare, lab, alone, baseline " + ", ".join(f"{v * 1e3:.2f}" for v in row))
     print(f"rounds                {ROUNDS} x {per_round} iterations, medians")
     print(f"bare `true` loop      {bare * 1e3:8.3f} ms/iteration")
     print(f"lab run null          {in_guest * 1e3:8.3f} ms/iteration (runner start to last line)")
@@ -201,16 +206,17 @@ def main() -> int:
     print(f"runner alone          {alone * 1e3:8.3f} ms/iteration (no controller)")
     if olds:
         old = statistics.median(olds)
+        old_share = statistics.median(o - b for o, b in zip(olds, bares, strict=True))
         print(
             f"runner of {args.baseline:<11} {old * 1e3:8.3f} ms/iteration (no controller),"
-            f" adds {(old - bare) * 1e3:.3f} ms; now {(alone - bare) / (old - bare):.2f}x that"
+            f" adds {old_share * 1e3:.3f} ms; now {runner_share / old_share:.2f}x that"
         )
     print(
         f"overhead              {overhead * 1e3:8.3f} ms/iteration"
-        f" ({in_guest / bare:.2f}x the bare loop)"
+        f" (median of the rounds' lab - bare; {in_guest / bare:.2f}x the bare loop)"
     )
-    print(f"  of which runner      {(alone - bare) * 1e3:8.3f} ms/iteration (alone - bare)")
-    print(f"  of which controller  {(in_guest - alone) * 1e3:8.3f} ms/iteration (lab - alone)")
+    print(f"  of which runner      {runner_share * 1e3:8.3f} ms/iteration (alone - bare)")
+    print(f"  of which controller  {(overhead - runner_share) * 1e3:8.3f} ms/iteration")
     print(f"  one fsynced append   {fsync * 1e3:8.3f} ms (one per group of iterations)")
     print(f"target                {verdict(overhead, bare)}")
     return 0

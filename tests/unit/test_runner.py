@@ -369,3 +369,15 @@ def test_bad_spec_is_refused_naming_the_field(guest: GuestDir, spec: object, mes
 def test_run_key_cannot_leave_the_directory(guest: GuestDir) -> None:
     proc = guest.cli("status", "--dir", str(guest.dir), "--run-key", "../escape")
     assert proc.returncode == 2 and "run key '../escape' must match" in proc.stderr
+
+
+def test_the_command_gets_only_stdin_stdout_stderr_and_default_sigpipe(guest: GuestDir) -> None:
+    """posix_spawn keeps every descriptor without close-on-exec: the runner's own must all
+    have it, and SIGPIPE, which Python ignores, is the default again in the command."""
+    script = "ls /proc/$$/fd | tr '\\n' ' '; grep SigIgn /proc/$$/status"
+    guest.start("fds", end_iteration=1, argv=["sh", "-c", script])
+    guest.finish("fds")
+    (entry,) = guest.entries("fds")
+    fds, ignored = entry.output_tail.split("SigIgn:")
+    assert entry.ok and sorted(fds.split()) == ["0", "1", "2"]
+    assert not int(ignored.strip(), 16) & (1 << (signal.SIGPIPE - 1))

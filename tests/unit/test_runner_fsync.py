@@ -1,6 +1,6 @@
 """When the runner writes and fsyncs its journal (the rule in lab/inguest/journalfile.py).
 
-The runner is run in this process, with ``os.fsync`` and ``subprocess.Popen`` watched: at
+The runner is run in this process, with ``os.fsync`` and ``os.posix_spawn`` watched: at
 each fsync of the journal the test notes how many lines the file holds, and at each command
 start how many lines are written and how many are covered by an fsync.
 """
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ def run_in_process(
 ) -> list[str]:
     """Serve a run of ``spec``; return the trace: "fsync N" and "spawn N/M" (N lines synced,
     M written, at the moment a command started)."""
+    monkeypatch.chdir(tmp_path)  # the runner moves to its commands' folder: restored after
     files = RunFiles(tmp_path, "fsync")
     journal = files.path("journal")
     trace: list[str] = []
@@ -44,13 +44,13 @@ def run_in_process(
             synced = lines()
             trace.append(f"fsync {synced}")
 
-    def popen(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+    def spawn(*args: Any, **kwargs: Any) -> int:
         trace.append(f"spawn {synced}/{lines()}")
-        return real_popen(*args, **kwargs)
+        return real_spawn(*args, **kwargs)
 
-    real_fsync, real_popen = os.fsync, subprocess.Popen
+    real_fsync, real_spawn = os.fsync, os.posix_spawn
     monkeypatch.setattr(journalfile.os, "fsync", fsync)
-    monkeypatch.setattr(child.subprocess, "Popen", popen)
+    monkeypatch.setattr(child.os, "posix_spawn", spawn)
     data = {"workload": "test", "argv": ["true"], "end_iteration": 4, **spec}
     runner = Runner(files, parse_spec(data, tools.PARSERS), lambda message: None, clock)
     assert runner.serve() == 0
