@@ -39,10 +39,12 @@ ROUNDS = 5
 WRITE = "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text(sys.argv[2])"
 
 
-def lab(*args: str) -> subprocess.CompletedProcess[str]:
+def lab(*args: str, tree: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`lab ARGS`, of this checkout or of the one in ``tree`` (its own code, this Python)."""
     return subprocess.run(
-        [sys.executable, "-m", "lab", *args], capture_output=True, text=True, check=True
-    )
+        [sys.executable, "-m", "lab", *args], capture_output=True, text=True, check=True,
+        cwd=tree,
+    )  # fmt: skip
 
 
 FSYNC_PROBE = """
@@ -122,14 +124,14 @@ def fsynced_append(where: Where) -> float:
     return float(where.run("python3", "-c", FSYNC_PROBE, f"{where.scratch}/fsync.probe", "100"))
 
 
-def through_lab(guest: str, n: int) -> tuple[float, float]:
+def through_lab(guest: str, n: int, tree: str | None = None) -> tuple[float, float]:
     """`lab run null`: (the runner's first start to its last line, the whole command), per
-    iteration, from the store."""
+    iteration, from the store; with ``tree``, that checkout's lab."""
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.db"
         t0 = time.monotonic()
         lab("run", "null", "--n", str(n), "--guests", guest, "--db", str(db),
-            "--study", f"bench-{time.time():.0f}")  # fmt: skip
+            "--study", f"bench-{time.time():.0f}", tree=tree)  # fmt: skip
         total = time.monotonic() - t0
         with sqlite3.connect(db) as conn:
             first, last = conn.execute("SELECT MIN(started), MAX(ended) FROM iteration").fetchone()
@@ -147,6 +149,11 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--guest", default="lab-thp")
     parser.add_argument("--baseline", metavar="REV", help="also time the runner of git REV alone")
+    parser.add_argument(
+        "--baseline-tree", metavar="DIR",
+        help="also time `lab run null` of the checkout in DIR (e.g. a worktree of an older"
+        " commit) in every round: the whole lab before and after, at the same moments",
+    )  # fmt: skip
     parser.add_argument(
         "--native", action="store_true",
         help="no guest: the bare loop, the runner alone and the fsync on this host",
@@ -182,12 +189,14 @@ def main() -> int:
     app = f"{RUNNER_DIR}/{runner_zipapp().name}"
     old_runner = baseline_runner(where, args.baseline) if args.baseline else None
     per_round = max(10, args.n // ROUNDS)
-    bares, alones, olds, labs, wholes = [], [], [], [], []
+    bares, alones, olds, labs, wholes, old_labs = [], [], [], [], [], []
     for _ in range(ROUNDS):
         bares.append(bare_loop(where, per_round))
         in_guest, whole = through_lab(args.guest, per_round)  # installs the zipapp first
         labs.append(in_guest)
         wholes.append(whole)
+        if args.baseline_tree:
+            old_labs.append(through_lab(args.guest, per_round, args.baseline_tree)[0])
         alones.append(runner_alone(where, app, per_round))
         if old_runner:
             olds.append(runner_alone(where, old_runner, per_round))
@@ -215,6 +224,12 @@ def main() -> int:
         f"overhead              {overhead * 1e3:8.3f} ms/iteration"
         f" (median of the rounds' lab - bare; {in_guest / bare:.2f}x the bare loop)"
     )
+    if old_labs:
+        before = statistics.median(o - b for o, b in zip(old_labs, bares, strict=True))
+        print(
+            f"lab of {args.baseline_tree} adds {before * 1e3:.3f} ms/iteration"
+            f" (median of the rounds' lab - bare); this one {overhead / before:.2f}x that"
+        )
     print(f"  of which runner      {runner_share * 1e3:8.3f} ms/iteration (alone - bare)")
     print(f"  of which controller  {(overhead - runner_share) * 1e3:8.3f} ms/iteration")
     print(f"  one fsynced append   {fsync * 1e3:8.3f} ms (one per group of iterations)")
