@@ -135,7 +135,8 @@ def print_run(ctx: Context, outcome: RunOutcome) -> None:
 def print_tables(ctx: Context, analysis: Analysis) -> None:
     from lab.report import formats  # deferred: heavy (scipy)
 
-    formats.print_tables(ctx.out, analysis.comparisons)
+    formats.print_summary(ctx.out, analysis.comparisons)  # the answer first, as lab compare
+    ctx.err.print("[dim]every table: lab compare --detail (with the same --db and --study)[/]")
 
 
 def print_report(ctx: Context, result: ReportResult) -> None:

@@ -49,8 +49,10 @@ def histogram(c: MetricComparison) -> tuple[Figure, str]:
     bins = np.linspace(low, high, 80)
     outside = 0
     for i, arm in enumerate(c.arms):
-        ax.hist(arm.values, bins=bins.tolist(), alpha=0.45, color=COLORS[i % len(COLORS)],
-                label=f"{arm.label} (n={arm.summary.n:,})", density=True)  # fmt: skip
+        # an arm whose few samples all lie beyond the drawn range has no density: drawn empty
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ax.hist(arm.values, bins=bins.tolist(), alpha=0.45, color=COLORS[i % len(COLORS)],
+                    label=f"{arm.label} (n={arm.summary.n:,})", density=True)  # fmt: skip
         ax.axvline(arm.summary.mean, color=COLORS[i % len(COLORS)], linestyle="--", linewidth=1)
         outside += int(np.count_nonzero((arm.values < low) | (arm.values > high)))
     ax.set_xlabel(_label(c))

@@ -50,6 +50,10 @@ def _number(value: float) -> str:
     return f"{value:,.{decimals}f}"
 
 
+def _pct(value: float) -> str:
+    return f"{value:+.2f}" if abs(value) < 1e4 else f"{value:+.3g}"  # 2 samples: up to 10^50 %
+
+
 def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
     """One row per pair of arms of each comparison of all samples (not the trimmed view)."""
     rows = []
@@ -66,7 +70,7 @@ def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
             d = pair.difference
             low, high = d.percent_ci
             change = (
-                f"{d.percent:+.2f} % [{low:+.2f}, {high:+.2f}]"
+                f"{_pct(d.percent)} % [{_pct(low)}, {_pct(high)}]"
                 if math.isfinite(d.percent) and math.isfinite(low)
                 else "ratio undefined"
             )
