@@ -159,8 +159,12 @@ def demo(
 ) -> DemoResult:
     """Every step in order under the run lock; the first that fails stops the demo and
     leaves the pair as it is."""
-    if request.n < 1:
-        raise UsageError(f"--n must be 1 or more, not {request.n}", hint="e.g. lab demo --n 5")
+    if request.n < 2:  # refused before minutes of work end in a compare that cannot run
+        raise UsageError(
+            f"--n must be 2 or more, not {request.n}: the demo compares the twins, which"
+            " takes two samples each",
+            hint="e.g. lab demo --n 5",
+        )
     actions = actions or real_actions(ctx)
     db = request.db or str(RESULTS_DIR / "demo.db")
     # Keep one host CPU free when the host has one to spare; a 2-CPU host gives both away.

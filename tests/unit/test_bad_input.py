@@ -252,7 +252,10 @@ def test_demo_n_below_one_before_preparing_anything(
     lab_env: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
     err = lab_env.lab(capsys, "demo", "--n", "0")
-    assert err == "lab: error: --n must be 1 or more, not 0. e.g. lab demo --n 5"
+    assert err == (
+        "lab: error: --n must be 2 or more, not 0: the demo compares the twins, which takes two"
+        " samples each. e.g. lab demo --n 5"
+    )
 
 
 def test_memory_beyond_what_the_host_has(lab_env: Lab, capsys: pytest.CaptureFixture[str]) -> None:

@@ -145,7 +145,7 @@ def test_a_failing_step_stops_the_demo_and_leaves_the_pair_as_it_is(tmp_path: Pa
     ctx, err = context(tmp_path)
     fake = FakeActions(fail=UpRequest)
     with pytest.raises(PlanError, match="free 1 GiB page"):
-        demo(ctx, DemoRequest(n=1, db="d.db"), Recorded(), fake.actions())
+        demo(ctx, DemoRequest(n=2, db="d.db"), Recorded(), fake.actions())
     assert [type(r) for r in fake.requests] == [PrepareHostsRequest, BuildRequest, DownRequest,
                                                 UpRequest]  # fmt: skip
     said = " ".join(err.getvalue().split())
@@ -156,15 +156,17 @@ def test_a_failing_step_stops_the_demo_and_leaves_the_pair_as_it_is(tmp_path: Pa
 def test_a_run_stopped_by_ctrl_c_stops_the_demo_with_130(tmp_path: Path) -> None:
     ctx, err = context(tmp_path)
     fake = FakeActions(interrupt=True)
-    result = demo(ctx, DemoRequest(n=1, db="d.db"), Recorded(), fake.actions())
+    result = demo(ctx, DemoRequest(n=2, db="d.db"), Recorded(), fake.actions())
     assert result.status == 130 and result.failed is not None
     assert result.failed.argv[:2] == ("run", "sysbench-memory")
     assert not any(isinstance(r, AnalyseRequest | ReportRequest) for r in fake.requests)
     assert "failed (130); the pair is left as it is" in " ".join(err.getvalue().split())
 
 
-def test_n_below_one_is_refused_before_any_step(tmp_path: Path) -> None:
+@pytest.mark.parametrize("n", [0, 1])
+def test_n_below_two_is_refused_before_any_step(tmp_path: Path, n: int) -> None:
+    """One sample per twin runs every step for minutes, then cannot be compared."""
     fake = FakeActions()
-    with pytest.raises(UsageError, match="--n must be 1 or more, not 0"):
-        demo(context(tmp_path)[0], DemoRequest(n=0), Recorded(), fake.actions())
+    with pytest.raises(UsageError, match=f"--n must be 2 or more, not {n}: the demo compares"):
+        demo(context(tmp_path)[0], DemoRequest(n=n), Recorded(), fake.actions())
     assert fake.requests == []
