@@ -154,7 +154,7 @@ def test_demo_runs_every_step_with_the_config_it_was_given(
         return fake.actions()
 
     monkeypatch.setattr(lab.app.demo, "real_actions", actions)
-    assert main(["--config", str(config), "demo", "--n", "1", "--db", str(tmp_path / "d.db")]) == 0
+    assert main(["--config", str(config), "demo", "--n", "2", "--db", str(tmp_path / "d.db")]) == 0
     assert seen == [str(tmp_path / "state")]
     assert [type(r).__name__ for r in fake.requests][:2] == ["PrepareHostsRequest", "BuildRequest"]
     assert len(fake.requests) == 11
