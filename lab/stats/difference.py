@@ -113,6 +113,8 @@ def ratio_of_means_ci(
     level = check_confidence(confidence)
     quantile = float(stats.t.ppf(0.5 + level / 2, df)) if math.isfinite(df) else z_value(level)
     half = quantile * math.sqrt(var_a + var_b)
+    if half > 700:  # two samples at 99.99 %: t is in the thousands, exp() overflows
+        return (ratio * math.exp(-half), math.inf)
     return (ratio * math.exp(-half), ratio * math.exp(half))
 
 

@@ -97,3 +97,12 @@ def test_brunner_munzel_at_small_n_is_the_exact_permutation_p(
         n_resamples=100_000,
     ).pvalue  # fmt: skip
     assert got == pytest.approx(reference)
+
+
+def test_two_samples_a_side_at_99_99_give_an_unbounded_interval_not_an_overflow() -> None:
+    """Found on real guests: n = 2 at 99.99 % made math.exp overflow inside lab compare."""
+    a, b = np.array([1.0, 1.0001]), np.array([1.0, 1000.0])  # df near 1: t is 6,366
+    diff = compare(a, b, 0.9999)
+    assert diff.ratio_ci[1] == float("inf") and 0 <= diff.ratio_ci[0] < diff.ratio
+    verdict = decide(diff.percent_ci, "lower", 0.01, "A", "B", 0.9999, diff.diff_ci)
+    assert verdict.outcome == Outcome.INCONCLUSIVE
