@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lab.stats.analysis import ALL, MetricComparison
-from lab.stats.verdict import Outcome
+from lab.stats.verdict import Outcome, format_percent
 
 HEADER = ("workload", "metric", "A", "B", "change (B vs A)", "verdict")
 STYLES = {  # on a terminal: better green, worse red, equivalent plain, inconclusive dim
@@ -50,10 +50,6 @@ def _number(value: float) -> str:
     return f"{value:,.{decimals}f}"
 
 
-def _pct(value: float) -> str:
-    return f"{value:+.2f}" if abs(value) < 1e4 else f"{value:+.3g}"  # 2 samples: up to 10^50 %
-
-
 def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
     """One row per pair of arms of each comparison of all samples (not the trimmed view)."""
     rows = []
@@ -70,7 +66,7 @@ def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
             d = pair.difference
             low, high = d.percent_ci
             change = (
-                f"{_pct(d.percent)} % [{_pct(low)}, {_pct(high)}]"
+                f"{format_percent(d.percent)} % [{format_percent(low)}, {format_percent(high)}]"
                 if math.isfinite(d.percent) and math.isfinite(low)
                 else "ratio undefined"
             )

@@ -121,13 +121,13 @@ def decide(
     else:
         outcome = Outcome.INCONCLUSIVE
         text = (
-            f"{b} vs {a} is inconclusive: {_pct(low)} % to {_pct(high)} % ({level}) straddles"
-            f" the ±{t:g} % threshold; more samples would narrow it"
+            f"{b} vs {a} is inconclusive: {format_percent(low)} % to {format_percent(high)} %"
+            f" ({level}) straddles the ±{t:g} % threshold; more samples would narrow it"
         )
     return Verdict(outcome, benefit, threshold, text)
 
 
-def _pct(value: float) -> str:
+def format_percent(value: float) -> str:
     """A percentage for a sentence: two decimals, or three digits when it is huge (with two
     samples at 99.99 % an interval can reach 10^50 %)."""
     return f"{value:+.2f}" if abs(value) < 1e4 else f"{value:+.3g}"
