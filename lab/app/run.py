@@ -128,6 +128,7 @@ def run_workload(ctx: Context, request: RunRequest) -> RunOutcome:
         confidence=request.confidence,
         threshold=parse_threshold(request.threshold),
         swap_every=request.swap_every,
+        warmup=request.warmup,
     )
     db = request.db or ctx.config.store
     with (

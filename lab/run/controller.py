@@ -13,7 +13,7 @@ import json
 import statistics
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -112,6 +112,7 @@ class RunPlan:
     confidence: float = 99.99  # percent, for the rule's interval and verdict
     threshold: float = 0.01  # the verdict's practical threshold, a fraction
     swap_every: int | None = None  # sync only: swap the twins' CPU sets every K iterations
+    warmup: str | None = None  # K or "auto": what the stopping rule leaves out (not the key)
 
 
 class Controller:
@@ -144,6 +145,7 @@ class Controller:
         self.on_update = on_update
         self.rule = self._stop_rule(guests)
         self.decision: Any = None  # lab.stats.sequential.Decision once the rule stopped the run
+        self.waiting = ""  # why the rule may not look yet (warm-up, a block not yet whole)
         self.key = run_key(
             plan.study,
             plan.workload.name,
@@ -286,23 +288,43 @@ class Controller:
         if self.decision is not None and self.decision.stop:
             return True
         from lab.stats.sequential import check_stop  # deferred: scipy, only with --until
+        from lab.stats.stopping import StoppedInterval, rule_view
 
         first, second = self.guests
         both = sorted(set(first.by_iteration) & set(second.by_iteration))
         if len(both) < 2:
             return False
-        metric = self.metrics[0]
-        self.decision = check_stop(
-            self.rule,
+        view = rule_view(
+            both,
             [first.by_iteration[i] for i in both],
             [second.by_iteration[i] for i in both],
-            self.plan.confidence,
-            self.plan.threshold,
-            direction=metric.direction,
-            labels=(first.record.variant, second.record.variant),
+            swap_every=self.plan.swap_every,
+            warmup=self.plan.warmup,
         )
+        if not view.ready:
+            self.waiting = view.why
+            return False
+        per = view.per_observation  # the rule counts blocks of 2·swap_every with a swap
+        rule = replace(
+            self.rule, max_n=max(2, self.rule.max_n // per),
+            tuned_for=max(2, self.rule.tuning_n // per),
+        )  # fmt: skip
+        metric = self.metrics[0]
+        self.decision = check_stop(
+            rule, view.a, view.b, self.plan.confidence, self.plan.threshold,
+            direction=metric.direction, labels=(first.record.variant, second.record.variant),
+            unit=view.unit,
+        )  # fmt: skip
         if self.decision.stop:
-            self.store.record_stop(self.run_id, self.decision.reason)  # for `lab runs`
+            seq = self.decision.interval
+            stopped = StoppedInterval(
+                metric=metric.name, method=seq.method, observations=view.observations,
+                confidence=seq.confidence, early=len(both) < self.plan.n, diff=seq.diff,
+                diff_ci=seq.diff_ci, percent=seq.percent, percent_ci=seq.percent_ci,
+                reason=self.decision.reason,
+            )  # fmt: skip
+            # for `lab runs`, and for `lab compare`, whose primary interval it then is
+            self.store.record_stop(self.run_id, self.decision.reason, stopped.to_json())
             self.stop_runners()
         return bool(self.decision.stop)
 

@@ -211,15 +211,17 @@ def check_stop(
     threshold: float,
     direction: Direction = "lower",
     labels: tuple[str, str] = ("A", "B"),
+    unit: str = "pairs",
 ) -> Decision:
-    """Continue or stop, given every sample of A and of B so far (in iteration order).
+    """Continue or stop, given every sample of A and of B so far (in iteration order), or
+    one observation per balanced block of them (``unit``, ``lab.stats.stopping.rule_view``).
 
     ``threshold`` is the verdict's practical threshold as a fraction (0.01 for 1 %).
     """
     seq = confidence_sequence(a, b, confidence, rule.tuning_n)
     verdict = decide(seq.percent_ci, direction, threshold, labels[0], labels[1], seq.confidence)
     method = f"an anytime-valid confidence sequence ({seq.method})"
-    at = f"after {seq.n} pairs"
+    at = f"after {seq.n} {unit}"
     if seq.n < 2:
         return Decision(False, f"{at}: too few for an interval", method, seq, verdict)
     if rule.kind == "verdict":

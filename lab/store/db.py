@@ -367,12 +367,13 @@ class Store(Reads):
                 (run_id, guest_id, iteration, label, ",".join(str(c) for c in cpus)),
             )
 
-    def record_stop(self, run_id: int, reason: str) -> None:
-        """Store why a run ended before its n (its --until rule decided); once is enough."""
+    def record_stop(self, run_id: int, reason: str, interval: str | None = None) -> None:
+        """Store why a run's --until rule ended it, and the interval it stopped on (JSON,
+        ``lab.stats.stopping``); once is enough."""
         with self._transaction() as conn:
             conn.execute(
-                "INSERT OR IGNORE INTO stop(run_id, reason, decided) VALUES (?, ?, ?)",
-                (run_id, reason, time.time()),
+                "INSERT OR IGNORE INTO stop(run_id, reason, decided, interval) VALUES (?, ?, ?, ?)",
+                (run_id, reason, time.time(), interval),
             )
 
     def delete_run(self, run_id: int) -> int:

@@ -372,6 +372,12 @@ class Reads:
         row = self._conn.execute("SELECT reason FROM stop WHERE run_id=?", (run_id,)).fetchone()
         return None if row is None else str(row[0])
 
+    def stop_interval(self, run_id: int) -> str | None:
+        """The interval a run's --until rule stopped on, as stored (JSON), if it did."""
+        row = self._conn.execute("SELECT interval FROM stop WHERE run_id=?", (run_id,))
+        found = row.fetchone()
+        return None if found is None or found[0] is None else str(found[0])
+
     def failed_attempts(self, run_id: int, limit: int = 20) -> list[FailedAttempt]:
         """The last ``limit`` failed attempts of a run, oldest first."""
         cur = self._conn.execute(

@@ -10,6 +10,10 @@ old stores must stay readable, so a step upgrades a store in place, one version 
     3  ``warmup``: the warm-up declared with a run (``lab run --warmup``, a study file's
        ``warmup`` key): ``'auto'`` or the count of iterations to discard after every boot.
        Runs without a declaration have no row; a v2 store gains the empty table.
+    4  ``stop``: why a run with a stopping rule (``lab run --until``) ended, once it did.
+    5  ``stop.interval``: the anytime-valid interval the rule stopped on, as JSON
+       (``lab.stats.stopping``), so that ``lab compare`` shows it instead of fixed-n
+       intervals, which do not hold after an early stop. Older rows keep NULL.
 
 ``study.study_file`` holds the text of the study file a study was run from (``lab study
 run``), exactly as read, and ``study.study_hash`` its sha256; both stay NULL for studies made
@@ -23,7 +27,7 @@ from pathlib import Path
 
 from lab.core.errors import StoreError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -131,12 +135,18 @@ CREATE TABLE IF NOT EXISTS stop(
 );
 """
 
-SCHEMA = SCHEMA_V1 + PLACEMENT_TABLE + WARMUP_TABLE + STOP_TABLE  # a new store: the latest
+STOP_INTERVAL = """
+ALTER TABLE stop ADD COLUMN interval TEXT;
+"""
+
+# a new store: the latest
+SCHEMA = SCHEMA_V1 + PLACEMENT_TABLE + WARMUP_TABLE + STOP_TABLE + STOP_INTERVAL
 
 MIGRATIONS: dict[int, str] = {  # from-version -> SQL that upgrades it by one step
     1: PLACEMENT_TABLE,
     2: WARMUP_TABLE,
     3: STOP_TABLE,
+    4: STOP_INTERVAL,
 }
 
 

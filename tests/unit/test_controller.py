@@ -24,6 +24,7 @@ from lab.guests.ssh import GuestAddress, GuestShell
 from lab.inguest.spec import Spec
 from lab.run.controller import Controller, RunFailed, RunPlan, run_key
 from lab.run.ingest import split_journal
+from lab.stats.stopping import StoppedInterval
 from lab.store import Store
 from tests.unit.test_placement_swap import FakeLibvirt
 
@@ -316,6 +317,10 @@ def test_until_verdict_stops_a_clear_difference_long_before_the_maximum(tmp_path
     done = iterations(store, controller)
     assert 2 <= len(done["lab-thp"]) < 60
     assert store.stop_reason(controller.run_id) == decision.reason  # for `lab runs`
+    stored = StoppedInterval.from_json(store.stop_interval(controller.run_id) or "")
+    assert (stored.diff_ci, stored.percent_ci) == (decision.interval.diff_ci,
+                                                   decision.interval.percent_ci)  # fmt: skip
+    assert stored.early and stored.observations == f"{decision.interval.n} pairs"
     # Re-running the same command finds the rule met and runs nothing more.
     store.close()
     again, store = make_pair(tmp_path, 60, "sync", sleeps, until="verdict")
@@ -464,6 +469,26 @@ def test_a_resumed_run_continues_in_the_placement_of_its_next_iteration(
     swapped_again = [(4, "lab-thp", (1,)), (4, "lab-shp1g", (0,))] if guests_restarted else []
     assert vcpu_pins(conn) == [*swapped_again, (5, "lab-thp", (0,)), (5, "lab-shp1g", (1,))]
     assert conn.vcpu_pins() == OWN_PINS
+
+
+def test_until_with_swaps_stops_only_at_a_balanced_point_on_block_means(tmp_path: Path) -> None:
+    conn = FakeLibvirt()
+    conn.add("lab-thp", [0], [0])
+    conn.add("lab-shp1g", [1], [0])
+    sleeps = {"lab-thp": "0.02", "lab-shp1g": "0.2"}
+    controller, store = make_pair(tmp_path, 30, "sync", sleeps, "verdict", 1, libvirt=conn)
+    attach(conn, controller)
+    controller.run()
+    decision = controller.decision
+    assert decision is not None and decision.stop
+    done = len(iterations(store, controller)["lab-thp"])
+    print(f"stopped after {done} iterations: {decision.reason}")
+    # never before two whole blocks of 1 own + 1 swapped iteration, and only after whole ones
+    assert 4 <= done < 30 and done % 2 == 0
+    assert decision.interval.n == done // 2
+    assert decision.reason.startswith(f"after {done // 2} balanced blocks")
+    stored = StoppedInterval.from_json(store.stop_interval(controller.run_id) or "")
+    assert stored.observations.startswith(f"{done // 2} balanced blocks of 2 iterations")
 
 
 def test_stopping_the_runners_puts_the_pins_back(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ def test_open_creates_folder_schema_and_pragmas(tmp_path: Path) -> None:
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert tables == {"meta", "study", "guest", "run", "metric", "iteration", "sample", "placement",
                       "warmup", "stop"}  # fmt: skip
-    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("4",)
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("5",)
     assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert store._conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
     assert store._conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
@@ -248,7 +248,7 @@ def test_a_version_1_store_opens_migrated_with_its_samples_and_the_later_tables(
     conn = sqlite3.connect(path)
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert {"placement", "warmup"} <= tables
-    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("4",)
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("5",)
     assert conn.execute("SELECT * FROM placement").fetchall() == [(1, 1, 1, "swapped", "3")]
     conn.close()
     with Store.open(path) as again:  # opening again changes nothing
@@ -310,8 +310,33 @@ def test_a_version_2_store_gains_the_warmup_table_and_keeps_its_placements(
         store.record_warmup(1, "2")
         assert store.warmup_declarations() == {1: "2"}
     conn = sqlite3.connect(path)
-    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("4",)
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("5",)
     assert conn.execute("SELECT * FROM placement").fetchall() == [(1, 1, 1, "own", "2")]
+    conn.close()
+
+
+def test_a_version_4_store_keeps_its_stops_and_gains_their_intervals(tmp_path: Path) -> None:
+    from lab.store.schema import PLACEMENT_TABLE, SCHEMA_V1, STOP_TABLE, WARMUP_TABLE
+
+    path = tmp_path / "v4.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(SCHEMA_V1 + PLACEMENT_TABLE + WARMUP_TABLE + STOP_TABLE)
+    conn.executescript(
+        "INSERT INTO meta(key, value) VALUES ('schema_version', '4');"
+        "INSERT INTO study(id, name) VALUES (1, 'hp');"
+        "INSERT INTO run(id, study_id, key, workload) VALUES (1, 1, 'k', 'sysbench');"
+        "INSERT INTO run(id, study_id, key, workload) VALUES (2, 1, 'k2', 'sysbench');"
+        "INSERT INTO stop(run_id, reason, decided) VALUES (1, 'after 9 pairs: …', 1.0);"
+    )
+    conn.commit()
+    conn.close()
+    with Store.open(path) as store:
+        assert store.stop_reason(1) == "after 9 pairs: …"
+        assert store.stop_interval(1) is None  # stopped before intervals were kept
+        store.record_stop(2, "after 4 pairs: …", '{"x": 1}')
+        assert store.stop_interval(2) == '{"x": 1}'
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("5",)
     conn.close()
 
 
