@@ -9,7 +9,7 @@ the same way.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from lab.stats.blocked import BlockedDifference
     from lab.stats.discard import WarmupCut
     from lab.stats.series import Series, SeriesKey
+    from lab.stats.stopping import StoppedInterval
 
 
 class WorseVerdict(LabError):
@@ -79,6 +80,8 @@ class Samples:
     cuts: dict[tuple[str, str, str], WarmupCut]  # what the warm-up rule left out, and why
     placements: dict[SeriesKey, np.ndarray]  # CPU-set labels where the twins swapped them
     synced: frozenset[str]  # workloads whose runs were synchronised
+    stops: dict[tuple[str, str], StoppedInterval] = field(default_factory=dict)
+    """the interval each run's --until rule stopped on, by (study, workload)"""
 
 
 @dataclass(frozen=True)
@@ -121,7 +124,24 @@ def select_samples(store: Store, selection: Selection) -> Samples:
         cuts=trimmed.cuts,
         placements=trimmed.aligned(store.placement_labels(s.workload, s.metric, s.study, run)),
         synced=synced_workloads(store.runs(s.study)),
+        stops=stopped_intervals(store, s, run),
     )
+
+
+def stopped_intervals(
+    store: Store, selection: Selection, run: str | None
+) -> dict[tuple[str, str], StoppedInterval]:
+    """The intervals the selected runs' stopping rules stopped on (one run per workload: runs
+    are never pooled), by study and workload."""
+    from lab.stats.stopping import StoppedInterval  # deferred: heavy (scipy)
+
+    found = {}
+    for r in store.runs(selection.study):
+        if (run is None or r.key == run) and selection.workload in (None, r.workload):
+            text = store.stop_interval(r.id)
+            if text is not None:
+                found[(r.study, r.workload)] = StoppedInterval.from_json(text)
+    return found
 
 
 def refuse_pooling(store: Store, selection: Selection) -> None:
@@ -152,7 +172,7 @@ def compare_samples(samples: Samples, request: AnalyseRequest) -> list[MetricCom
     tables where the samples call for them."""
     # deferred: heavy (scipy)
     from lab.stats.analysis import analyse as analyse_series
-    from lab.stats.analysis import with_hosts, with_placement, with_warmup
+    from lab.stats.analysis import with_hosts, with_placement, with_stops, with_warmup
 
     threshold = request.threshold_fraction
     paired: bool | frozenset[str] = (
@@ -166,6 +186,7 @@ def compare_samples(samples: Samples, request: AnalyseRequest) -> list[MetricCom
     if samples.placements:  # the twins swapped CPU sets (lab run --swap-every)
         comparisons = with_placement(comparisons, series, samples.placements)
     comparisons = with_warmup(comparisons, samples.cuts)
+    comparisons = with_stops(comparisons, samples.stops)  # runs an --until rule stopped
     return with_hosts(comparisons, series)  # pairs on several hosts: a By-host table
 
 

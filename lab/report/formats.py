@@ -71,6 +71,9 @@ def print_summary(console: Console, comparisons: Sequence[MetricComparison]) -> 
     for row in rows:
         table.add_row(*row.cells, style=STYLES[row.outcome] or None)
     console.print(table)
+    for c in comparisons:
+        if c.stopped is not None:
+            console.print(f"* {c.workload} · {c.metric}: {c.stopped.note}")
     console.print()
 
 
@@ -131,6 +134,7 @@ def as_json_data(comparisons: Sequence[MetricComparison]) -> list[dict[str, Any]
                 "study": c.study, "workload": c.workload, "metric": c.metric, "unit": c.unit,
                 "direction": c.direction, "subset": c.subset, "confidence": c.confidence,
                 "threshold": c.threshold, "arms": arms, "pairs": pairs,
+                "stopped": None if c.stopped is None else dataclasses.asdict(c.stopped),
             }
         )  # fmt: skip
     return [_clean(d) for d in data]

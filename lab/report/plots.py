@@ -17,6 +17,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from scipy import stats
 
+from lab.report.summary import primary_change
 from lab.stats.analysis import ALL, MetricComparison
 
 MAX_POINTS = 20_000
@@ -182,9 +183,10 @@ def forest(comparisons: Sequence[MetricComparison]) -> tuple[Figure, str]:
     names, benefit, low, high = [], [], [], []
     for c, p in rows:
         sign = -1.0 if c.direction == "lower" else 1.0  # right is better for every metric
-        a, b = (sign * v for v in p.difference.percent_ci)
+        percent, interval = primary_change(c, p)
+        a, b = (sign * v for v in interval)
         names.append(f"{c.workload} · {c.metric}: {p.b} vs {p.a}")
-        benefit.append(sign * p.difference.percent)
+        benefit.append(sign * percent)
         low.append(min(a, b))
         high.append(max(a, b))
     y = np.arange(len(rows))[::-1]

@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lab.stats.analysis import ALL, MetricComparison
+from lab.stats.analysis import ALL, MetricComparison, Pair
 from lab.stats.verdict import Outcome, format_percent
 
 HEADER = ("workload", "metric", "A", "B", "change (B vs A)", "verdict")
@@ -63,16 +63,24 @@ def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
             for label in (pair.a, pair.b):
                 s = arms[label].summary
                 cells.append(f"{label} {_number(s.mean)} ± {_number(s.margin)}{unit} (n={s.n})")
-            d = pair.difference
-            low, high = d.percent_ci
+            percent, (low, high) = primary_change(c, pair)
+            mark = " *" if c.stopped is not None and pair is c.pairs[0] else ""
             change = (
-                f"{format_percent(d.percent)} % [{format_percent(low)}, {format_percent(high)}]"
-                if math.isfinite(d.percent) and math.isfinite(low)
+                f"{format_percent(percent)} % [{format_percent(low)}, {format_percent(high)}]{mark}"
+                if math.isfinite(percent) and math.isfinite(low)
                 else "ratio undefined"
             )
             rows.append(SummaryRow(c.workload, c.metric, cells[0], cells[1], change,
                                    pair.verdict.outcome))  # fmt: skip
     return rows
+
+
+def primary_change(c: MetricComparison, pair: Pair) -> tuple[float, tuple[float, float]]:
+    """B's change in % and its interval: the fixed-n one, or for the pair a stopping rule
+    read, the anytime-valid interval the run stopped on (``lab.stats.stopping``)."""
+    if c.stopped is not None and pair is c.pairs[0]:
+        return c.stopped.percent, c.stopped.percent_ci
+    return pair.difference.percent, pair.difference.percent_ci
 
 
 def worse(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:

@@ -341,6 +341,8 @@ def notes(block: Sequence[MetricComparison]) -> list[str]:
     for c in block:
         prefix = "" if len(block) == 1 else f"[{c.subset}] "
         lines.extend(prefix + "verdict: " + p.verdict.text for p in c.pairs)
+        if c.stopped is not None:
+            lines.append(f"{prefix}{c.stopped.note}; the tables' intervals are fixed-n")
     if block[0].warmup is not None:
         lines.extend(warmup_notes(block[0].warmup))
     for arm in block[0].arms:

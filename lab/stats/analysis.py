@@ -29,6 +29,7 @@ from lab.stats.discard import WarmupCut
 from lab.stats.paired import PairedDifference, paired_difference
 from lab.stats.placement import PlacementEffects, placement_effects
 from lab.stats.series import Direction, Series, SeriesKey, series_key
+from lab.stats.stopping import StoppedInterval, stopped_verdict
 from lab.stats.verdict import Verdict, decide
 
 ALL = "all samples"
@@ -93,6 +94,7 @@ class MetricComparison:
     placement: PlacementPair | None = None  # only when the runs swapped the CPU sets
     warmup: WarmupCut | None = None  # what was discarded as warm-up before all of the above
     hosts: BlockedDifference | None = None  # only when the arms ran on more than one host
+    stopped: StoppedInterval | None = None  # the interval the run's --until rule stopped on
 
     @property
     def title(self) -> str:
@@ -211,6 +213,25 @@ def with_hosts(
         ]  # fmt: skip
         found = by_host(group, variants, c.confidence * 100)
         result.append(replace(c, hosts=found[0]) if found else c)
+    return result
+
+
+def with_stops(
+    comparisons: Sequence[MetricComparison], stops: Mapping[tuple[str, str], StoppedInterval]
+) -> list[MetricComparison]:
+    """The comparisons of the metric a run's stopping rule read (``stops`` by study and
+    workload), each with the interval the rule stopped on and its first pair's verdict read
+    from that interval (``lab.stats.stopping``); the others as they were."""
+    result = []
+    for c in comparisons:
+        stop = stops.get((c.study, c.workload))
+        if stop is None or stop.metric != c.metric or c.subset != ALL or not c.pairs:
+            result.append(c)
+            continue
+        first = c.pairs[0]
+        verdict = stopped_verdict(stop, c.direction, c.threshold, first.a, first.b)
+        result.append(replace(c, stopped=stop, pairs=(replace(first, verdict=verdict),
+                                                      *c.pairs[1:])))  # fmt: skip
     return result
 
 

@@ -68,3 +68,25 @@ def test_fail_on_worse_exits_9_naming_the_verdicts(
     assert code == 9
     assert "B worse" in out
     assert "B is worse than A in 2 verdict(s): w · rate" in err and "w · time_s" in err
+
+
+def test_a_run_its_rule_stopped_is_summarised_by_the_interval_it_stopped_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lab.stats.stopping import StoppedInterval
+
+    db = tmp_path / "lab.db"
+    make(db, b_slower=False)
+    # B 20 % faster by Welch; the (made-up, wide) interval the rule stopped on straddles 1 %
+    stop = StoppedInterval("time_s", "Lai's t confidence sequence at 99.99 %, tuned for n=15",
+                           "30 pairs", 0.9999, True, -2.0, (-4.0, 0.5), -20.0, (-40.0, 5.0),
+                           "after 30 pairs: …")  # fmt: skip
+    with Store.open(db) as store:
+        store.record_stop(store.runs()[0].id, stop.reason, stop.to_json())
+    code, out, _ = compare(capsys, "--db", str(db))
+    assert code == 0
+    time_row = next(line for line in out.splitlines() if "time_s" in line and "│" in line)
+    assert "-20.00 % [-40.00, +5.00] *" in time_row and "inconclusive" in time_row
+    assert "stopped early" in out and "anytime-valid" in out
+    rate_row = next(line for line in out.splitlines() if " rate " in line and "│" in line)
+    assert "B better" in rate_row  # the metric the rule did not read keeps its verdict
