@@ -18,7 +18,7 @@ import numpy as np
 from lab.app.runs import find_run
 from lab.core.context import Context
 from lab.core.errors import LabError, UsageError
-from lab.stats.verdict import parse_percent
+from lab.stats.verdict import Threshold, parse_threshold
 from lab.store import Store
 from lab.store.cli import variant_order
 from lab.store.records import RunRecord
@@ -64,11 +64,12 @@ class AnalyseRequest:
     paired: Pairing = "never"
 
     def __post_init__(self) -> None:
-        parse_percent(self.threshold)  # a threshold that is no percentage: refused at once
+        parse_threshold(self.threshold)  # a threshold that cannot be read: refused at once
 
     @property
-    def threshold_fraction(self) -> float:
-        return parse_percent(self.threshold)
+    def threshold_value(self) -> Threshold:
+        """A percentage of A's mean ("1%") or a value in the metric's unit ("0.5")."""
+        return parse_threshold(self.threshold)
 
 
 @dataclass(frozen=True)
@@ -174,11 +175,18 @@ def compare_samples(samples: Samples, request: AnalyseRequest) -> list[MetricCom
     from lab.stats.analysis import analyse as analyse_series
     from lab.stats.analysis import with_hosts, with_placement, with_stops, with_warmup
 
-    threshold = request.threshold_fraction
+    threshold = request.threshold_value
     paired: bool | frozenset[str] = (
         samples.synced if request.paired == "synced" else request.paired == "always"
     )
     series = samples.series
+    metrics = sorted({f"{s.workload} · {s.metric}" for s in series})
+    if not threshold.relative and len(metrics) > 1:
+        raise UsageError(
+            f"--threshold {request.threshold} is in a metric's unit, and the selection holds"
+            f" {len(metrics)} metrics: {', '.join(metrics[:6])}",
+            hint="Pick one with --workload W --metric M, or give the threshold in % of A's mean",
+        )
     comparisons = analyse_series(
         series, request.confidence, threshold, order=samples.order, trim=request.trim,
         paired=paired,

@@ -18,7 +18,8 @@ from lab.guests.sites import guests_of, require_up
 from lab.run.lock import run_lock
 from lab.run.placement import check_swap_plan, check_swap_schedule
 from lab.run.workload import Workload, get_workload
-from lab.stats.verdict import parse_percent
+from lab.stats.verdict import Threshold
+from lab.stats.verdict import parse_threshold as read_threshold
 
 DEFAULT_STUDY = "default"
 
@@ -56,12 +57,15 @@ class RunOutcome:
     decision: Any = None  # lab.stats.sequential.Decision once a rule stopped the run
 
 
-def parse_threshold(text: str) -> float:
-    """'1%' as a fraction, read as every command reads a percentage (a bare number refused)."""
-    value = parse_percent(text, "--threshold")
-    if not 0 < value < 1:
+def parse_threshold(text: str) -> Threshold:
+    """'1%' (of A's mean) or '0.5' (in the metric's unit), read as every command reads a
+    threshold; above 0 for a stopping rule, which could otherwise never call two equivalent."""
+    threshold = read_threshold(text, "--threshold")
+    if threshold.relative and not 0 < threshold.value < 1:
         raise UsageError(f"--threshold {text!r} must lie above 0 % and below 100 %")
-    return value
+    if not threshold.relative and threshold.value <= 0:
+        raise UsageError(f"--threshold {text!r} must be above 0, in the metric's unit")
+    return threshold
 
 
 def command_line(request: RunRequest) -> list[str]:

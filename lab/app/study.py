@@ -25,12 +25,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from lab.core.errors import ConfigError, LabError
+from lab.core.errors import ConfigError, LabError, UsageError
 from lab.core.names import check_name
 from lab.core.units import parse_size_kib
 from lab.guests.variants import load_variants
 from lab.run.workload import GuestInfo, ParamValue, Workload, get_workload, load_workloads
-from lab.stats.verdict import parse_percent
+from lab.stats.verdict import parse_threshold
 
 SCHEDULES = ("concurrent", "alternate", "sync")
 DEFAULT_CONFIDENCE = 99.99
@@ -78,7 +78,8 @@ STUDY_KEYS: Mapping[str, Key] = {
                       "number, 99.99", "confidence level in percent, of the verdicts and of"
                       " the `until` rules"),
     "threshold": Key((str,), False, 'smallest change that matters, e.g. "1%"', 'string, "1%"',
-                     "the smallest change that matters (with its % sign)"),
+                     "the smallest change that matters: a percentage of A's mean (with its %"
+                     " sign), or a value in the metric's own unit"),
     "workload": Key((list,), True, "the [[workload]] tables, run in file order",
                     "tables, at least 1", "the runs, in the order they run"),
 }  # fmt: skip
@@ -221,7 +222,7 @@ def parse_study(
     confidence = float(
         _checked(source, "confidence", data.get("confidence", DEFAULT_CONFIDENCE), _level)
     )
-    threshold = _checked(source, "threshold", data.get("threshold", DEFAULT_THRESHOLD), _percent)
+    threshold = _checked(source, "threshold", data.get("threshold", DEFAULT_THRESHOLD), _threshold)
     tables = data["workload"]
     if not tables:
         raise ConfigError(f"{source}: no [[workload]] tables", hint=WORKLOAD_EXAMPLE)
@@ -411,11 +412,16 @@ def _level(value: float) -> None:
         raise ValueError("must be a percentage from 50 up to (not including) 100, e.g. 99.99")
 
 
-def _percent(value: str) -> None:
-    if not value.rstrip().endswith("%"):
-        raise ValueError('must be a percentage with its % sign, e.g. "1%"')
-    if parse_percent(value) <= 0:
-        raise ValueError('must be above 0 %, e.g. "1%"')
+def _threshold(value: str) -> None:
+    """A percentage of A's mean ("1%") or a value in the metric's unit ("0.5"), above 0."""
+    try:
+        threshold = parse_threshold(value, "threshold")
+    except UsageError as err:
+        raise ValueError(
+            f'{err} (e.g. "1%" of A\'s mean, or "0.5" in the metric\'s unit)'
+        ) from None
+    if threshold.value <= 0:
+        raise ValueError('must be above 0, e.g. "1%"')
 
 
 def _dry_guest(vcpus: int, memory: str) -> GuestInfo:

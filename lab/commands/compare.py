@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from lab.commands.options import selection
+from lab.commands.options import THRESHOLD_HELP, selection
 from lab.core.context import Context
 from lab.store.cli import add_db_argument, add_run_argument, add_study_argument, add_warmup_argument
 
@@ -53,8 +53,8 @@ def register(subparsers: Any) -> None:
         help="confidence level of every interval (default: 99.99, as the study)",
     )  # fmt: skip
     parser.add_argument(
-        "--threshold", default="1%", metavar="PERCENT",
-        help="smallest change that matters, for the verdict (default: 1%%)",
+        "--threshold", default="1%", metavar="T",
+        help=f"{THRESHOLD_HELP} (default: 1%%)",
     )  # fmt: skip
     parser.add_argument(
         "--baseline", metavar="V[,V...]",

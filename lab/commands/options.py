@@ -13,6 +13,13 @@ if TYPE_CHECKING:
     from lab.app.analyse import Selection
 
 
+THRESHOLD_HELP = (
+    "smallest change that matters: a percentage of A's mean (1%%), or a value in the metric's"
+    " own unit (0.5), judged on the difference B − A; a mean of 0 or below is always judged on"
+    " the difference"
+)
+
+
 def selection(args: argparse.Namespace) -> Selection:
     """The samples ``--db``, ``--study``, ``--run``, ``--workload``, ``--metric``,
     ``--warmup`` and ``--baseline`` select (``lab compare`` and ``lab report`` take them alike)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from lab.commands.options import selection
+from lab.commands.options import THRESHOLD_HELP, selection
 from lab.commands.show import print_report
 from lab.core.context import Context
 from lab.store.cli import add_db_argument, add_run_argument, add_study_argument, add_warmup_argument
@@ -37,8 +37,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--metric", metavar="M", help="only this metric")
     parser.add_argument("--confidence", type=float, default=99.99, metavar="PERCENT",
                         help="confidence level (default: 99.99)")  # fmt: skip
-    parser.add_argument("--threshold", default="1%", metavar="PERCENT",
-                        help="smallest change that matters (default: 1%%)")  # fmt: skip
+    parser.add_argument("--threshold", default="1%", metavar="T",
+                        help=f"{THRESHOLD_HELP} (default: 1%%)")  # fmt: skip
     parser.add_argument("--baseline", metavar="V[,V...]", help="variant order; the first is A")
     parser.add_argument("--trim", action="store_true",
                         help="add the results without far-out outliers to the tables")  # fmt: skip

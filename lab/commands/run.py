@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from lab.app.run import DEFAULT_STUDY, RunRequest, run_workload
+from lab.commands.options import THRESHOLD_HELP
 from lab.commands.show import print_run
 from lab.core.context import Context
 from lab.core.errors import UsageError
@@ -82,8 +83,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--threshold",
         default="1%",
-        metavar="PCT",
-        help="practical threshold for --until verdict (default 1%%)",
+        metavar="T",
+        help=f"for --until verdict: the {THRESHOLD_HELP} (default 1%%)",
     )
     parser.add_argument(
         "--param",

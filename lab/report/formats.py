@@ -65,7 +65,7 @@ def print_summary(console: Console, comparisons: Sequence[MetricComparison]) -> 
     first = comparisons[0]
     title = (
         f"Summary: mean ± margin of error at {first.confidence * 100:g} %, B's change with its"
-        f" interval, verdict against ±{first.threshold * 100:g} %"
+        f" interval, verdict against ±{first.threshold}"
     )
     table = Table(*HEADER, title=title, title_justify="left", title_style="bold")
     for row in rows:
@@ -133,7 +133,8 @@ def as_json_data(comparisons: Sequence[MetricComparison]) -> list[dict[str, Any]
             {
                 "study": c.study, "workload": c.workload, "metric": c.metric, "unit": c.unit,
                 "direction": c.direction, "subset": c.subset, "confidence": c.confidence,
-                "threshold": c.threshold, "arms": arms, "pairs": pairs,
+                "threshold": c.threshold.value,
+                "threshold_relative": c.threshold.relative, "arms": arms, "pairs": pairs,
                 "stopped": None if c.stopped is None else dataclasses.asdict(c.stopped),
             }
         )  # fmt: skip

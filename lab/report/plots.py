@@ -161,13 +161,15 @@ def difference(c: MetricComparison) -> tuple[Figure, str]:
     pct = np.array([p.difference.percent for p in c.pairs])
     ci = np.array([p.difference.percent_ci for p in c.pairs]).reshape(-1, 2)
     err = np.abs(np.vstack([pct - ci[:, 0], ci[:, 1] - pct]))
-    t = c.threshold * 100
-    ax.axvspan(-t, t, color="#dddddd", label=f"±{t:g}% threshold")
+    if c.threshold.relative:  # a threshold in units has no place on an axis in %
+        t = c.threshold.value * 100
+        ax.axvspan(-t, t, color="#dddddd", label=f"±{t:g}% threshold")
     ax.axvline(0, color="black", linewidth=0.8)
     ax.barh(names, pct, xerr=np.nan_to_num(err), capsize=6, color="#4c72b0", alpha=0.8)
     ax.set_xlabel(f"B − A, % of A's mean ({'lower' if c.direction == 'lower' else 'higher'}"
                   " is better)")  # fmt: skip
-    ax.legend(loc="lower right", fontsize="small")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="lower right", fontsize="small")
     caption = (
         f"Difference of means as a percentage of A with its {c.confidence * 100:g}% confidence"
         " interval (ratio of means); the grey band is the practical threshold."
@@ -191,14 +193,16 @@ def forest(comparisons: Sequence[MetricComparison]) -> tuple[Figure, str]:
         high.append(max(a, b))
     y = np.arange(len(rows))[::-1]
     mid, lo, hi = (np.array(v, dtype=float) for v in (benefit, low, high))
-    t = rows[0][0].threshold * 100 if rows else 0.0
-    ax.axvspan(-t, t, color="#dddddd", label=f"±{t:g}% threshold")
+    if rows and rows[0][0].threshold.relative:  # one in units has no place on an axis in %
+        t = rows[0][0].threshold.value * 100
+        ax.axvspan(-t, t, color="#dddddd", label=f"±{t:g}% threshold")
     ax.axvline(0, color="black", linewidth=0.8)
     ax.errorbar(np.nan_to_num(mid), y, xerr=np.nan_to_num(np.vstack([mid - lo, hi - mid])),
                 fmt="o", color="#4c72b0", capsize=4)  # fmt: skip
     ax.set_yticks(y, names)
     ax.set_xlabel("B's benefit over A, % of A's mean (right is better)")
-    ax.legend(loc="lower right", fontsize="small")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="lower right", fontsize="small")
     caption = (
         "Every metric's change with its confidence interval, turned so that right means B is"
         " better (lower times, higher throughput); the grey band is the practical threshold."

@@ -65,11 +65,14 @@ def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
                 cells.append(f"{label} {_number(s.mean)} ± {_number(s.margin)}{unit} (n={s.n})")
             percent, (low, high) = primary_change(c, pair)
             mark = " *" if c.stopped is not None and pair is c.pairs[0] else ""
-            change = (
-                f"{format_percent(percent)} % [{format_percent(low)}, {format_percent(high)}]{mark}"
-                if math.isfinite(percent) and math.isfinite(low)
-                else "ratio undefined"
-            )
+            d = pair.difference
+            if math.isfinite(percent) and math.isfinite(low):
+                change = (
+                    f"{format_percent(percent)} % [{format_percent(low)},"
+                    f" {format_percent(high)}]{mark}"
+                )
+            else:  # a mean that is 0 or negative: the difference in the metric's unit
+                change = f"B − A {d.diff:+.4g}{unit} [{d.diff_ci[0]:+.4g}, {d.diff_ci[1]:+.4g}]"
             rows.append(SummaryRow(c.workload, c.metric, cells[0], cells[1], change,
                                    pair.verdict.outcome))  # fmt: skip
     return rows

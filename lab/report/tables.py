@@ -283,7 +283,7 @@ def block_tables(block: Sequence[MetricComparison]) -> list[TableData]:
         tables.append(
             _table(
                 f"{first.title}: B against A at {first.confidence * 100:g}% confidence,"
-                f" threshold ±{first.threshold * 100:g}%",
+                f" threshold ±{first.threshold}",
                 DIFFERENCE_ROWS,
                 _columns(block, "pairs"),
                 decimals,

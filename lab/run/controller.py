@@ -32,6 +32,7 @@ from lab.run.placement import Placement, SwapSchedule, check_swap_plan
 from lab.run.schedules import SCHEDULES, run_schedule
 from lab.run.workload import GuestInfo
 from lab.stats.running import RunningMoments
+from lab.stats.verdict import Threshold
 from lab.store import MetricInfo, Store
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ class RunPlan:
     runner_dir: str = RUNNER_DIR  # where the runner and its journals live in the guest
     until: str | None = None  # a stopping rule (lab.stats.sequential); n is then the maximum
     confidence: float = 99.99  # percent, for the rule's interval and verdict
-    threshold: float = 0.01  # the verdict's practical threshold, a fraction
+    threshold: float | Threshold = 0.01  # the verdict's threshold: a fraction, or Threshold
     swap_every: int | None = None  # sync only: swap the twins' CPU sets every K iterations
     warmup: str | None = None  # K or "auto": what the stopping rule leaves out (not the key)
 

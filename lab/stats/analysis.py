@@ -30,7 +30,7 @@ from lab.stats.paired import PairedDifference, paired_difference
 from lab.stats.placement import PlacementEffects, placement_effects
 from lab.stats.series import Direction, Series, SeriesKey, series_key
 from lab.stats.stopping import StoppedInterval, stopped_verdict
-from lab.stats.verdict import Verdict, decide
+from lab.stats.verdict import Threshold, Verdict, decide
 
 ALL = "all samples"
 TRIMMED = "without far-out outliers (beyond 3 IQR)"
@@ -87,7 +87,7 @@ class MetricComparison:
     direction: Direction
     subset: str
     confidence: float
-    threshold: float
+    threshold: Threshold
     arms: tuple[Arm, ...]
     pairs: tuple[Pair, ...]
     paired: tuple[PairedPair, ...] = ()  # only when the runs were synchronised
@@ -121,7 +121,7 @@ def _analyse(
     group: Sequence[Series],
     subset: str,
     level: float,
-    threshold: float,
+    threshold: Threshold,
     seed: int,
     paired: bool = False,
 ) -> MetricComparison:
@@ -138,7 +138,14 @@ def _analyse(
     for a, b in itertools.combinations(arms, 2):
         diff = compare(a.values, b.values, level, seed=seed)
         verdict = decide(
-            diff.percent_ci, first.direction, threshold, a.label, b.label, level, diff.diff_ci
+            diff.percent_ci,
+            first.direction,
+            threshold,
+            a.label,
+            b.label,
+            level,
+            diff.diff_ci,
+            diff.mean_a,
         )
         pairs.append(Pair(a.label, b.label, diff, verdict, None))
     if len(pairs) > 1:
@@ -244,7 +251,7 @@ def order_arms(group: Sequence[Series], baseline_order: Sequence[str]) -> list[S
 def analyse(
     series: Sequence[Series],
     confidence: float,
-    threshold: float,
+    threshold: float | Threshold,
     *,
     order: Sequence[str] = (),
     trim: bool = False,
@@ -257,6 +264,7 @@ def analyse(
     synchronised (``lab.stats.paired.synced_workloads``).
     """
     level = check_confidence(confidence)
+    limit = threshold if isinstance(threshold, Threshold) else Threshold(threshold)
     groups: dict[tuple[str, str, str], list[Series]] = {}
     for s in series:
         groups.setdefault((s.study, s.workload, s.metric), []).append(s)
@@ -270,9 +278,9 @@ def analyse(
                 hint="Run more iterations (lab plan says how many) before comparing",
             )
         pair_them = paired if isinstance(paired, bool) else key[1] in paired
-        result.append(_analyse(group, ALL, level, threshold, seed, pair_them))
+        result.append(_analyse(group, ALL, level, limit, seed, pair_them))
         if trim:
-            result.append(_analyse(group, TRIMMED, level, threshold, seed, pair_them))
+            result.append(_analyse(group, TRIMMED, level, limit, seed, pair_them))
     return result
 
 

@@ -82,8 +82,9 @@ class Difference:
 
     @property
     def percent(self) -> float:
-        """B − A as a percentage of A's mean."""
-        return (self.ratio - 1.0) * 100.0
+        """B − A as a percentage of |A's mean| (so its sign is the difference's, also for a
+        negative A; B/A − 1 for a positive one); NaN when A's mean is 0."""
+        return self.diff / abs(self.mean_a) * 100.0 if self.mean_a else math.nan
 
     @property
     def percent_ci(self) -> tuple[float, float]:

@@ -53,7 +53,7 @@ from scipy import integrate, optimize, stats
 from lab.core.errors import UsageError
 from lab.stats.descriptive import check_confidence
 from lab.stats.series import Direction
-from lab.stats.verdict import Outcome, Verdict, decide, parse_percent
+from lab.stats.verdict import Outcome, Threshold, Verdict, decide, parse_percent
 
 METHOD = "Lai's t confidence sequence"
 UNTIL_FORMS = "--until verdict, or --until 'ci-halfwidth<0.5%' (or an absolute '<0.2' in units)"
@@ -208,7 +208,7 @@ def check_stop(
     a: Sequence[float] | np.ndarray,
     b: Sequence[float] | np.ndarray,
     confidence: float,
-    threshold: float,
+    threshold: float | Threshold,
     direction: Direction = "lower",
     labels: tuple[str, str] = ("A", "B"),
     unit: str = "pairs",
@@ -216,10 +216,20 @@ def check_stop(
     """Continue or stop, given every sample of A and of B so far (in iteration order), or
     one observation per balanced block of them (``unit``, ``lab.stats.stopping.rule_view``).
 
-    ``threshold`` is the verdict's practical threshold as a fraction (0.01 for 1 %).
+    ``threshold`` is the verdict's practical threshold as a fraction (0.01 for 1 %) or a
+    :class:`~lab.stats.verdict.Threshold` (in the metric's unit: the verdict reads B − A).
     """
     seq = confidence_sequence(a, b, confidence, rule.tuning_n)
-    verdict = decide(seq.percent_ci, direction, threshold, labels[0], labels[1], seq.confidence)
+    verdict = decide(
+        seq.percent_ci,
+        direction,
+        threshold,
+        labels[0],
+        labels[1],
+        seq.confidence,
+        seq.diff_ci,
+        float(np.mean(np.asarray(a, dtype=np.float64)[: seq.n])),
+    )
     method = f"an anytime-valid confidence sequence ({seq.method})"
     at = f"after {seq.n} {unit}"
     if seq.n < 2:

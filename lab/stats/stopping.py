@@ -22,7 +22,7 @@ import numpy as np
 
 from lab.stats.discard import AUTO, NONE
 from lab.stats.series import Direction
-from lab.stats.verdict import Verdict, decide
+from lab.stats.verdict import Threshold, Verdict, decide
 from lab.stats.warmup import CUSUM_ALPHA, MIN_SAMPLES, suggest_warmup
 
 
@@ -62,7 +62,7 @@ class StoppedInterval:
 
 
 def stopped_verdict(
-    stop: StoppedInterval, direction: Direction, threshold: float, a: str, b: str
+    stop: StoppedInterval, direction: Direction, threshold: Threshold, a: str, b: str
 ) -> Verdict:
     """The verdict read from the interval the rule stopped on, at ``threshold``."""
     verdict = decide(stop.percent_ci, direction, threshold, a, b, stop.confidence, stop.diff_ci)

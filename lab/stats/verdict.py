@@ -11,6 +11,12 @@ as a percentage) against a practical threshold ±t, after turning it so that pos
 
 A verdict never contradicts the difference's own interval: "faster" or "slower" needs Welch's
 interval of B − A to exclude 0 on the same side too (given as ``diff_ci``).
+
+A threshold is a percentage of A's mean ("1%") or a value in the metric's own unit ("0.5"):
+:class:`Threshold`. In units the verdict reads the interval of the difference B − A. So does
+a percentage where the ratio of means is undefined (a mean is 0 or negative: retransmits,
+a latency offset): against that percentage of |A's mean| when A's mean is not 0, and when it
+is 0 the verdict says that only a threshold in units can judge it.
 """
 
 from __future__ import annotations
@@ -51,6 +57,36 @@ def parse_percent(text: str, what: str = "threshold") -> float:
     return value
 
 
+@dataclass(frozen=True)
+class Threshold:
+    """The smallest change that matters: a fraction of A's mean, or in the metric's unit."""
+
+    value: float
+    relative: bool = True
+
+    def __str__(self) -> str:
+        return f"{self.value * 100:g} %" if self.relative else f"{self.value:g} (metric's unit)"
+
+
+def parse_threshold(text: str, what: str = "--threshold") -> Threshold:
+    """'1%' (a percentage of A's mean) or '0.5' (in the metric's own unit): the one reading
+    of a threshold in ``lab run``, ``lab compare``, ``lab report``, ``lab plan`` and study
+    files."""
+    if text.strip().endswith("%"):
+        return Threshold(parse_percent(text, what))
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(
+            f"cannot read {what} {text!r}",
+            hint="Write a percentage of A's mean such as 1%, or a value in the metric's unit"
+            " such as 0.5",
+        ) from None
+    if not 0 <= value < math.inf:
+        raise UsageError(f"{what} {text!r} must be 0 or more, in the metric's unit")
+    return Threshold(value, relative=False)
+
+
 class Outcome(StrEnum):
     FASTER = "faster"
     SLOWER = "slower"
@@ -69,43 +105,102 @@ class Verdict:
 def decide(
     percent_ci: tuple[float, float],
     direction: Direction,
-    threshold: float,
+    threshold: float | Threshold,
     a: str = "A",
     b: str = "B",
     confidence: float = 0.9999,
     diff_ci: tuple[float, float] | None = None,
+    mean_a: float | None = None,
 ) -> Verdict:
     """The verdict for B vs A given the CI of (B/A − 1) in percent, and optionally Welch's
-    CI of B − A in the metric's units, which a faster or slower verdict must agree with."""
-    low, high = percent_ci
-    t = threshold * 100.0
+    CI of B − A in the metric's units, which a faster or slower verdict must agree with.
+
+    ``threshold`` is a fraction of A's mean, or a :class:`Threshold`; one in units, or a
+    ratio that is undefined, turns the verdict to the difference (``diff_ci``, and
+    ``mean_a`` to scale a percentage to units)."""
+    limit = threshold if isinstance(threshold, Threshold) else Threshold(threshold)
     level = f"{confidence * 100:g} % CI"
-    if math.isnan(low) or math.isnan(high):
-        return Verdict(
-            Outcome.INCONCLUSIVE,
-            (math.nan, math.nan),
-            threshold,
-            f"{b} vs {a}: the ratio of means is undefined (a mean is not positive)",
-        )
+    low, high = percent_ci
+    if not limit.relative or math.isnan(low) or math.isnan(high):
+        return _decide_on_difference(limit, direction, a, b, level, diff_ci, mean_a)
     benefit = (-high, -low) if direction == "lower" else (low, high)
-    worse_word, better_word = ("higher", "lower") if direction == "lower" else ("lower", "higher")
-    # in the faster and slower branches both bounds have the same sign
-    near, far = sorted((abs(low), abs(high)))
-    span = f"{near:.2f} % to {far:.2f} %"
-    beyond = f"beyond the {t:g} % threshold"
     if (
         diff_ci is not None
         and diff_ci[0] <= 0 <= diff_ci[1]
-        and (benefit[0] > t or benefit[1] < -t)
+        and (benefit[0] > limit.value * 100 or benefit[1] < -limit.value * 100)
     ):
         return Verdict(
             Outcome.INCONCLUSIVE,
             benefit,
-            threshold,
+            limit.value,
             f"{b} vs {a} is inconclusive: the ratio's interval {low:+.2f} % to {high:+.2f} %"
-            f" ({level}) lies beyond the ±{t:g} % threshold, but the difference's own interval"
-            f" ({diff_ci[0]:+.4g} to {diff_ci[1]:+.4g}) holds 0; more samples would settle it",
+            f" ({level}) lies beyond the ±{limit.value * 100:g} % threshold, but the difference's"
+            f" own interval ({diff_ci[0]:+.4g} to {diff_ci[1]:+.4g}) holds 0; more samples would"
+            " settle it",
         )
+    return _judge(
+        benefit, (low, high), limit.value * 100, " %", direction, a, b, level, limit.value
+    )
+
+
+def _decide_on_difference(
+    limit: Threshold,
+    direction: Direction,
+    a: str,
+    b: str,
+    level: str,
+    diff_ci: tuple[float, float] | None,
+    mean_a: float | None,
+) -> Verdict:
+    """The verdict read from B − A in the metric's units: for a threshold in units, or where
+    the ratio of means is undefined (a mean is 0 or negative)."""
+    nan2 = (math.nan, math.nan)
+    if diff_ci is None or math.isnan(diff_ci[0]) or math.isnan(diff_ci[1]):
+        return Verdict(Outcome.INCONCLUSIVE, nan2, limit.value,
+                       f"{b} vs {a}: the ratio of means is undefined (a mean is not"
+                       " positive)")  # fmt: skip
+    low, high = diff_ci
+    shown = f"B − A from {low:+.4g} to {high:+.4g} ({level})"
+    if limit.relative:
+        if not mean_a:
+            return Verdict(
+                Outcome.INCONCLUSIVE, nan2, limit.value,
+                f"{b} vs {a}: {a}'s mean is 0, so a change in % is undefined ({shown}); give"
+                " --threshold in the metric's unit (e.g. --threshold 0.5) for a verdict on"
+                " the difference",
+            )  # fmt: skip
+        units = limit.value * abs(mean_a)
+        why = (
+            f"; judged on the difference, as the ratio of means is undefined for a mean that"
+            f" is not positive, against {limit.value * 100:g} % of |{a}'s mean| = {units:.4g}"
+        )
+    else:
+        units, why = limit.value, "; judged on the difference, against a threshold in units"
+    benefit = (-high, -low) if direction == "lower" else (low, high)
+    verdict = _judge(benefit, diff_ci, units, "", direction, a, b, level, limit.value)
+    return Verdict(verdict.outcome, verdict.benefit_ci, verdict.threshold, verdict.text + why)
+
+
+def _judge(
+    benefit: tuple[float, float],
+    interval: tuple[float, float],
+    t: float,
+    unit: str,
+    direction: Direction,
+    a: str,
+    b: str,
+    level: str,
+    threshold: float,
+) -> Verdict:
+    """Faster, slower, equivalent or inconclusive: ``benefit`` (positive = B better) against
+    ±``t``, with ``interval`` (B − A or B/A − 1, as shown) in ``unit``."""
+    low, high = interval
+    worse_word, better_word = ("higher", "lower") if direction == "lower" else ("lower", "higher")
+    # in the faster and slower branches both bounds have the same sign
+    near, far = sorted((abs(low), abs(high)))
+    show = format_percent if unit else _format_units
+    span = f"{show(near).lstrip('+')}{unit} to {show(far).lstrip('+')}{unit}"
+    beyond = f"beyond the {t:.4g}{unit} threshold"
     if benefit[0] > t:
         outcome = Outcome.FASTER
         text = f"{b} is faster than {a}: {span} {better_word} ({level}), {beyond}"
@@ -115,16 +210,20 @@ def decide(
     elif -t <= benefit[0] and benefit[1] <= t:
         outcome = Outcome.EQUIVALENT
         text = (
-            f"{b} and {a} are equivalent: the change lies within ±{t:g} %"
-            f" ({low:+.2f} % to {high:+.2f} %, {level})"
+            f"{b} and {a} are equivalent: the change lies within ±{t:.4g}{unit}"
+            f" ({show(low)}{unit} to {show(high)}{unit}, {level})"
         )
     else:
         outcome = Outcome.INCONCLUSIVE
         text = (
-            f"{b} vs {a} is inconclusive: {format_percent(low)} % to {format_percent(high)} %"
-            f" ({level}) straddles the ±{t:g} % threshold; more samples would narrow it"
+            f"{b} vs {a} is inconclusive: {show(low)}{unit} to {show(high)}{unit}"
+            f" ({level}) straddles the ±{t:.4g}{unit} threshold; more samples would narrow it"
         )
     return Verdict(outcome, benefit, threshold, text)
+
+
+def _format_units(value: float) -> str:
+    return f"{value:+.4g}"
 
 
 def format_percent(value: float) -> str:
