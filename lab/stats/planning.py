@@ -14,8 +14,8 @@ per variant, s² ~ σ²·χ²(ν)/ν with ν = 2n−2 and c = t(1−α/2, ν):
   P = E_s[Φ((θ − h − Δ)/σ_d) − Φ((h − θ − Δ)/σ_d)]⁺ with h = c·s·√(2/n) and σ_d = σ·√(2/n),
   integrated over s (the exact power, as Owen's Q gives it).
 
-The plan is the smallest n whose probability reaches the asked power, found by bisection from
-the normal approximation n ≈ 2·(z(1−α/2) + z(1−β))²·σ²/(|Δ|−θ)² (for equivalence with Δ = 0,
+The plan is the smallest n whose probability reaches the asked power, searched for from the
+normal approximation n ≈ 2·(z(1−α/2) + z(1−β))²·σ²/(|Δ|−θ)² (for equivalence with Δ = 0,
 z(1−β/2) and θ). An effect at or within θ can never be "faster" (P stays at most α/2 however
 many samples), and one at or beyond θ never "equivalent"; the plan refuses those. The verdict
 reads the ratio of means on the log scale; for changes of a few percent that is the

@@ -19,6 +19,7 @@ from lab.stats.planning import (
     plan_samples,
     superiority_power,
     t_test_power,
+    verdict_power,
 )
 from lab.stats.series import Direction
 from lab.stats.verdict import Outcome, decide
@@ -151,6 +152,22 @@ def test_the_goal_follows_the_effect_against_the_threshold() -> None:
     assert (within.goal, within.verdict) == (Goal.EQUIVALENCE, "equivalent")
     asked = plan_samples(2.0, 0.5, 95, threshold=0.01, mean=100.0, goal=Goal.EQUIVALENCE)
     assert not asked.derived and asked.n == within.n
+
+
+@pytest.mark.parametrize(
+    ("delta", "threshold", "confidence", "power"),
+    [(3.0, 0.01, 95, 0.9), (1.2, 0.01, 99.99, 0.8), (0.0, 0.01, 95, 0.9), (0.5, 0.01, 99.99, 0.9),
+     (0.9, 0.01, 95, 0.5), (8.0, 0.01, 95, 0.8)],
+)  # fmt: skip
+def test_the_planned_n_is_the_smallest_that_reaches_the_power(
+    delta: float, threshold: float, confidence: float, power: float
+) -> None:
+    plan = plan_samples(2.0, delta, confidence, power, threshold=threshold, mean=100.0)
+    at = [verdict_power(plan.goal, k, delta, plan.bound, 2.0, plan.confidence)
+          for k in (plan.n - 1, plan.n)]  # fmt: skip
+    print(f"{plan.verdict}: P at n − 1 = {plan.n - 1}: {at[0]:.4f}, at n: {at[1]:.4f}")
+    assert at[1] >= power
+    assert at[0] < power or plan.n == 2
 
 
 @pytest.mark.parametrize(
