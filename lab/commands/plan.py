@@ -47,7 +47,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--confidence", type=float, default=99.99, metavar="PERCENT",
                         help="confidence level (default: 99.99)")  # fmt: skip
     parser.add_argument("--power", type=float, default=0.9, metavar="P",
-                        help="probability of detecting the effect (default: 0.9)")  # fmt: skip
+                        help="probability of reaching the verdict (default: 0.9)")  # fmt: skip
     parser.add_argument("--autocorrelation", type=float, default=0.0, metavar="R",
                         help="lag-1 autocorrelation of samples (default: 0)")  # fmt: skip
     parser.add_argument("--iteration-time", type=float, metavar="SECONDS",
