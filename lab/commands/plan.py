@@ -13,28 +13,41 @@ from lab.core.context import Context
 from lab.store.cli import add_db_argument, add_study_argument
 
 if TYPE_CHECKING:
-    from lab.stats.planning import Plan
+    from lab.stats.planning import Goal, Plan
 
 
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "plan", help="samples per variant needed to detect an effect",
-        description="Print the samples per variant needed to detect --effect with --power at"
-        " --confidence, given the standard deviation (--sd, or from a pilot run in the store"
-        " with --from-store), inflated for lag-1 autocorrelation, and how long collecting them"
-        " takes at --iteration-time. The formula is printed with the result.",
+        "plan", help="samples per variant lab compare's verdict needs",
+        description="Print the samples per variant at which lab compare's verdict reaches"
+        " --power at --confidence and --threshold when the true difference is --effect:"
+        " \"faster\" (or \"slower\") when the effect lies beyond the threshold, \"equivalent\""
+        " when it lies within it (or as --goal says), with P(verdict) at a quarter, half and"
+        " twice that n. The standard deviation comes from --sd, or from a pilot run in the"
+        " store with --from-store; n is inflated for lag-1 autocorrelation, and the duration"
+        " is given at --iteration-time. The formula is printed with the result.",
     )  # fmt: skip
     parser.add_argument("--sd", type=float, metavar="S", help="standard deviation of one sample")
     parser.add_argument(
-        "--effect", default="1%", metavar="E",
-        help="smallest difference to detect: a percentage of --mean (1%%) or an absolute value"
-        " in the metric's unit (default: 1%%)",
+        "--effect", metavar="E",
+        help="the true difference assumed, B better by E: a percentage of --mean (2%%) or an"
+        " absolute value in the metric's unit (default: 2%%, or 0%% with --goal equivalence)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--threshold", default="1%", metavar="PERCENT",
+        help="lab compare's threshold, a percentage of the mean; 0%% plans to tell B from A"
+        " only (default: 1%%, as lab compare)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--goal", choices=["superiority", "equivalence"],  # lab.stats.planning.Goal
+        help="plan for \"faster\"/\"slower\" (superiority) or \"equivalent\" (equivalence);"
+        " default: superiority when the effect lies beyond the threshold, else equivalence",
     )  # fmt: skip
     parser.add_argument("--mean", type=float, metavar="M", help="mean, for a percentage effect")
     parser.add_argument("--confidence", type=float, default=99.99, metavar="PERCENT",
                         help="confidence level (default: 99.99)")  # fmt: skip
     parser.add_argument("--power", type=float, default=0.9, metavar="P",
-                        help="probability of detecting the effect (default: 0.9)")  # fmt: skip
+                        help="probability of reaching the verdict (default: 0.9)")  # fmt: skip
     parser.add_argument("--autocorrelation", type=float, default=0.0, metavar="R",
                         help="lag-1 autocorrelation of samples (default: 0)")  # fmt: skip
     parser.add_argument("--iteration-time", type=float, metavar="SECONDS",
@@ -76,7 +89,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from rich.table import Table
 
     from lab.core.errors import UsageError
-    from lab.stats.planning import FORMULA, plan_samples
+    from lab.stats.planning import CURVE, FORMULA, plan_samples
 
     rows: list[tuple[str, int | None, Plan]] = []  # name, samples already stored, plan
     if args.from_store:
@@ -84,8 +97,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     else:
         if args.sd is None:
             raise UsageError("lab plan needs --sd", hint="Or use --from-store after a pilot run")
-        plan = plan_samples(args.sd, _delta(args.effect, args.mean, ""), args.confidence,
-                            args.power, args.autocorrelation, args.iteration_time)  # fmt: skip
+        goal, threshold, effect = _question(args)
+        plan = plan_samples(args.sd, _delta(effect, args.mean, ""), args.confidence, args.power,
+                            args.autocorrelation, args.iteration_time, threshold=threshold,
+                            mean=args.mean, goal=goal)  # fmt: skip
         rows.append(("", None, plan))
     if args.json:
         ctx.out.out(plans_json(rows, FORMULA), highlight=False)
@@ -96,13 +111,18 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         table.add_column(name or "plan", justify="right")
     lines: list[tuple[str, Callable[[int | None, Plan], str]]] = [
         ("standard deviation σ", lambda have, p: f"{p.sd:.4g}"),
-        ("effect Δ", lambda have, p: f"{p.delta:.4g}"),
+        ("effect Δ (B better by)", lambda have, p: f"{p.delta:.4g}"),
         ("effect size d = Δ/σ", lambda have, p: f"{p.delta / p.sd:.3g}"),
+        ("threshold ±θ", lambda have, p: f"{p.bound:.4g} ({p.threshold * 100:g} %)"),
+        ("verdict planned for", lambda have, p: f"{p.verdict} ({p.goal})"),
         ("lag-1 autocorrelation r", lambda have, p: f"{p.autocorrelation:.2f}"),
         ("n (normal approximation)", lambda have, p: f"{p.n_normal:,.1f}"),
-        ("n independent (exact t power)", lambda have, p: f"{p.n_independent:,}"),
+        ("n independent (exact power)", lambda have, p: f"{p.n_independent:,}"),
         ("× (1+r)/(1−r)", lambda have, p: f"{p.inflation:.2f}"),
         ("samples per variant", lambda have, p: f"{p.n:,}"),
+        *((f"P(verdict) at {_FRACTIONS.get(f, f'{f:g}')}n", _curve_cell(f)) for f in CURVE),
+        ("n to tell Δ from 0 only", lambda have, p: "–" if p.n_from_zero is None
+         else f"{p.n_from_zero:,}"),
         ("already stored (fewest)", lambda have, p: "–" if have is None else f"{have:,}"),
         ("margin of error at n", lambda have, p: f"{p.margin:.3g}"),
         ("seconds per iteration", lambda have, p: "–" if p.iteration_time is None
@@ -115,10 +135,47 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     ctx.out.print(table)
     first = rows[0][2]
     remark = f"at {first.confidence * 100:g}% confidence and power {first.power:g}"
+    for why in dict.fromkeys(_why(plan) for _, _, plan in rows):
+        remark += f"; {why}"
     if any(plan.iteration_time is None for _, _, plan in rows):
         remark += "; durations need --iteration-time (or iteration times in the store)"
     ctx.out.print(remark, highlight=False)
     return 0
+
+
+_FRACTIONS = {0.25: "¼ ", 0.5: "½ ", 1.0: "", 2.0: "2 "}
+
+
+def _curve_cell(fraction: float) -> Callable[[int | None, Plan], str]:
+    """The power curve's cell at ``fraction`` of the planned n: "samples → P(verdict)"."""
+
+    def cell(have: int | None, plan: Plan) -> str:
+        k = max(2, round(plan.n * fraction))
+        return f"{k:,} → {dict(plan.curve)[k] * 100:.1f} %"
+
+    return cell
+
+
+def _why(plan: Plan) -> str:
+    """Which verdict the plan is for, and why that one."""
+    t = f"{plan.threshold * 100:g} %"
+    if plan.verdict == "equivalent":
+        needs = f"the whole interval within ±{t}"
+        reason = "the effect lies within the threshold" if plan.derived else "--goal equivalence"
+    else:
+        needs = f"the whole interval beyond {'+' if plan.delta > 0 else '−'}{t}"
+        reason = "the effect lies beyond the threshold" if plan.derived else "--goal superiority"
+    return f'planned for "{plan.verdict}" ({reason}): {needs}'
+
+
+def _question(args: argparse.Namespace) -> tuple[Goal | None, float, str]:
+    """The goal (None: derive it), the threshold as a fraction, and the effect's text."""
+    from lab.stats.planning import Goal
+    from lab.stats.verdict import parse_percent
+
+    goal = Goal(args.goal) if args.goal else None
+    effect = args.effect or ("0%" if goal == Goal.EQUIVALENCE else "2%")
+    return goal, parse_percent(args.threshold, "threshold"), effect
 
 
 PlanRow = tuple[str, int | None, Any]  # name, samples already stored, Plan
@@ -131,6 +188,7 @@ def plans_json(rows: list[PlanRow], formula: str) -> str:
             "name": name or None,
             "stored_fewest": have,
             **dataclasses.asdict(plan),
+            "verdict": plan.verdict,
             "duration_concurrent_s": plan.duration_concurrent,
             "duration_sequential_s": plan.duration_sequential,
         }
@@ -159,6 +217,7 @@ def _from_store(args: argparse.Namespace, ctx: Context) -> list[PlanRow]:
     groups: dict[tuple[str, str], list[Any]] = {}
     for s in series:
         groups.setdefault((s.workload, s.metric), []).append(s)
+    goal, threshold, effect = _question(args)
     rows: list[PlanRow] = []
     for (workload, metric), arms in sorted(groups.items()):
         arms.sort(key=lambda s: order.index(s.variant) if s.variant in order else len(order))
@@ -175,8 +234,13 @@ def _from_store(args: argparse.Namespace, ctx: Context) -> list[PlanRow]:
         per_iteration = args.iteration_time
         if per_iteration is None and seconds is not None and seconds.size:
             per_iteration = float(np.median(seconds))
-        plan = plan_samples(pooled_sd, _delta(args.effect, mean, f" of {workload} · {metric}"),
-                            args.confidence, args.power, min(r, 0.99), per_iteration)  # fmt: skip
+        where = f"{workload} · {metric}"
+        try:
+            plan = plan_samples(pooled_sd, _delta(effect, mean, f" of {where}"), args.confidence,
+                                args.power, min(r, 0.99), per_iteration, threshold=threshold,
+                                mean=mean, goal=goal)  # fmt: skip
+        except UsageError as err:
+            raise UsageError(f"{where}: {err.message}", hint=err.hint) from None
         rows.append((f"{workload} · {metric}", int(n.min()), plan))
     if not rows:
         raise UsageError("no metric has 3 samples per variant yet", hint="Run a longer pilot")

@@ -1,47 +1,86 @@
-"""How many samples per variant a question needs, and how long collecting them takes.
+"""How many samples per variant the verdict needs, and how long collecting them takes.
 
-For a two-sided test of a difference Δ between two means with common standard deviation σ at
-confidence 1−α and power 1−β, the normal approximation is
+``lab compare`` says "faster" only when the whole two-sided interval of B's change (at
+confidence 1−α) lies beyond the threshold +θ, "slower" beyond −θ, and "equivalent" when it
+lies within ±θ (two one-sided tests). Telling an effect from 0 is not enough: with effect
+1 %, threshold 1 % and sd 2 %, the n that tells 1 % from 0 gives P("faster") = 0. So the plan
+asks for the verdict itself, with true difference Δ, common standard deviation σ, n samples
+per variant, s² ~ σ²·χ²(ν)/ν with ν = 2n−2 and c = t(1−α/2, ν):
 
-    n = 2·(z(1−α/2) + z(1−β))²·σ²/Δ²
+- **superiority** ("faster" or "slower", |Δ| > θ): the lower bound beats θ,
+  P = P(T > c) for T ~ noncentral t(ν, (|Δ|−θ)/(σ·√(2/n))), a one-sided test against the
+  shifted null Δ = θ at α/2;
+- **equivalence** ("equivalent", |Δ| < θ): both bounds inside ±θ, the TOST power
+  P = E_s[Φ((θ − h − Δ)/σ_d) − Φ((h − θ − Δ)/σ_d)]⁺ with h = c·s·√(2/n) and σ_d = σ·√(2/n),
+  integrated over s (the exact power, as Owen's Q gives it).
 
-per variant; the plan then takes the smallest n at which the exact power of Welch's/Student's
-test (noncentral t with 2n−2 degrees of freedom) reaches 1−β, which adds a sample or two for
-small n (Cohen's tables: d = 0.5 at α = 0.05 and power 0.8 needs 64). Samples whose successive
-values correlate with lag-1 autocorrelation r carry less information: an AR(1) series of n
-samples is worth n·(1−r)/(1+r) independent ones, so n is multiplied by (1+r)/(1−r).
+The plan is the smallest n whose probability reaches the asked power, searched for from the
+normal approximation n ≈ 2·(z(1−α/2) + z(1−β))²·σ²/(|Δ|−θ)² (for equivalence with Δ = 0,
+z(1−β/2) and θ). An effect at or within θ can never be "faster" (P stays at most α/2 however
+many samples), and one at or beyond θ never "equivalent"; the plan refuses those. The verdict
+reads the ratio of means on the log scale; for changes of a few percent that is the
+difference over A's mean, and tests/unit/test_stats_planning.py checks the planned n against
+the real verdict on simulated samples. Samples whose successive values correlate with lag-1
+autocorrelation r carry less information: an AR(1) series of n samples is worth
+n·(1−r)/(1+r) independent ones, so n is multiplied by (1+r)/(1−r).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 
-from scipy import stats
+import numpy as np
+from scipy import integrate, stats
 
 from lab.core.errors import UsageError
 from lab.stats.descriptive import check_confidence, margin_of_error
 
 FORMULA = (
-    "n = 2·(z(1−α/2) + z(1−β))²·σ²/Δ² per variant, raised to the smallest n whose exact"
-    " noncentral-t power reaches 1−β, then multiplied by (1+r)/(1−r) for lag-1"
-    " autocorrelation r"
+    "θ = threshold × mean, ν = 2n−2, c = t(1−α/2, ν); faster/slower: the smallest n with"
+    " P(lower bound > θ) = nct.sf(c, ν, (|Δ|−θ)/(σ·√(2/n))) ≥ 1−β; equivalent: the smallest n"
+    " with P(both bounds within ±θ) ≥ 1−β (TOST, integrated over s² ~ σ²·χ²(ν)/ν); then"
+    " × (1+r)/(1−r) for lag-1 autocorrelation r"
 )
+
+CURVE = (0.25, 0.5, 1.0, 2.0)  # the power curve: P(verdict) at these multiples of the planned n
+MAX_N = 10**9  # beyond this the plan is no plan
+QUADRATURE_NODES = 128
+
+
+class Goal(StrEnum):
+    SUPERIORITY = "superiority"  # the verdict "faster" (or "slower")
+    EQUIVALENCE = "equivalence"  # the verdict "equivalent"
 
 
 @dataclass(frozen=True)
 class Plan:
     sd: float
-    delta: float  # the absolute difference to detect
+    delta: float  # the true difference assumed, B better by this much (absolute)
+    threshold: float  # the verdict's threshold, a fraction of the mean
+    bound: float  # θ = threshold × |mean|, absolute
+    goal: Goal
+    derived: bool  # the goal came from |Δ| against θ, not from --goal
     confidence: float
     power: float
     autocorrelation: float
     n_normal: float  # the normal-approximation n, unrounded
-    n_independent: int  # independent samples per variant (exact t power)
+    n_independent: int  # independent samples per variant (exact power)
     inflation: float  # (1+r)/(1−r), at least 1
     n: int  # samples per variant to collect
+    curve: tuple[tuple[int, float], ...]  # (samples per variant, P(verdict)) around n
+    n_from_zero: int | None  # samples per variant to tell Δ from 0 only, for context
     margin: float  # the study's margin of error with n samples (independent)
     iteration_time: float | None  # seconds per iteration, if given
+
+    @property
+    def verdict(self) -> str:
+        """The verdict the plan is for, as ``lab compare`` words it."""
+        if self.goal == Goal.EQUIVALENCE:
+            return "equivalent"
+        return "faster" if self.delta > 0 else "slower"
 
     @property
     def duration_concurrent(self) -> float | None:
@@ -54,7 +93,7 @@ class Plan:
         return None if self.iteration_time is None else 2 * self.n * self.iteration_time
 
 
-def t_test_power(n: int, d: float, confidence: float) -> float:
+def t_test_power(n: float, d: float, confidence: float) -> float:
     """Exact power of the two-sided two-sample t test with n per group at effect size d."""
     if n < 2:
         return 0.0
@@ -69,6 +108,117 @@ def t_test_power(n: int, d: float, confidence: float) -> float:
     return upper + (0.0 if math.isnan(lower) else lower)
 
 
+def superiority_power(n: float, delta: float, bound: float, sd: float, confidence: float) -> float:
+    """P(the two-sided interval of B − A lies wholly beyond +bound) with true difference
+    |delta|, n per variant and common sd: "faster" (or, mirrored, "slower")."""
+    if n < 2:
+        return 0.0
+    df = 2 * n - 2
+    crit = float(stats.t.ppf(0.5 + confidence / 2, df))
+    ncp = (abs(delta) - bound) / (sd * math.sqrt(2 / n))
+    value = float(stats.nct.sf(crit, df, ncp))
+    if math.isnan(value):  # scipy's noncentral t can fail far out; the normal limit holds there
+        value = float(stats.norm.sf(crit - ncp))
+    return value
+
+
+def equivalence_power(n: float, delta: float, bound: float, sd: float, confidence: float) -> float:
+    """P(the two-sided interval of B − A lies wholly within ±bound) with true difference
+    delta, n per variant and common sd: "equivalent" (the exact TOST power)."""
+    if n < 2 or bound <= 0:
+        return 0.0
+    df = 2 * n - 2
+    crit = float(stats.t.ppf(0.5 + confidence / 2, df))
+    spread = sd * math.sqrt(2 / n)  # sd of the estimated difference
+    # the interval c·s·√(2/n) fits within ±θ only while s² < σ²·u/ν for u below this
+    u_max = df * (bound / (crit * spread)) ** 2
+    top = float(stats.chi2.cdf(u_max, df))
+    if top <= 0:
+        return 0.0
+
+    def inside(p: np.ndarray) -> np.ndarray:  # P(both bounds within ±θ | s), s at chi² quantile p
+        half = crit * spread * np.sqrt(stats.chi2.ppf(p, df) / df)
+        high = stats.norm.cdf((bound - half - delta) / spread)
+        low = stats.norm.cdf((half - bound - delta) / spread)
+        return np.maximum(0.0, high - low)
+
+    # over the chi² probability rather than s itself: a bounded, smooth integrand at any ν;
+    # 128 Gauss–Legendre nodes agree with adaptive quadrature to 1e-6 and take 1 ms, not 100
+    value = float(integrate.fixed_quad(inside, 0.0, top, n=QUADRATURE_NODES)[0])
+    return min(1.0, max(0.0, value))
+
+
+def verdict_power(
+    goal: Goal, n: float, delta: float, bound: float, sd: float, confidence: float
+) -> float:
+    """P(the verdict the goal asks for) at n per variant."""
+    power = superiority_power if goal == Goal.SUPERIORITY else equivalence_power
+    return power(n, delta, bound, sd, confidence)
+
+
+def _smallest_n(reaches: Callable[[int], bool], start: float) -> int:
+    """The smallest n ≥ 2 at which ``reaches(n)`` holds (it must only ever turn true),
+    galloping from ``start`` (the normal approximation, usually a few samples off)."""
+    guess = min(MAX_N, max(2, math.ceil(start)))
+    step = 1
+    if reaches(guess):
+        high = guess
+        while high > 2 and reaches(max(2, high - step)):
+            high, step = max(2, high - step), 2 * step
+        low = max(1, high - step)  # reaches(low) is false, or low < 2
+    else:
+        low = guess
+        while not reaches(min(MAX_N, low + step)):
+            if low + step >= MAX_N:
+                raise UsageError(
+                    f"the verdict needs more than {MAX_N:,} samples per variant",
+                    hint="Plan for a larger effect, a lower --confidence or --power",
+                )
+            low, step = low + step, 2 * step
+        high = min(MAX_N, low + step)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if middle >= 2 and reaches(middle):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def _unreachable(
+    goal: Goal | None, delta: float, mean: float | None, threshold: float, level: float
+) -> UsageError:
+    """The UsageError for a verdict no n reaches: effect at or within θ for "faster", at or
+    beyond it for "equivalent"."""
+    t = f"{threshold * 100:g} %"
+    size = f"an effect of {abs(delta):.4g}"
+    if mean:
+        size += f" ({abs(delta) / abs(mean) * 100:.3g} % of the mean {mean:.4g})"
+    size += f" against the ±{t} threshold"
+    tail = f"{(1 - level) / 2 * 100:.3g} %"
+    faster = (
+        f'"faster" needs the whole interval beyond +{t}, which a true effect at or'
+        f" within it reaches with P ≤ α/2 = {tail} however many samples"
+    )
+    equivalent = (
+        f'"equivalent" needs it within ±{t}, which a true effect at or beyond it'
+        f" reaches with P ≤ α/2 = {tail}"
+    )
+    if goal == Goal.SUPERIORITY:
+        why = faster
+    elif goal == Goal.EQUIVALENCE:
+        why = equivalent
+    else:
+        why = f"{faster}; {equivalent}"
+    verdicts = {Goal.SUPERIORITY: '"faster"', Goal.EQUIVALENCE: '"equivalent"'}
+    wanted = verdicts[goal] if goal else 'a verdict ("faster" or "equivalent")'
+    return UsageError(
+        f"{size} cannot reach {wanted}: {why}",
+        hint="Plan for an effect beyond the threshold (a larger --effect or a smaller"
+        " --threshold) for faster/slower, or one within it (--goal equivalence) for equivalent",
+    )
+
+
 def plan_samples(
     sd: float,
     delta: float,
@@ -76,34 +226,75 @@ def plan_samples(
     power: float = 0.9,
     autocorrelation: float = 0.0,
     iteration_time: float | None = None,
+    *,
+    threshold: float = 0.0,
+    mean: float | None = None,
+    goal: Goal | None = None,
 ) -> Plan:
-    """The samples per variant needed to detect ``delta`` (absolute) given ``sd``."""
+    """The samples per variant ``lab compare``'s verdict needs, given ``sd`` and the true
+    difference ``delta`` (absolute, positive = B better), at ``threshold`` (a fraction of
+    ``mean``). Without ``goal``: "faster"/"slower" when |delta| exceeds the threshold,
+    "equivalent" when it lies within it. Threshold 0 asks to tell delta from 0."""
     level = check_confidence(confidence)
     if not 0 < power < 1:
         raise UsageError(f"power {power} must lie between 0 and 1", hint="e.g. --power 0.9")
-    if sd <= 0 or delta == 0 or not math.isfinite(sd) or not math.isfinite(delta):
+    if sd <= 0 or not math.isfinite(sd) or not math.isfinite(delta):
         raise UsageError(
             f"cannot plan with sd {sd} and effect {delta}",
-            hint="Give a positive --sd and a non-zero --effect (with --mean for a percentage)",
+            hint="Give a positive --sd and a finite --effect (with --mean for a percentage)",
         )
     if not -1 < autocorrelation < 1:
         raise UsageError(
             f"autocorrelation {autocorrelation} must lie strictly between -1 and 1",
             hint="It is the lag-1 autocorrelation of a pilot run (lab compare shows it)",
         )
-    d = abs(delta) / sd
-    z_sum = stats.norm.ppf(0.5 + level / 2) + stats.norm.ppf(power)
-    n_normal = 2 * z_sum**2 / d**2
-    n = max(2, math.ceil(n_normal))
-    while n > 2 and t_test_power(n - 1, d, level) >= power:
-        n -= 1
-    while t_test_power(n, d, level) < power:
-        n += 1
+    if not 0 <= threshold < 1:
+        raise UsageError(f"threshold {threshold * 100:g} % must lie in [0 %, 100 %)")
+    if threshold > 0 and (mean is None or mean == 0 or not math.isfinite(mean)):
+        raise UsageError(
+            f"the ±{threshold * 100:g} % threshold is a percentage of the mean, which is not given",
+            hint="Pass --mean M, or --threshold 0% to plan for telling B from A only",
+        )
+    bound = threshold * abs(mean) if mean is not None else 0.0
+    at_bound = math.isclose(abs(delta), bound, rel_tol=1e-9, abs_tol=1e-12 * sd)
+    derived = goal is None
+    if goal is None and not at_bound:
+        goal = Goal.SUPERIORITY if abs(delta) > bound else Goal.EQUIVALENCE
+    if (
+        goal is None
+        or at_bound
+        or (goal == Goal.SUPERIORITY and abs(delta) < bound)
+        or (goal == Goal.EQUIVALENCE and abs(delta) > bound)
+    ):
+        raise _unreachable(goal, delta, mean, threshold, level)
+    z_alpha = stats.norm.ppf(0.5 + level / 2)
+    if goal == Goal.SUPERIORITY:
+        n_normal = 2 * (z_alpha + stats.norm.ppf(power)) ** 2 * sd**2 / (abs(delta) - bound) ** 2
+    elif delta == 0:
+        n_normal = 2 * (z_alpha + stats.norm.ppf(0.5 + power / 2)) ** 2 * sd**2 / bound**2
+    else:
+        n_normal = 2 * (z_alpha + stats.norm.ppf(power)) ** 2 * sd**2 / (bound - abs(delta)) ** 2
+    n = _smallest_n(lambda k: verdict_power(goal, k, delta, bound, sd, level) >= power, n_normal)
     inflation = max(1.0, (1 + autocorrelation) / (1 - autocorrelation))
     total = math.ceil(n * inflation)
+    curve = tuple(
+        (k, verdict_power(goal, k / inflation, delta, bound, sd, level))
+        for k in sorted({max(2, round(total * f)) for f in CURVE})
+    )
+    n_from_zero = None
+    if delta != 0 and goal == Goal.SUPERIORITY:
+        d = abs(delta) / sd
+        start = 2 * (z_alpha + stats.norm.ppf(power)) ** 2 / d**2
+        n_from_zero = math.ceil(
+            _smallest_n(lambda k: t_test_power(k, d, level) >= power, start) * inflation
+        )
     return Plan(
         sd=sd,
-        delta=abs(delta),
+        delta=delta,
+        threshold=threshold,
+        bound=bound,
+        goal=goal,
+        derived=derived,
         confidence=level,
         power=power,
         autocorrelation=autocorrelation,
@@ -111,6 +302,8 @@ def plan_samples(
         n_independent=n,
         inflation=inflation,
         n=total,
+        curve=curve,
+        n_from_zero=n_from_zero,
         margin=margin_of_error(sd, n, level),
         iteration_time=iteration_time,
     )

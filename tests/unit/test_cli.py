@@ -124,15 +124,39 @@ def test_plan_as_json(capsys: pytest.CaptureFixture[str]) -> None:
 
     from lab.stats.planning import FORMULA, plan_samples
 
-    argv = ["plan", "--sd", "2", "--mean", "100", "--effect", "1%", "--iteration-time", "3"]
+    argv = ["plan", "--sd", "2", "--mean", "100", "--effect", "3%", "--iteration-time", "3"]
     assert main([*argv, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    expected = plan_samples(2.0, 1.0, 99.99, 0.9, 0.0, 3.0)
+    expected = plan_samples(2.0, 3.0, 99.99, 0.9, 0.0, 3.0, threshold=0.01, mean=100.0)
     assert doc["formula"] == FORMULA
     (plan,) = doc["plans"]
-    assert (plan["n"], plan["delta"], plan["sd"]) == (expected.n, 1.0, 2.0)
+    assert (plan["n"], plan["delta"], plan["sd"]) == (expected.n, 3.0, 2.0)
+    assert (plan["threshold"], plan["bound"]) == (0.01, 1.0)
+    assert (plan["goal"], plan["verdict"], plan["derived"]) == ("superiority", "faster", True)
+    curve = dict(plan["curve"])  # samples per variant → P("faster")
+    assert sorted(curve) == [round(expected.n * f) for f in (0.25, 0.5, 1, 2)]
+    assert curve[round(expected.n / 2)] < 0.9 <= curve[expected.n]
+    assert plan["n_from_zero"] < plan["n"]  # telling 3 % from 0 is the easier question
     assert plan["duration_concurrent_s"] == expected.n * 3.0
     assert plan["duration_sequential_s"] == 2 * expected.n * 3.0
+    assert main(["plan", "--sd", "2", "--mean", "100", "--goal", "equivalence", "--json"]) == 0
+    (plan,) = json.loads(capsys.readouterr().out)["plans"]
+    assert (plan["delta"], plan["verdict"], plan["derived"]) == (0.0, "equivalent", False)
+    assert plan["n_from_zero"] is None
+
+
+def test_plan_says_which_verdict_and_when_none(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["plan", "--sd", "2", "--mean", "100", "--confidence", "95"]
+    assert main([*argv, "--effect", "0.5%"]) == 0
+    out = capsys.readouterr().out
+    assert 'planned for "equivalent" (the effect lies within the threshold)' in out
+    assert "P(verdict) at ½ n" in out and "→" in out
+    assert main([*argv, "--effect", "0.5%", "--goal", "superiority"]) == 2
+    assert 'cannot reach "faster"' in capsys.readouterr().err
+    assert main([*argv, "--effect", "3%", "--threshold", "4%"]) == 0
+    assert 'planned for "equivalent"' in capsys.readouterr().out
+    assert main([*argv, "--effect", "3%", "--threshold", "0.01"]) == 2  # needs its % sign
+    assert "%" in capsys.readouterr().err
 
 
 def test_demo_runs_every_step_with_the_config_it_was_given(

@@ -1,16 +1,28 @@
-"""Sample sizes checked against Cohen's tables and the closed form."""
+"""Sample sizes checked against Cohen's tables, the closed form, scipy's noncentral t and
+a simulation that runs lab compare's own verdict on simulated samples."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
-from scipy import stats
+from scipy import integrate, stats
 
 from lab.cli import main
 from lab.core.errors import UsageError
-from lab.stats.planning import plan_samples, t_test_power
+from lab.stats.difference import compare
+from lab.stats.planning import (
+    Goal,
+    equivalence_power,
+    plan_samples,
+    superiority_power,
+    t_test_power,
+    verdict_power,
+)
+from lab.stats.series import Direction
+from lab.stats.verdict import Outcome, decide
 
 
 @pytest.mark.parametrize(("d", "n"), [(0.2, 394), (0.5, 64), (0.8, 26)])
@@ -61,11 +73,15 @@ def test_plan_command_states_formula(capsys: pytest.CaptureFixture[str], tmp_pat
     monkeypatch.setenv("LAB_CONFIG", str(tmp_path / "none.toml"))
     (tmp_path / "none.toml").write_text("")
     assert main(["plan", "--sd", "1", "--effect", "0.5", "--confidence", "95", "--power", "0.8",
-                 "--iteration-time", "150"]) == 0  # fmt: skip
+                 "--iteration-time", "150", "--threshold", "0%"]) == 0  # fmt: skip
     out = capsys.readouterr().out
-    assert "n = 2·(z(1−α/2) + z(1−β))²·σ²/Δ²" in out.replace("\n", "")
+    assert "nct.sf(c, ν, (|Δ|−θ)/(σ·√(2/n)))" in out.replace("\n", "")
     assert "64" in out and "2 h 40 min" in out and "5 h 20 min" in out  # 64 × 150 s, twice
+    assert 'planned for "faster"' in out
     assert main(["plan", "--sd", "1", "--effect", "1%"]) == 2
+    assert "--mean" in capsys.readouterr().err
+    # the threshold is a percentage of the mean: an absolute effect needs the mean too
+    assert main(["plan", "--sd", "1", "--effect", "0.5"]) == 2
     assert "--mean" in capsys.readouterr().err
 
 
@@ -77,11 +93,16 @@ def test_plan_from_store(capsys: pytest.CaptureFixture[str], tmp_path: Path,
     (tmp_path / "none.toml").write_text("")
     db = study_store(tmp_path / "lab.db", n=200)
     assert main(["plan", "--from-store", "--db", str(db), "--workload", "sysbench",
-                 "--effect", "1%"]) == 0  # fmt: skip
+                 "--effect", "3%"]) == 0  # fmt: skip
     out = capsys.readouterr().out
     pooled = math.sqrt((4.38**2 + 4.2**2) / 2)
-    expected = plan_samples(pooled, 0.01 * 131.55, 99.99, 0.9)
+    expected = plan_samples(pooled, 0.03 * 131.55, 99.99, 0.9, threshold=0.01, mean=131.55)
     assert f"{expected.n:,}" in out and "200" in out  # needed, and already stored
+    # 1 % is lab compare's threshold itself: no n makes it "faster", and the row says which
+    assert main(["plan", "--from-store", "--db", str(db), "--workload", "sysbench",
+                 "--effect", "1%"]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert "sysbench · total_time_s" in err and "cannot reach" in err and '"faster"' in err
 
 
 def test_format_duration() -> None:
@@ -90,3 +111,190 @@ def test_format_duration() -> None:
     assert format_duration(59) == "59 s"
     assert format_duration(3 * 86400 + 7200 + 60) == "3 d 2 h"
     assert format_duration(None) == "–"
+
+
+# --- the verdict's question (issue 19, item 2.7) ---
+
+
+def test_the_issues_example_cannot_reach_faster(capsys: pytest.CaptureFixture[str]) -> None:
+    # effect 1 %, threshold 1 %, sd 2 %: the n that tells 1 % from 0 (218) gives P(faster)
+    # of the central t's tail, α/2, and no other n does better
+    assert plan_samples(2.0, 1.0).n == 218  # telling it from 0, threshold 0
+    df = 2 * 218 - 2
+    at_218 = superiority_power(218, 1.0, 1.0, 2.0, 0.9999)
+    assert at_218 == pytest.approx(stats.t.sf(stats.t.ppf(1 - 0.0001 / 2, df), df))
+    assert at_218 == pytest.approx(0.0001 / 2)
+    for goal in (None, Goal.SUPERIORITY):
+        with pytest.raises(UsageError, match=r'cannot reach .*"faster"') as caught:
+            plan_samples(2.0, 1.0, threshold=0.01, mean=100.0, goal=goal)
+        assert "--goal equivalence" in str(caught.value.hint)
+    assert main(["plan", "--sd", "2", "--mean", "100", "--effect", "1%"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot reach" in err and '"faster"' in err and "1 % of the mean 100" in err
+
+
+@pytest.mark.parametrize(
+    ("delta", "goal"),
+    [(0.5, Goal.SUPERIORITY), (1.5, Goal.EQUIVALENCE), (1.0, Goal.EQUIVALENCE),
+     (0.0, None)],  # at threshold 0, 0 is "at the threshold"
+)  # fmt: skip
+def test_refuses_verdicts_no_n_reaches(delta: float, goal: Goal | None) -> None:
+    threshold = 0.0 if goal is None else 0.01
+    with pytest.raises(UsageError, match="cannot reach"):
+        plan_samples(2.0, delta, 95, threshold=threshold, mean=100.0, goal=goal)
+
+
+def test_the_goal_follows_the_effect_against_the_threshold() -> None:
+    beyond = plan_samples(2.0, 3.0, 95, threshold=0.01, mean=100.0)
+    assert (beyond.goal, beyond.verdict, beyond.derived) == (Goal.SUPERIORITY, "faster", True)
+    assert plan_samples(2.0, -3.0, 95, threshold=0.01, mean=100.0).verdict == "slower"
+    within = plan_samples(2.0, 0.5, 95, threshold=0.01, mean=100.0)
+    assert (within.goal, within.verdict) == (Goal.EQUIVALENCE, "equivalent")
+    asked = plan_samples(2.0, 0.5, 95, threshold=0.01, mean=100.0, goal=Goal.EQUIVALENCE)
+    assert not asked.derived and asked.n == within.n
+
+
+@pytest.mark.parametrize(
+    ("delta", "threshold", "confidence", "power"),
+    [(3.0, 0.01, 95, 0.9), (1.2, 0.01, 99.99, 0.8), (0.0, 0.01, 95, 0.9), (0.5, 0.01, 99.99, 0.9),
+     (0.9, 0.01, 95, 0.5), (8.0, 0.01, 95, 0.8)],
+)  # fmt: skip
+def test_the_planned_n_is_the_smallest_that_reaches_the_power(
+    delta: float, threshold: float, confidence: float, power: float
+) -> None:
+    plan = plan_samples(2.0, delta, confidence, power, threshold=threshold, mean=100.0)
+    at = [verdict_power(plan.goal, k, delta, plan.bound, 2.0, plan.confidence)
+          for k in (plan.n - 1, plan.n)]  # fmt: skip
+    print(f"{plan.verdict}: P at n − 1 = {plan.n - 1}: {at[0]:.4f}, at n: {at[1]:.4f}")
+    assert at[1] >= power
+    assert at[0] < power or plan.n == 2
+
+
+@pytest.mark.parametrize(
+    ("n", "delta", "bound", "confidence"),
+    [(23, 3.0, 1.0, 0.95), (5, 3.0, 1.0, 0.95), (218, 1.0, 0.0, 0.9999), (600, 1.5, 1.0, 0.9999)],
+)
+def test_superiority_power_is_the_integral_over_the_sample_sd(
+    n: int, delta: float, bound: float, confidence: float
+) -> None:
+    # independent of the noncentral t: P(Δ̂ − c·s·√(2/n) > θ) with Δ̂ normal and
+    # s² ~ σ²·χ²(ν)/ν, integrated over the chi² variable
+    sd, df = 2.0, 2 * n - 2
+    spread = sd * math.sqrt(2 / n)
+    crit = stats.t.ppf(0.5 + confidence / 2, df)
+
+    def given(u: float) -> float:
+        half = crit * spread * math.sqrt(u / df)
+        return float(stats.norm.sf((bound + half - delta) / spread) * stats.chi2.pdf(u, df))
+
+    spread_u = math.sqrt(2 * df)
+    reference, _ = integrate.quad(given, max(0, df - 40 * spread_u), df + 40 * spread_u,
+                                  points=[df], limit=200)  # fmt: skip
+    assert superiority_power(n, delta, bound, sd, confidence) == pytest.approx(reference, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("n", "delta", "confidence"),
+    [(105, 0.0, 0.95), (52, 0.5, 0.95), (860, 0.5, 0.9999), (40, -0.3, 0.9)],
+)
+def test_equivalence_power_is_two_noncentral_t_when_the_interval_fits(
+    n: int, delta: float, confidence: float
+) -> None:
+    # P(T₁ > c) + P(T₂ < −c) − 1 with T₁, T₂ noncentral t about ±θ is the TOST power less
+    # P(neither), which is nil once the interval is narrower than ±θ nearly always
+    sd, bound, df = 2.0, 1.0, 2 * n - 2
+    spread = sd * math.sqrt(2 / n)
+    crit = stats.t.ppf(0.5 + confidence / 2, df)
+    two_t = (stats.nct.sf(crit, df, (delta + bound) / spread)
+             + stats.nct.cdf(-crit, df, (delta - bound) / spread) - 1)  # fmt: skip
+    assert equivalence_power(n, delta, bound, sd, confidence) == pytest.approx(two_t, abs=2e-6)
+
+
+def test_equivalence_power_against_a_simulated_tost() -> None:
+    # at n = 4 the interval is often wider than ±θ, where the two-t formula is off: draw the
+    # estimated difference and the pooled sd directly (400,000 times) instead
+    n, sd, bound, delta, confidence = 4, 2.0, 3.0, 0.0, 0.9
+    rng = np.random.default_rng(7)
+    draws = 400_000
+    df = 2 * n - 2
+    estimate = rng.normal(delta, sd * math.sqrt(2 / n), draws)
+    s = sd * np.sqrt(rng.chisquare(df, draws) / df)
+    half = stats.t.ppf(0.5 + confidence / 2, df) * s * math.sqrt(2 / n)
+    rate = float(np.mean((estimate - half > -bound) & (estimate + half < bound)))
+    exact = equivalence_power(n, delta, bound, sd, confidence)
+    tolerance = 4 * math.sqrt(exact * (1 - exact) / draws)
+    print(f"TOST n={n}: simulated {rate:.4f}, exact {exact:.4f} ± {tolerance:.4f}")
+    assert rate == pytest.approx(exact, abs=tolerance)
+    spread = sd * math.sqrt(2 / n)
+    crit = stats.t.ppf(0.5 + confidence / 2, df)
+    two_t = (stats.nct.sf(crit, df, (delta + bound) / spread)
+             + stats.nct.cdf(-crit, df, (delta - bound) / spread) - 1)  # fmt: skip
+    assert exact - two_t > 5 * tolerance  # the case the two-t formula gets wrong
+
+
+STUDIES = 600  # simulated studies per n: 1–2.5 ms each through compare and decide
+
+
+def verdict_rate(
+    n: int, change: float, direction: Direction, threshold: float, confidence: float, seed: int
+) -> tuple[float, dict[Outcome, int]]:
+    """The share of simulated studies (A ~ N(100, 2), B ~ N(100·(1 + change), 2), n a side)
+    whose verdict by lab compare's own compare() and decide() is each outcome."""
+    rng = np.random.default_rng(seed)
+    counts = dict.fromkeys(Outcome, 0)
+    for _ in range(STUDIES):
+        a = rng.normal(100.0, 2.0, n)
+        b = rng.normal(100.0 * (1 + change), 2.0, n)
+        diff = compare(a, b, confidence, resamples=2)  # the median's bootstrap plays no part
+        verdict = decide(diff.percent_ci, direction, threshold, confidence=confidence,
+                         diff_ci=diff.diff_ci)  # fmt: skip
+        counts[verdict.outcome] += 1
+    return STUDIES, counts
+
+
+def check_by_simulation(
+    plan_n: int, power: float, wanted: Outcome, rates: dict[int, float]
+) -> None:
+    tolerance = 3 * math.sqrt(power * (1 - power) / STUDIES)
+    print(f"P({wanted}) simulated: " + ", ".join(f"n={k}: {v:.3f}" for k, v in rates.items())
+          + f"; planned n={plan_n}, power {power} − tolerance {tolerance:.3f}")  # fmt: skip
+    assert rates[plan_n] >= power - tolerance
+    assert all(v < power - 2 * tolerance for k, v in rates.items() if k < plan_n)
+
+
+def test_planned_n_reaches_faster_in_simulated_studies() -> None:
+    # B 3 % faster (a time: lower is better), threshold 1 %, sd 2 %, 95 %, power 0.9
+    plan = plan_samples(2.0, 3.0, 95, 0.9, threshold=0.01, mean=100.0)
+    assert plan.verdict == "faster" and plan.n == 23
+    rates = {}
+    for k in (plan.n // 2, plan.n):
+        total, counts = verdict_rate(k, -0.03, "lower", 0.01, 0.95, seed=k)
+        rates[k] = counts[Outcome.FASTER] / total
+        assert counts[Outcome.SLOWER] == 0
+    check_by_simulation(plan.n, 0.9, Outcome.FASTER, rates)
+    predicted = dict(plan.curve)[round(plan.n / 2)]
+    assert rates[plan.n // 2] == pytest.approx(predicted, abs=0.05)
+
+
+def test_planned_n_reaches_equivalent_in_simulated_studies() -> None:
+    # no true change (a throughput: higher is better), threshold 1 %, sd 2 %, 95 %, power 0.9
+    plan = plan_samples(2.0, 0.0, 95, 0.9, threshold=0.01, mean=100.0)
+    assert plan.verdict == "equivalent" and plan.n == 105
+    rates = {}
+    for k in (plan.n // 2, plan.n):
+        total, counts = verdict_rate(k, 0.0, "higher", 0.01, 0.95, seed=k)
+        rates[k] = counts[Outcome.EQUIVALENT] / total
+    check_by_simulation(plan.n, 0.9, Outcome.EQUIVALENT, rates)
+
+
+def test_power_curve_rises_through_the_asked_power() -> None:
+    plan = plan_samples(2.0, 3.0, 99.99, 0.9, threshold=0.01, mean=100.0, autocorrelation=0.5)
+    ns = [k for k, _ in plan.curve]
+    assert ns == [round(plan.n * f) for f in (0.25, 0.5, 1, 2)]
+    powers = [p for _, p in plan.curve]
+    assert powers == sorted(powers) and powers[1] < 0.9 <= powers[2]
+    # the curve is in samples collected: at n it is the power of n / inflation independent ones
+    assert powers[2] == pytest.approx(
+        superiority_power(plan.n / 3, 3.0, 1.0, 2.0, 0.9999), rel=1e-12
+    )
+    assert plan.n_from_zero is not None and plan.n_from_zero < plan.n
