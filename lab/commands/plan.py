@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ from lab.store.cli import add_db_argument, add_study_argument
 
 if TYPE_CHECKING:
     from lab.stats.planning import Goal, Plan
+    from lab.stats.verdict import Threshold
 
 
 def register(subparsers: Any) -> None:
@@ -34,8 +36,9 @@ def register(subparsers: Any) -> None:
         " absolute value in the metric's unit (default: 2%%, or 0%% with --goal equivalence)",
     )  # fmt: skip
     parser.add_argument(
-        "--threshold", default="1%", metavar="PERCENT",
-        help="lab compare's threshold, a percentage of the mean; 0%% plans to tell B from A"
+        "--threshold", default="1%", metavar="T",
+        help="lab compare's threshold: a percentage of the mean, or a value in the metric's"
+        " unit; 0%% plans to tell B from A"
         " only (default: 1%%, as lab compare)",
     )  # fmt: skip
     parser.add_argument(
@@ -113,7 +116,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         ("standard deviation σ", lambda have, p: f"{p.sd:.4g}"),
         ("effect Δ (B better by)", lambda have, p: f"{p.delta:.4g}"),
         ("effect size d = Δ/σ", lambda have, p: f"{p.delta / p.sd:.3g}"),
-        ("threshold ±θ", lambda have, p: f"{p.bound:.4g} ({p.threshold * 100:g} %)"),
+        ("threshold ±θ", lambda have, p: f"{p.bound:.4g}" + (
+            f" ({p.threshold * 100:g} %)" if math.isfinite(p.threshold) else " (in units)")),
         ("verdict planned for", lambda have, p: f"{p.verdict} ({p.goal})"),
         ("lag-1 autocorrelation r", lambda have, p: f"{p.autocorrelation:.2f}"),
         ("n (normal approximation)", lambda have, p: f"{p.n_normal:,.1f}"),
@@ -158,7 +162,7 @@ def _curve_cell(fraction: float) -> Callable[[int | None, Plan], str]:
 
 def _why(plan: Plan) -> str:
     """Which verdict the plan is for, and why that one."""
-    t = f"{plan.threshold * 100:g} %"
+    t = f"{plan.threshold * 100:g} %" if math.isfinite(plan.threshold) else f"{plan.bound:.4g}"
     if plan.verdict == "equivalent":
         needs = f"the whole interval within ±{t}"
         reason = "the effect lies within the threshold" if plan.derived else "--goal equivalence"
@@ -168,14 +172,15 @@ def _why(plan: Plan) -> str:
     return f'planned for "{plan.verdict}" ({reason}): {needs}'
 
 
-def _question(args: argparse.Namespace) -> tuple[Goal | None, float, str]:
-    """The goal (None: derive it), the threshold as a fraction, and the effect's text."""
+def _question(args: argparse.Namespace) -> tuple[Goal | None, Threshold, str]:
+    """The goal (None: derive it), the threshold (of the mean, or in units), and the effect's
+    text."""
     from lab.stats.planning import Goal
-    from lab.stats.verdict import parse_percent
+    from lab.stats.verdict import parse_threshold
 
     goal = Goal(args.goal) if args.goal else None
     effect = args.effect or ("0%" if goal == Goal.EQUIVALENCE else "2%")
-    return goal, parse_percent(args.threshold, "threshold"), effect
+    return goal, parse_threshold(args.threshold, "--threshold"), effect
 
 
 PlanRow = tuple[str, int | None, Any]  # name, samples already stored, Plan

@@ -37,6 +37,7 @@ from scipy import integrate, stats
 
 from lab.core.errors import UsageError
 from lab.stats.descriptive import check_confidence, margin_of_error
+from lab.stats.verdict import Threshold
 
 FORMULA = (
     "θ = threshold × mean, ν = 2n−2, c = t(1−α/2, ν); faster/slower: the smallest n with"
@@ -186,11 +187,16 @@ def _smallest_n(reaches: Callable[[int], bool], start: float) -> int:
 
 
 def _unreachable(
-    goal: Goal | None, delta: float, mean: float | None, threshold: float, level: float
+    goal: Goal | None,
+    delta: float,
+    mean: float | None,
+    threshold: float,
+    level: float,
+    bound: float = math.nan,
 ) -> UsageError:
     """The UsageError for a verdict no n reaches: effect at or within θ for "faster", at or
     beyond it for "equivalent"."""
-    t = f"{threshold * 100:g} %"
+    t = f"{threshold * 100:g} %" if math.isfinite(threshold) else f"{bound:.4g}"
     size = f"an effect of {abs(delta):.4g}"
     if mean:
         size += f" ({abs(delta) / abs(mean) * 100:.3g} % of the mean {mean:.4g})"
@@ -227,15 +233,24 @@ def plan_samples(
     autocorrelation: float = 0.0,
     iteration_time: float | None = None,
     *,
-    threshold: float = 0.0,
+    threshold: float | Threshold = 0.0,
     mean: float | None = None,
     goal: Goal | None = None,
 ) -> Plan:
     """The samples per variant ``lab compare``'s verdict needs, given ``sd`` and the true
     difference ``delta`` (absolute, positive = B better), at ``threshold`` (a fraction of
     ``mean``). Without ``goal``: "faster"/"slower" when |delta| exceeds the threshold,
-    "equivalent" when it lies within it. Threshold 0 asks to tell delta from 0."""
+    "equivalent" when it lies within it. Threshold 0 asks to tell delta from 0. A
+    :class:`~lab.stats.verdict.Threshold` in units is the bound itself (``threshold`` is then
+    that bound as a fraction of ``mean``, or NaN without one)."""
     level = check_confidence(confidence)
+    if isinstance(threshold, Threshold) and not threshold.relative:
+        units = threshold.value
+        fraction = units / abs(mean) if mean else math.nan
+        return _plan(sd, delta, level, power, autocorrelation, iteration_time, fraction, units,
+                     mean, goal)  # fmt: skip
+    if isinstance(threshold, Threshold):
+        threshold = threshold.value
     if not 0 < power < 1:
         raise UsageError(f"power {power} must lie between 0 and 1", hint="e.g. --power 0.9")
     if sd <= 0 or not math.isfinite(sd) or not math.isfinite(delta):
@@ -256,6 +271,23 @@ def plan_samples(
             hint="Pass --mean M, or --threshold 0% to plan for telling B from A only",
         )
     bound = threshold * abs(mean) if mean is not None else 0.0
+    return _plan(sd, delta, level, power, autocorrelation, iteration_time, threshold, bound, mean,
+                 goal)  # fmt: skip
+
+
+def _plan(
+    sd: float,
+    delta: float,
+    level: float,
+    power: float,
+    autocorrelation: float,
+    iteration_time: float | None,
+    threshold: float,
+    bound: float,
+    mean: float | None,
+    goal: Goal | None,
+) -> Plan:
+    """:func:`plan_samples` once the threshold is a bound ±``bound`` in the metric's unit."""
     at_bound = math.isclose(abs(delta), bound, rel_tol=1e-9, abs_tol=1e-12 * sd)
     derived = goal is None
     if goal is None and not at_bound:
@@ -266,7 +298,7 @@ def plan_samples(
         or (goal == Goal.SUPERIORITY and abs(delta) < bound)
         or (goal == Goal.EQUIVALENCE and abs(delta) > bound)
     ):
-        raise _unreachable(goal, delta, mean, threshold, level)
+        raise _unreachable(goal, delta, mean, threshold, level, bound)
     z_alpha = stats.norm.ppf(0.5 + level / 2)
     if goal == Goal.SUPERIORITY:
         n_normal = 2 * (z_alpha + stats.norm.ppf(power)) ** 2 * sd**2 / (abs(delta) - bound) ** 2

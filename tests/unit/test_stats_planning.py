@@ -298,3 +298,15 @@ def test_power_curve_rises_through_the_asked_power() -> None:
         superiority_power(plan.n / 3, 3.0, 1.0, 2.0, 0.9999), rel=1e-12
     )
     assert plan.n_from_zero is not None and plan.n_from_zero < plan.n
+
+
+def test_a_threshold_in_units_is_the_bound_itself() -> None:
+    from lab.stats.verdict import Threshold
+
+    by_percent = plan_samples(2.0, 5.0, 0.95, 0.9, threshold=0.01, mean=100.0)
+    by_units = plan_samples(2.0, 5.0, 0.95, 0.9, threshold=Threshold(1.0, False))
+    assert by_units.bound == by_percent.bound == pytest.approx(1.0)
+    assert by_units.n == by_percent.n
+    assert math.isnan(by_units.threshold)  # no mean: no percentage to show
+    with pytest.raises(UsageError, match="cannot reach"):
+        plan_samples(2.0, 0.5, 0.95, 0.9, threshold=Threshold(1.0, False), goal=Goal.SUPERIORITY)
