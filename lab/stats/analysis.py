@@ -4,8 +4,12 @@ Arms are the series (one per variant, or per guest when a variant has several). 
 there is one pair, B against the baseline A; with more, every pair, and the family of
 Brunner–Munzel p-values is corrected with Benjamini–Hochberg. ``trim`` adds, side by side,
 the same analysis without the samples beyond Tukey's outer fences (3 IQR) of each arm: outliers
-are reported, never silently dropped. ``paired`` adds, for synchronised runs, the paired
-analysis of every pair of arms (``lab.stats.paired``) beside the independent one.
+are reported, never silently dropped. An arm whose interquartile range is 0 (quantised data:
+over half its samples share one value) is not trimmed: its fences would collapse onto the
+quartile and drop every other value, its spread rather than its outliers, and an arm made
+constant that way can turn a difference into "equivalent" (issue 19: 88 of 400 samples).
+``paired`` adds, for synchronised runs, the paired analysis of every pair of arms
+(``lab.stats.paired``) beside the independent one.
 ``with_placement`` adds, for runs that swapped the twins' CPU sets (``lab run --swap-every``),
 the variant effect and the placement effect told apart (``lab.stats.placement``).
 ``with_warmup`` attaches what the warm-up rules cut before the analysis (``lab.stats.discard``).
@@ -46,6 +50,7 @@ class Arm:
     summary: Summary
     diagnostics: Diagnostics
     dropped: int  # samples left out by trimming (0 for ALL)
+    untrimmed: str = ""  # in the trimmed view, why this arm was kept whole
 
 
 @dataclass(frozen=True)
@@ -101,7 +106,9 @@ class MetricComparison:
         return f"{self.workload} · {self.metric}{unit}, {better} is better"
 
 
-def _arm(series: Series, values: np.ndarray, iterations: np.ndarray, level: float) -> Arm:
+def _arm(
+    series: Series, values: np.ndarray, iterations: np.ndarray, level: float, untrimmed: str = ""
+) -> Arm:
     return Arm(
         label=series.label,
         variant=series.variant,
@@ -112,7 +119,21 @@ def _arm(series: Series, values: np.ndarray, iterations: np.ndarray, level: floa
         summary=summarize(values, level),
         diagnostics=diagnose(values, iterations, level),
         dropped=series.values.size - values.size,
+        untrimmed=untrimmed,
     )
+
+
+def _trimmed(series: Series, level: float) -> Arm:
+    """The arm without the samples beyond its outer fences; whole when its IQR is 0."""
+    low, high = tukey_fences(series.values, 3.0)
+    if low == high:
+        reason = (
+            f"not trimmed: its interquartile range is 0 (over half its samples are {low:g}),"
+            " so the fences would drop its spread, not outliers"
+        )
+        return _arm(series, series.values, series.iterations, level, reason)
+    keep = (series.values >= low) & (series.values <= high)
+    return _arm(series, series.values[keep], series.iterations[keep], level)
 
 
 def _analyse(
@@ -123,14 +144,10 @@ def _analyse(
     seed: int,
     paired: bool = False,
 ) -> MetricComparison:
-    arms = []
-    for s in group:
-        if subset == TRIMMED:
-            low, high = tukey_fences(s.values, 3.0)
-            keep = (s.values >= low) & (s.values <= high)
-            arms.append(_arm(s, s.values[keep], s.iterations[keep], level))
-        else:
-            arms.append(_arm(s, s.values, s.iterations, level))
+    arms = [
+        _trimmed(s, level) if subset == TRIMMED else _arm(s, s.values, s.iterations, level)
+        for s in group
+    ]
     first = group[0]
     pairs = []
     for a, b in itertools.combinations(arms, 2):

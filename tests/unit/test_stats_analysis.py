@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from lab.core.errors import UsageError
 from lab.stats.analysis import ALL, TRIMMED, analyse
@@ -90,3 +91,18 @@ def test_paired_for_the_named_workloads_only() -> None:
     assert q.paired.diff_ci[1] - q.paired.diff_ci[0] < (q.welch_ci[1] - q.welch_ci[0]) / 1.5
     full, trimmed = analyse(arms, 95, 0.01, order=["thp"], trim=True, paired=True)
     assert len(full.paired) == len(trimmed.paired) == 1
+
+
+def test_trimming_leaves_an_arm_with_no_interquartile_range_whole() -> None:
+    """Issue 19: quantised samples (80 % at one value) have IQR 0 (scipy.stats.iqr), so the
+    3 IQR fences sat on the quartile and dropped every other value; both arms became constant
+    and the trimmed view called a 0.4 % difference "equivalent". Such an arm is kept whole."""
+    rng = np.random.default_rng(19)
+    a = np.where(rng.random(400) < 0.8, 100.0, 101.0)
+    b = np.where(rng.random(400) < 0.8, 100.0, 99.0)
+    assert stats.iqr(a) == 0 and stats.iqr(b) == 0
+    full, trimmed = analyse([series("a", a), series("b", b)], 99, 0.001, order=["a"], trim=True)
+    assert [arm.dropped for arm in trimmed.arms] == [0, 0]
+    assert all("interquartile range is 0" in arm.untrimmed for arm in trimmed.arms)
+    assert full.pairs[0].verdict.outcome.value == "faster"
+    assert trimmed.pairs[0].verdict.outcome == full.pairs[0].verdict.outcome
