@@ -32,7 +32,7 @@ from lab.stats.difference import BOOTSTRAP_SEED, Difference, compare
 from lab.stats.discard import WarmupCut
 from lab.stats.paired import PairedDifference, paired_difference
 from lab.stats.placement import PlacementEffects, placement_effects
-from lab.stats.series import Direction, Series, SeriesKey, series_key
+from lab.stats.series import Direction, Series, SeriesKey, series_key, unique_labels
 from lab.stats.verdict import Verdict, decide
 
 ALL = "all samples"
@@ -107,10 +107,15 @@ class MetricComparison:
 
 
 def _arm(
-    series: Series, values: np.ndarray, iterations: np.ndarray, level: float, untrimmed: str = ""
+    series: Series,
+    label: str,
+    values: np.ndarray,
+    iterations: np.ndarray,
+    level: float,
+    untrimmed: str = "",
 ) -> Arm:
     return Arm(
-        label=series.label,
+        label=label,
         variant=series.variant,
         guest=series.guest,
         host=series.host,
@@ -123,7 +128,7 @@ def _arm(
     )
 
 
-def _trimmed(series: Series, level: float) -> Arm:
+def _trimmed(series: Series, label: str, level: float) -> Arm:
     """The arm without the samples beyond its outer fences; whole when its IQR is 0."""
     low, high = tukey_fences(series.values, 3.0)
     if low == high:
@@ -131,9 +136,9 @@ def _trimmed(series: Series, level: float) -> Arm:
             f"not trimmed: its interquartile range is 0 (over half its samples are {low:g}),"
             " so the fences would drop its spread, not outliers"
         )
-        return _arm(series, series.values, series.iterations, level, reason)
+        return _arm(series, label, series.values, series.iterations, level, reason)
     keep = (series.values >= low) & (series.values <= high)
-    return _arm(series, series.values[keep], series.iterations[keep], level)
+    return _arm(series, label, series.values[keep], series.iterations[keep], level)
 
 
 def _analyse(
@@ -145,8 +150,10 @@ def _analyse(
     paired: bool = False,
 ) -> MetricComparison:
     arms = [
-        _trimmed(s, level) if subset == TRIMMED else _arm(s, s.values, s.iterations, level)
-        for s in group
+        _trimmed(s, label, level)
+        if subset == TRIMMED
+        else _arm(s, label, s.values, s.iterations, level)
+        for s, label in zip(group, unique_labels(group), strict=True)
     ]
     first = group[0]
     pairs = []
@@ -259,7 +266,10 @@ def analyse(
     result = []
     for key in sorted(groups):
         group = order_arms(groups[key], order)
-        small = [s.label for s in group if s.values.size < 2]
+        small = [
+            label for s, label in zip(group, unique_labels(group), strict=True)
+            if s.values.size < 2
+        ]  # fmt: skip
         if small:
             raise UsageError(
                 f"{key[1]} · {key[2]}: {', '.join(small)} has fewer than 2 samples",

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from scipy import stats
 
 from lab.core.errors import UsageError
+from lab.report.summary import summary_rows
 from lab.stats.analysis import ALL, TRIMMED, analyse
 from lab.store import Series
 
@@ -106,3 +109,17 @@ def test_trimming_leaves_an_arm_with_no_interquartile_range_whole() -> None:
     assert all("interquartile range is 0" in arm.untrimmed for arm in trimmed.arms)
     assert full.pairs[0].verdict.outcome.value == "faster"
     assert trimmed.pairs[0].verdict.outcome == full.pairs[0].verdict.outcome
+
+
+def test_two_guests_of_one_variant_on_one_host_get_their_own_labels() -> None:
+    """Issue 19: both were labelled "thp", so the summary (keyed by label) showed one guest's
+    mean for both. Each arm's mean must be its own guest's (numpy's mean of its samples)."""
+    rng = np.random.default_rng(6)
+    values = {"lab-thp": rng.normal(100, 1, 30), "lab-thp-2": rng.normal(110, 1, 30)}
+    group = [replace(series("thp", x), guest=g) for g, x in values.items()]
+    group.append(series("shp1g", rng.normal(105, 1, 30)))
+    (c,) = analyse(group, 95, 0.01, order=["thp", "shp1g"])
+    assert [a.label for a in c.arms] == ["thp (lab-thp)", "thp (lab-thp-2)", "shp1g"]
+    rows = summary_rows([c])
+    assert rows[0].a.startswith(f"thp (lab-thp) {values['lab-thp'].mean():,.2f}")
+    assert rows[0].b.startswith(f"thp (lab-thp-2) {values['lab-thp-2'].mean():,.2f}")
