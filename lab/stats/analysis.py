@@ -2,7 +2,11 @@
 
 Arms are the series (one per variant, or per guest when a variant has several). With two arms
 there is one pair, B against the baseline A; with more, every pair, and the family of
-Brunner–Munzel p-values is corrected with Benjamini–Hochberg. ``trim`` adds, side by side,
+Brunner–Munzel p-values is corrected with Benjamini–Hochberg. The m pairs' verdicts are then
+Bonferroni-adjusted: each reads its intervals at 1 − α/m (α = 1 − confidence), so all m hold
+together at the confidence asked for; the difference tables keep the confidence asked for.
+Verdicts of different workloads and metrics are not adjusted (``lab.report.summary`` says how
+many there are). ``trim`` adds, side by side,
 the same analysis without the samples beyond Tukey's outer fences (3 IQR) of each arm: outliers
 are reported, never silently dropped. An arm whose interquartile range is 0 (quantised data:
 over half its samples share one value) is not trimmed: its fences would collapse onto the
@@ -18,6 +22,7 @@ the variant effect and the placement effect told apart (``lab.stats.placement``)
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -28,7 +33,13 @@ from lab.core.errors import UsageError
 from lab.stats.blocked import BlockedDifference, by_host
 from lab.stats.descriptive import Summary, check_confidence, summarize
 from lab.stats.diagnostics import Diagnostics, diagnose, tukey_fences
-from lab.stats.difference import BOOTSTRAP_SEED, Difference, compare
+from lab.stats.difference import (
+    BOOTSTRAP_SEED,
+    Difference,
+    compare,
+    ratio_of_means_ci,
+    welch,
+)
 from lab.stats.discard import WarmupCut
 from lab.stats.paired import PairedDifference, paired_difference
 from lab.stats.placement import PlacementEffects, placement_effects
@@ -60,6 +71,7 @@ class Pair:
     difference: Difference
     verdict: Verdict
     p_adjusted: float | None  # Benjamini–Hochberg, only with more than two arms
+    verdict_confidence: float | None = None  # Bonferroni's, only with more than two arms
 
 
 @dataclass(frozen=True)
@@ -141,6 +153,28 @@ def _trimmed(series: Series, label: str, level: float) -> Arm:
     return _arm(series, label, series.values[keep], series.iterations[keep], level)
 
 
+def _bonferroni(
+    a: Arm,
+    b: Arm,
+    direction: Direction,
+    threshold: float,
+    level: float,
+    wider: float,
+    family: int,
+) -> Verdict:
+    """B against A's verdict from intervals at ``wider`` = 1 − (1 − level)/family, so the
+    family's verdicts hold together at ``level``; the text says so."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        low, high, _, _ = welch(a.values, b.values, wider)
+    sa, sb = a.summary, b.summary
+    ratio = ratio_of_means_ci(sa.mean, sa.sd, sa.n, sb.mean, sb.sd, sb.n, wider)
+    percent = ((ratio[0] - 1) * 100, (ratio[1] - 1) * 100)
+    verdict = decide(percent, direction, threshold, a.label, b.label, wider, (low, high))
+    note = f" (Bonferroni for the {family} pairs: together at {level * 100:g} %)"
+    return replace(verdict, text=verdict.text + note)
+
+
 def _analyse(
     group: Sequence[Series],
     subset: str,
@@ -157,22 +191,25 @@ def _analyse(
     ]
     first = group[0]
     pairs = []
+    family = len(arms) * (len(arms) - 1) // 2
     for a, b in itertools.combinations(arms, 2):
         diff = compare(a.values, b.values, level, seed=seed)
-        verdict = decide(
-            diff.percent_ci, first.direction, threshold, a.label, b.label, level, diff.diff_ci
-        )
-        pairs.append(Pair(a.label, b.label, diff, verdict, None))
+        if family == 1:
+            verdict = decide(
+                diff.percent_ci, first.direction, threshold, a.label, b.label, level, diff.diff_ci
+            )
+            pairs.append(Pair(a.label, b.label, diff, verdict, None))
+        else:
+            wider = 1 - (1 - level) / family
+            verdict = _bonferroni(a, b, first.direction, threshold, level, wider, family)
+            pairs.append(Pair(a.label, b.label, diff, verdict, None, wider))
     if len(pairs) > 1:
         p = np.array([pair.difference.brunner_munzel_p for pair in pairs])
         adjusted = np.full(p.shape, np.nan)
         finite = np.isfinite(p)
         if finite.any():
             adjusted[finite] = stats.false_discovery_control(p[finite], method="bh")
-        pairs = [
-            Pair(pr.a, pr.b, pr.difference, pr.verdict, float(q))
-            for pr, q in zip(pairs, adjusted, strict=True)
-        ]
+        pairs = [replace(pr, p_adjusted=float(q)) for pr, q in zip(pairs, adjusted, strict=True)]
     comparison = MetricComparison(
         study=first.study,
         workload=first.workload,

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from lab.core.errors import UsageError
-from lab.report.summary import summary_rows
+from lab.report.summary import family_note, summary_rows
 from lab.stats.analysis import ALL, TRIMMED, analyse
 from lab.store import Series
 
@@ -123,3 +123,35 @@ def test_two_guests_of_one_variant_on_one_host_get_their_own_labels() -> None:
     rows = summary_rows([c])
     assert rows[0].a.startswith(f"thp (lab-thp) {values['lab-thp'].mean():,.2f}")
     assert rows[0].b.startswith(f"thp (lab-thp-2) {values['lab-thp-2'].mean():,.2f}")
+
+
+def test_with_three_arms_each_verdict_reads_bonferroni_intervals() -> None:
+    """Issue 19: with m = 3 pairs each verdict reads its interval at 1 − α/3. Its interval is
+    checked against the closed form (log ratio ± t·√(vA + vB), t at Welch–Satterthwaite
+    degrees of freedom from scipy); a threshold between the plain and the adjusted bound makes
+    the plain interval say "faster" and the adjusted one "inconclusive"."""
+    rng = np.random.default_rng(7)
+    arms = [series(v, rng.normal(mu, 1, 40)) for v, mu in (("a", 100), ("b", 99), ("c", 100))]
+    (probe,) = analyse(arms, 95, 0.0, order=["a", "b", "c"])
+    a, b = arms[0].values, arms[1].values
+    wider = 1 - 0.05 / 3
+    va, vb = a.var(ddof=1) / (a.size * a.mean() ** 2), b.var(ddof=1) / (b.size * b.mean() ** 2)
+    df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
+    half = stats.t.ppf(0.5 + wider / 2, df) * np.sqrt(va + vb)
+    log_ratio = np.log(b.mean() / a.mean())
+    benefit = (100 * (1 - np.exp(log_ratio + half)), 100 * (1 - np.exp(log_ratio - half)))
+    pair = probe.pairs[0]
+    assert (pair.a, pair.b, pair.verdict_confidence) == ("a", "b", pytest.approx(wider))
+    assert pair.verdict.benefit_ci == pytest.approx(benefit)
+    plain_low = -pair.difference.percent_ci[1]  # lower is better: the benefit is −change
+    assert benefit[0] < plain_low  # the adjusted interval is wider
+    threshold = (benefit[0] + plain_low) / 2 / 100
+    (c,) = analyse(arms, 95, threshold, order=["a", "b", "c"])
+    assert c.pairs[0].verdict.outcome.value == "inconclusive"
+    assert "Bonferroni for the 3 pairs" in c.pairs[0].verdict.text
+    (two,) = analyse(arms[:2], 95, threshold, order=["a", "b"])  # one pair: not adjusted
+    assert two.pairs[0].verdict.outcome.value == "faster"
+    assert two.pairs[0].verdict_confidence is None
+    assert "Bonferroni" not in two.pairs[0].verdict.text
+    assert family_note([two]) == ""
+    assert family_note([c, two]).startswith("4 verdicts. ")
