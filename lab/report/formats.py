@@ -18,7 +18,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from lab.report.summary import HEADER, STYLES, summary_rows
+from lab.report.summary import HEADER, STYLES, family_note, summary_rows
 from lab.report.tables import (
     DIAGNOSTIC_ROWS,
     DIFFERENCE_ROWS,
@@ -74,6 +74,9 @@ def print_summary(console: Console, comparisons: Sequence[MetricComparison]) -> 
     for c in comparisons:
         if c.stopped is not None:
             console.print(f"* {c.workload} · {c.metric}: {c.stopped.note}")
+    note = family_note(comparisons)
+    if note:
+        console.print(Text(note))
     console.print()
 
 
@@ -126,6 +129,8 @@ def as_json_data(comparisons: Sequence[MetricComparison]) -> list[dict[str, Any]
                     "benefit_ci_percent": p.verdict.benefit_ci,
                 },
                 "p_adjusted_bh": p.p_adjusted,
+                **({"verdict_confidence_bonferroni": p.verdict_confidence}
+                   if p.verdict_confidence is not None else {}),
             }
             for p in c.pairs
         ]  # fmt: skip

@@ -5,6 +5,8 @@ Defined once for ``lab compare`` (its table, Markdown and ``--by host``) and ``l
 
 from __future__ import annotations
 
+import math
+
 from lab.stats.blocked import BlockedDifference
 
 Table = tuple[str, tuple[str, ...], tuple[tuple[str, ...], ...]]  # title, header, rows
@@ -29,9 +31,13 @@ def host_table(r: BlockedDifference, title: str) -> Table:
 
 def host_note(r: BlockedDifference) -> str:
     """How the hosts were combined, and whether they disagree about the effect."""
-    q_text = f"Cochran's Q {r.q:.3g}, p {r.q_p:.3g}" if len(r.blocks) > 1 else "one host"
+    q_text = (
+        "one host" if len(r.blocks) == 1
+        else f"Cochran's Q {r.q:.3g}, p {r.q_p:.3g}" if math.isfinite(r.q)
+        else "no Cochran's Q (it needs every host's variance)"
+    )  # fmt: skip
     return (
-        f"by host: {len(r.blocks)} host(s), weighted by 1/se²; {q_text}"
+        f"by host: {len(r.blocks)} host(s), {r.weighting}; {q_text}"
         + (" (the hosts disagree about the effect)" if r.q_p < 0.05 else "")
         + "".join(f"; left out {s}" for s in r.skipped)
     )

@@ -24,7 +24,7 @@ from matplotlib.figure import Figure
 from lab import __version__
 from lab.report.images import ImageSummary
 from lab.report.plots import all_figures, forest
-from lab.report.summary import HEADER, summary_rows
+from lab.report.summary import HEADER, family_note, summary_rows
 from lab.report.tables import TableData, block_tables, blocks, notes
 from lab.stats.analysis import ALL, MetricComparison, with_paired
 from lab.stats.paired import synced_workloads
@@ -117,6 +117,7 @@ def _summary_html(comparisons: Sequence[MetricComparison], out_dir: Path, embed:
     return (
         '<h2 id="summary">Summary</h2><table class="summary"><thead><tr>' + head
         + "</tr></thead><tbody>" + body + "</tbody></table>"
+        + (f'<p class="note">{_e(note)}</p>' if (note := family_note(comparisons)) else "")
         + f'<figure><img src="{src}" alt="forest plot of every change"><figcaption>'
         + _e(caption) + "</figcaption></figure>"
     )  # fmt: skip

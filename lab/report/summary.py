@@ -86,6 +86,27 @@ def primary_change(c: MetricComparison, pair: Pair) -> tuple[float, tuple[float,
     return pair.difference.percent, pair.difference.percent_ci
 
 
+def family_note(comparisons: Sequence[MetricComparison]) -> str:
+    """How many verdicts the summary holds and which are adjusted for the others; empty when
+    no workload·metric has more than one pair (then every verdict stands alone)."""
+    shown = [c for c in comparisons if c.subset == ALL and c.pairs]
+    several = [c for c in shown if len(c.pairs) > 1]
+    if not several:
+        return ""
+    total = sum(len(c.pairs) for c in shown)
+    level = f"{shown[0].confidence * 100:g} %"
+    across = (
+        f"; verdicts of different workload·metrics are not adjusted (each holds at {level} on"
+        " its own)"
+        if len(shown) > 1
+        else ""
+    )
+    return (
+        f"{total} verdicts. Where a workload·metric has m pairs, each verdict reads its"
+        f" intervals at 1 − α/m (Bonferroni), so those m hold together at {level}{across}."
+    )
+
+
 def worse(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
     """The rows whose verdict is that B is worse than A (``lab compare --fail-on worse``)."""
     return [row for row in summary_rows(comparisons) if row.outcome == Outcome.SLOWER]

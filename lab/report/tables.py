@@ -345,6 +345,8 @@ def notes(block: Sequence[MetricComparison]) -> list[str]:
             lines.append(f"{prefix}{c.stopped.note}; the tables' intervals are fixed-n")
     if block[0].warmup is not None:
         lines.extend(warmup_notes(block[0].warmup))
+    for c in block:
+        lines.extend(f"[{c.subset}] {a.label}: {a.untrimmed}" for a in c.arms if a.untrimmed)
     for arm in block[0].arms:
         lines.extend(f"{arm.label}: {w}" for w in arm.diagnostics.warnings)
     for arm in block[0].arms:

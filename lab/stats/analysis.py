@@ -2,10 +2,18 @@
 
 Arms are the series (one per variant, or per guest when a variant has several). With two arms
 there is one pair, B against the baseline A; with more, every pair, and the family of
-Brunner–Munzel p-values is corrected with Benjamini–Hochberg. ``trim`` adds, side by side,
+Brunner–Munzel p-values is corrected with Benjamini–Hochberg. The m pairs' verdicts are then
+Bonferroni-adjusted: each reads its intervals at 1 − α/m (α = 1 − confidence), so all m hold
+together at the confidence asked for; the difference tables keep the confidence asked for.
+Verdicts of different workloads and metrics are not adjusted (``lab.report.summary`` says how
+many there are). ``trim`` adds, side by side,
 the same analysis without the samples beyond Tukey's outer fences (3 IQR) of each arm: outliers
-are reported, never silently dropped. ``paired`` adds, for synchronised runs, the paired
-analysis of every pair of arms (``lab.stats.paired``) beside the independent one.
+are reported, never silently dropped. An arm whose interquartile range is 0 (quantised data:
+over half its samples share one value) is not trimmed: its fences would collapse onto the
+quartile and drop every other value, its spread rather than its outliers, and an arm made
+constant that way can turn a difference into "equivalent" (issue 19: 88 of 400 samples).
+``paired`` adds, for synchronised runs, the paired analysis of every pair of arms
+(``lab.stats.paired``) beside the independent one.
 ``with_placement`` adds, for runs that swapped the twins' CPU sets (``lab run --swap-every``),
 the variant effect and the placement effect told apart (``lab.stats.placement``).
 ``with_warmup`` attaches what the warm-up rules cut before the analysis (``lab.stats.discard``).
@@ -14,6 +22,7 @@ the variant effect and the placement effect told apart (``lab.stats.placement``)
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -24,11 +33,17 @@ from lab.core.errors import UsageError
 from lab.stats.blocked import BlockedDifference, by_host
 from lab.stats.descriptive import Summary, check_confidence, summarize
 from lab.stats.diagnostics import Diagnostics, diagnose, tukey_fences
-from lab.stats.difference import BOOTSTRAP_SEED, Difference, compare
+from lab.stats.difference import (
+    BOOTSTRAP_SEED,
+    Difference,
+    compare,
+    ratio_of_means_ci,
+    welch,
+)
 from lab.stats.discard import WarmupCut
 from lab.stats.paired import PairedDifference, paired_difference
 from lab.stats.placement import PlacementEffects, placement_effects
-from lab.stats.series import Direction, Series, SeriesKey, series_key
+from lab.stats.series import Direction, Series, SeriesKey, series_key, unique_labels
 from lab.stats.stopping import StoppedInterval, stopped_verdict
 from lab.stats.verdict import Threshold, Verdict, decide
 
@@ -47,6 +62,7 @@ class Arm:
     summary: Summary
     diagnostics: Diagnostics
     dropped: int  # samples left out by trimming (0 for ALL)
+    untrimmed: str = ""  # in the trimmed view, why this arm was kept whole
 
 
 @dataclass(frozen=True)
@@ -56,6 +72,7 @@ class Pair:
     difference: Difference
     verdict: Verdict
     p_adjusted: float | None  # Benjamini–Hochberg, only with more than two arms
+    verdict_confidence: float | None = None  # Bonferroni's, only with more than two arms
 
 
 @dataclass(frozen=True)
@@ -103,9 +120,16 @@ class MetricComparison:
         return f"{self.workload} · {self.metric}{unit}, {better} is better"
 
 
-def _arm(series: Series, values: np.ndarray, iterations: np.ndarray, level: float) -> Arm:
+def _arm(
+    series: Series,
+    label: str,
+    values: np.ndarray,
+    iterations: np.ndarray,
+    level: float,
+    untrimmed: str = "",
+) -> Arm:
     return Arm(
-        label=series.label,
+        label=label,
         variant=series.variant,
         guest=series.guest,
         host=series.host,
@@ -114,7 +138,43 @@ def _arm(series: Series, values: np.ndarray, iterations: np.ndarray, level: floa
         summary=summarize(values, level),
         diagnostics=diagnose(values, iterations, level),
         dropped=series.values.size - values.size,
+        untrimmed=untrimmed,
     )
+
+
+def _trimmed(series: Series, label: str, level: float) -> Arm:
+    """The arm without the samples beyond its outer fences; whole when its IQR is 0."""
+    low, high = tukey_fences(series.values, 3.0)
+    if low == high:
+        reason = (
+            f"not trimmed: its interquartile range is 0 (over half its samples are {low:g}),"
+            " so the fences would drop its spread, not outliers"
+        )
+        return _arm(series, label, series.values, series.iterations, level, reason)
+    keep = (series.values >= low) & (series.values <= high)
+    return _arm(series, label, series.values[keep], series.iterations[keep], level)
+
+
+def _bonferroni(
+    a: Arm,
+    b: Arm,
+    direction: Direction,
+    threshold: Threshold,
+    level: float,
+    wider: float,
+    family: int,
+) -> Verdict:
+    """B against A's verdict from intervals at ``wider`` = 1 − (1 − level)/family, so the
+    family's verdicts hold together at ``level``; the text says so."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        low, high, _, _ = welch(a.values, b.values, wider)
+    sa, sb = a.summary, b.summary
+    ratio = ratio_of_means_ci(sa.mean, sa.sd, sa.n, sb.mean, sb.sd, sb.n, wider)
+    percent = ((ratio[0] - 1) * 100, (ratio[1] - 1) * 100)
+    verdict = decide(percent, direction, threshold, a.label, b.label, wider, (low, high), sa.mean)
+    note = f" (Bonferroni for the {family} pairs: together at {level * 100:g} %)"
+    return replace(verdict, text=verdict.text + note)
 
 
 def _analyse(
@@ -125,39 +185,34 @@ def _analyse(
     seed: int,
     paired: bool = False,
 ) -> MetricComparison:
-    arms = []
-    for s in group:
-        if subset == TRIMMED:
-            low, high = tukey_fences(s.values, 3.0)
-            keep = (s.values >= low) & (s.values <= high)
-            arms.append(_arm(s, s.values[keep], s.iterations[keep], level))
-        else:
-            arms.append(_arm(s, s.values, s.iterations, level))
+    arms = [
+        _trimmed(s, label, level)
+        if subset == TRIMMED
+        else _arm(s, label, s.values, s.iterations, level)
+        for s, label in zip(group, unique_labels(group), strict=True)
+    ]
     first = group[0]
     pairs = []
+    family = len(arms) * (len(arms) - 1) // 2
     for a, b in itertools.combinations(arms, 2):
         diff = compare(a.values, b.values, level, seed=seed)
-        verdict = decide(
-            diff.percent_ci,
-            first.direction,
-            threshold,
-            a.label,
-            b.label,
-            level,
-            diff.diff_ci,
-            diff.mean_a,
-        )
-        pairs.append(Pair(a.label, b.label, diff, verdict, None))
+        if family == 1:
+            verdict = decide(
+                diff.percent_ci, first.direction, threshold, a.label, b.label, level,
+                diff.diff_ci, diff.mean_a,
+            )  # fmt: skip
+            pairs.append(Pair(a.label, b.label, diff, verdict, None))
+        else:
+            wider = 1 - (1 - level) / family
+            verdict = _bonferroni(a, b, first.direction, threshold, level, wider, family)
+            pairs.append(Pair(a.label, b.label, diff, verdict, None, wider))
     if len(pairs) > 1:
         p = np.array([pair.difference.brunner_munzel_p for pair in pairs])
         adjusted = np.full(p.shape, np.nan)
         finite = np.isfinite(p)
         if finite.any():
             adjusted[finite] = stats.false_discovery_control(p[finite], method="bh")
-        pairs = [
-            Pair(pr.a, pr.b, pr.difference, pr.verdict, float(q))
-            for pr, q in zip(pairs, adjusted, strict=True)
-        ]
+        pairs = [replace(pr, p_adjusted=float(q)) for pr, q in zip(pairs, adjusted, strict=True)]
     comparison = MetricComparison(
         study=first.study,
         workload=first.workload,
@@ -271,7 +326,10 @@ def analyse(
     result = []
     for key in sorted(groups):
         group = order_arms(groups[key], order)
-        small = [s.label for s in group if s.values.size < 2]
+        small = [
+            label for s, label in zip(group, unique_labels(group), strict=True)
+            if s.values.size < 2
+        ]  # fmt: skip
         if small:
             raise UsageError(
                 f"{key[1]} · {key[2]}: {', '.join(small)} has fewer than 2 samples",

@@ -7,10 +7,19 @@ difference and its standard error ``1/sqrt(sum w)``; its interval and p-value us
 t with Welch–Satterthwaite degrees of freedom for that weighted sum of the arms' variances
 (with one host, exactly Welch's interval; with many samples, the normal one). Cochran's Q
 says whether the hosts disagree about the effect beyond chance.
+
+A host whose arms are both constant (quantised data, a cached result) has a standard error of
+0, and 1/se² would give it an infinite weight (it divided by zero). Then the hosts are
+weighted equally instead: the plain mean of their differences, whose variance
+Σ seᵢ²/k² needs no weight to be finite. That estimate is unbiased whatever the hosts'
+variances; the constant host adds no sampling error to it (its samples show none), and
+Cochran's Q, which needs every host's variance, is not computed (NaN).
 """
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -51,21 +60,27 @@ class BlockedDifference:
     df: float  # Welch–Satterthwaite
     ci: tuple[float, float]
     p: float
-    q: float  # Cochran's Q over the blocks
+    q: float  # Cochran's Q over the blocks (NaN when the hosts are weighted equally)
     q_p: float  # its p-value (chi-squared, blocks − 1 degrees of freedom)
+
+    @property
+    def weighting(self) -> str:
+        """How the hosts were combined, in words."""
+        return weighting(self.blocks)
 
     @property
     def percent(self) -> float:
         """The combined difference relative to A's mean, weighted as the differences are."""
-        weights = np.array([1 / b.se**2 for b in self.blocks])
-        base = float(np.sum(weights * [b.mean_a for b in self.blocks]) / np.sum(weights))
+        base = float(np.sum(shares(self.blocks) * [b.mean_a for b in self.blocks]))
         return 100.0 * self.difference / base
 
 
 def block_difference(
     block: str, a: np.ndarray, b: np.ndarray, confidence: float
 ) -> BlockDifference:
-    low, high, _, p = welch(a, b, confidence / 100.0)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # constant arms: scipy's NaN, said so
+        low, high, _, p = welch(a, b, confidence / 100.0)
     var_a, var_b = float(np.var(a, ddof=1)), float(np.var(b, ddof=1))
     se = float(np.sqrt(var_a / a.size + var_b / b.size))
     return BlockDifference(
@@ -74,25 +89,58 @@ def block_difference(
     )  # fmt: skip
 
 
+def _constant(blocks: Sequence[BlockDifference]) -> list[str]:
+    return [b.block for b in blocks if not b.se > 0]
+
+
+def shares(blocks: Sequence[BlockDifference]) -> np.ndarray:
+    """Each block's share of the combined difference: w/Σw with w = 1/se², or 1/k each
+    when a block's standard error is 0 (its weight would be infinite)."""
+    if _constant(blocks):
+        return np.full(len(blocks), 1.0 / len(blocks))
+    w = 1.0 / np.array([b.se for b in blocks]) ** 2
+    return w / np.sum(w)
+
+
+def weighting(blocks: Sequence[BlockDifference]) -> str:
+    """How :func:`combine` weights these blocks, in words."""
+    constant = _constant(blocks)
+    if not constant:
+        return "weighted by 1/se²"
+    return (
+        f"weighted equally: the arms of {', '.join(constant)} are constant (se 0, an"
+        " infinite 1/se² weight)"
+    )
+
+
 def combine(
     blocks: Sequence[BlockDifference], confidence: float
 ) -> tuple[float, float, float, tuple[float, float], float, float, float]:
-    """(difference, se, df, interval, p, Q, p of Q) of the inverse-variance weighted blocks."""
+    """(difference, se, df, interval, p, Q, p of Q) of the inverse-variance weighted blocks
+    (equally weighted when a block's se is 0; then Q and its p are NaN)."""
     d = np.array([b.difference for b in blocks])
-    w = 1.0 / np.array([b.se for b in blocks]) ** 2
-    share = w / np.sum(w)
+    share = shares(blocks)
     mean = float(np.sum(share * d))
-    se = float(1.0 / np.sqrt(np.sum(w)))
-    # The combined variance is sum(share² · (var_a/n_a + var_b/n_b)) over the blocks:
-    # Satterthwaite's degrees of freedom for that sum of independent variance estimates.
+    # The combined variance is sum(share² · (var_a/n_a + var_b/n_b)) over the blocks
+    # (1/Σw for inverse-variance shares): Satterthwaite's degrees of freedom for that sum of
+    # independent variance estimates.
     terms = [(c**2 * b.var_a / b.n_a, b.n_a - 1) for c, b in zip(share, blocks, strict=True)] + [
         (c**2 * b.var_b / b.n_b, b.n_b - 1) for c, b in zip(share, blocks, strict=True)
     ]
-    df = float(se**4 / sum(t**2 / n for t, n in terms))
+    variance = sum(t for t, _ in terms)
+    se = float(np.sqrt(variance))
+    if se == 0:  # every arm of every host constant: the difference is what it is
+        p = 1.0 if mean == 0 else 0.0
+        return mean, 0.0, math.inf, (mean, mean), p, math.nan, math.nan
+    df = float(variance**2 / sum(t**2 / n for t, n in terms if t > 0))
     t = float(stats.t.ppf(0.5 + confidence / 200.0, df))
     p = float(2 * stats.t.sf(abs(mean) / se, df))
-    q = float(np.sum(w * (d - mean) ** 2))
-    q_p = float(stats.chi2.sf(q, len(blocks) - 1)) if len(blocks) > 1 else float("nan")
+    if _constant(blocks):
+        q, q_p = math.nan, math.nan
+    else:
+        w = 1.0 / np.array([b.se for b in blocks]) ** 2
+        q = float(np.sum(w * (d - mean) ** 2))
+        q_p = float(stats.chi2.sf(q, len(blocks) - 1)) if len(blocks) > 1 else math.nan
     return mean, se, df, (mean - t * se, mean + t * se), p, q, q_p
 
 
@@ -163,5 +211,5 @@ def as_dict(result: BlockedDifference) -> Mapping[str, object]:
         "combined": {"difference": result.difference, "se": result.se, "df": result.df,
                      "ci": list(result.ci),
                      "p": result.p, "percent": result.percent, "cochran_q": result.q,
-                     "cochran_q_p": result.q_p},
+                     "cochran_q_p": result.q_p, "weighting": result.weighting},
     }  # fmt: skip

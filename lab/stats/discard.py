@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from lab.stats.series import Series, SeriesKey, series_key
+from lab.stats.series import Series, SeriesKey, series_key, unique_labels
 from lab.stats.warmup import WarmupSuggestion, discard_per_boot, mser5, suggest_warmup
 
 AUTO = "auto"
@@ -175,6 +175,7 @@ def cut_warmup(
     for key, group in groups.items():
         unknown = (np.zeros(0, np.int64), np.zeros(0, object))
         origin = [boots.get(series_key(s), unknown) for s in group]
+        labels = unique_labels(group)  # as lab.stats.analysis labels the arms
         masks = [np.ones(s.values.size, dtype=bool) for s in group]
         arms: list[tuple[int, ArmCut]] = []  # (the arm's place in the group, its cut)
         for run_id in _in_order_of_appearance([runs for runs, _ in origin]):
@@ -189,7 +190,7 @@ def cut_warmup(
                 masks[i] &= ~dropped
                 own, boot_count, cusum, mser = found[i]
                 arms.append((i, ArmCut(
-                    label=s.label, run=run_keys.get(run_id, str(run_id)), rule=rule,
+                    label=labels[i], run=run_keys.get(run_id, str(run_id)), rule=rule,
                     source=source, samples=int(inside.sum()), boots=boot_count,
                     own=tuple(int(j) for j in own),
                     discarded=tuple(int(j) for j in np.sort(s.iterations[dropped])),

@@ -6,6 +6,8 @@ are, so nothing in :mod:`lab.stats` needs the store.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -35,6 +37,14 @@ class Series:
         if self.host != "local":
             return f"{self.variant} ({self.guest}@{self.host})"
         return self.variant
+
+
+def unique_labels(group: Sequence[Series]) -> list[str]:
+    """Each series' :attr:`Series.label`, with the guest added where that label is not unique
+    in ``group``: two guests of one variant on the local host are both just the variant, and
+    the arms, pairs and tables keyed by label would merge them."""
+    count = Counter(s.label for s in group)
+    return [s.label if count[s.label] == 1 else f"{s.variant} ({s.guest})" for s in group]
 
 
 SeriesKey = tuple[str, str, str, str, str, str]  # study, workload, metric, variant, host, guest

@@ -155,8 +155,11 @@ def test_plan_says_which_verdict_and_when_none(capsys: pytest.CaptureFixture[str
     assert 'cannot reach "faster"' in capsys.readouterr().err
     assert main([*argv, "--effect", "3%", "--threshold", "4%"]) == 0
     assert 'planned for "equivalent"' in capsys.readouterr().out
-    assert main([*argv, "--effect", "3%", "--threshold", "0.01"]) == 2  # needs its % sign
-    assert "%" in capsys.readouterr().err
+    # a bare number is in the metric's unit: 0.01 of a mean of 100, far within the effect
+    assert main([*argv, "--effect", "3%", "--threshold", "0.01"]) == 0
+    assert 'planned for "faster"' in capsys.readouterr().out
+    assert main([*argv, "--effect", "3%", "--threshold", "1 percent"]) == 2
+    assert "in the metric's unit" in capsys.readouterr().err
 
 
 def test_demo_runs_every_step_with_the_config_it_was_given(

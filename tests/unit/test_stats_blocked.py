@@ -106,3 +106,30 @@ def test_two_guests_of_a_variant_on_one_host_are_pooled() -> None:
     (result,) = by_host(found, ["thp", "shp1g"], 95.0)
     assert result.blocks[0].n_a == 10
     assert result.blocks[0].mean_a == pytest.approx(np.concatenate([a1, a2]).mean())
+
+
+def test_a_host_with_constant_arms_is_weighted_equally_not_divided_by_zero() -> None:
+    """Issue 19: one host's arms constant (se 0) made 1/se² divide by zero. The hosts are then
+    weighted equally: with a constant host and one other, the combined interval is
+    (d₁ + Welch's interval of the other host) / 2, checked against scipy's Welch test."""
+    a, b = RNG.normal(10, 1, 8), RNG.normal(11, 1.5, 9)
+    found = [
+        series("h1", "thp", np.full(5, 10.0)), series("h1", "shp1g", np.full(6, 11.0)),
+        series("h2", "thp", a), series("h2", "shp1g", b),
+    ]  # fmt: skip
+    (result,) = by_host(found, ["thp", "shp1g"], 95.0)
+    welch = stats.ttest_ind(b, a, equal_var=False)
+    interval = welch.confidence_interval(0.95)
+    assert result.difference == pytest.approx((1.0 + b.mean() - a.mean()) / 2)
+    assert result.ci == pytest.approx(((1.0 + interval.low) / 2, (1.0 + interval.high) / 2))
+    assert result.df == pytest.approx(welch.df)
+    assert result.p == pytest.approx(stats.t.sf(abs(result.difference) / result.se, welch.df) * 2)
+    assert np.isnan(result.q) and np.isnan(result.q_p)
+    assert result.percent == pytest.approx(100 * result.difference / ((10.0 + a.mean()) / 2))
+    assert "weighted equally" in result.weighting and "h1" in result.weighting
+
+
+def test_every_host_constant_gives_the_exact_difference() -> None:
+    found = [series(h, v, np.full(4, x)) for h in ("h1", "h2") for v, x in (("a", 3.0), ("b", 5.0))]
+    (result,) = by_host(found, ["a", "b"], 95.0)
+    assert (result.difference, result.se, result.ci, result.p) == (2.0, 0.0, (2.0, 2.0), 0.0)
