@@ -70,6 +70,7 @@ def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
                 if math.isfinite(d.percent) and math.isfinite(low)
                 else "ratio undefined"
             )
+            change += " (batch means)" if d.method != "Welch" else ""  # autocorrelated
             rows.append(SummaryRow(c.workload, c.metric, cells[0], cells[1], change,
                                    pair.verdict.outcome))  # fmt: skip
     return rows
