@@ -73,6 +73,8 @@ def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
                 )
             else:  # a mean that is 0 or negative: the difference in the metric's unit
                 change = f"B − A {d.diff:+.4g}{unit} [{d.diff_ci[0]:+.4g}, {d.diff_ci[1]:+.4g}]"
+            if not mark and d.method != "Welch":  # autocorrelated: intervals from batch means
+                change += " (batch means)"
             rows.append(SummaryRow(c.workload, c.metric, cells[0], cells[1], change,
                                    pair.verdict.outcome))  # fmt: skip
     return rows

@@ -51,6 +51,7 @@ DIFFERENCE_ROWS = (
     Row("diff", "Difference of means (B − A)", "value", lambda p: p.difference.diff),
     Row("diff_low", "  Welch CI low", "value", lambda p: p.difference.diff_ci[0]),
     Row("diff_high", "  Welch CI high", "value", lambda p: p.difference.diff_ci[1]),
+    Row("diff_method", "  interval from", "text", lambda p: p.difference.method),
     Row("percent", "Change relative to A (%)", "pct", lambda p: p.difference.percent),
     Row("percent_low", "  ratio CI low (%)", "pct", lambda p: p.difference.percent_ci[0]),
     Row("percent_high", "  ratio CI high (%)", "pct", lambda p: p.difference.percent_ci[1]),

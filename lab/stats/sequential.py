@@ -29,6 +29,17 @@ i.i.d. whether or not the runs were synchronised. The relative change uses the d
 on the log ratio of means, as ``lab.stats.difference`` does at a fixed n: log(B̄/Ā) with the
 sd of Bᵢ/B̄ − Aᵢ/Ā. The verdict (``lab.stats.verdict``) is then read from that wider interval.
 
+Autocorrelated differences (lag-1 r of Dᵢ) make the sequence too narrow: with r = 0.5 it
+stopped wrongly in 35 % of simulated studies at α = 0.05. So the sequence runs on the means
+of batches of m consecutive pairs, recomputed at each look from the complete batches (the
+last n − k·m pairs wait for their batch): m is the smallest with m³ ≥ n (2 up to 8 pairs, 6
+at 200), and when the differences' lag-1 r is significantly positive at 5 %
+(``lab.stats.batchmeans``) ⌈√n⌉ if that is more. Switching
+from single pairs to batches only once r is significant is not enough: at n = 20 the test
+sees r = 0.5 in a third of the studies, and by then the unbatched sequence has already
+stopped wrongly in 4.7 % of them (10.7 % in all). ``batch_size=1`` gives the plain sequence.
+tests/unit/test_autocorrelation.py prints the rates.
+
 For a design with a few planned looks instead, ``obrien_fleming_boundaries`` gives the
 two-sided z boundaries of the Lan–DeMets O'Brien–Fleming-type alpha spending function,
 α/2 per side spent as 2 − 2Φ(z(1−α/4)/√t) at information fraction t (the convention of
@@ -51,11 +62,13 @@ import numpy as np
 from scipy import integrate, optimize, stats
 
 from lab.core.errors import UsageError
+from lab.stats.batchmeans import autocorrelated, batch_means
 from lab.stats.descriptive import check_confidence
 from lab.stats.series import Direction
 from lab.stats.verdict import Outcome, Threshold, Verdict, decide, parse_percent
 
 METHOD = "Lai's t confidence sequence"
+SEQUENCE_ALPHA = 0.05  # the lag-1 test on the differences at each look
 UNTIL_FORMS = "--until verdict, or --until 'ci-halfwidth<0.5%' (or an absolute '<0.2' in units)"
 _HALFWIDTH = re.compile(r"^\s*ci-halfwidth\s*<\s*([0-9]*\.?[0-9]+)\s*(%?)\s*$")
 
@@ -90,6 +103,8 @@ class SequentialInterval:
     diff_ci: tuple[float, float]
     percent: float
     percent_ci: tuple[float, float]
+    batch_size: int = 1  # consecutive pairs a batch; the sequence runs on the batch means
+    batches: int = 0  # complete batches at this look: batch_size·batches pairs are used
 
     @property
     def halfwidth(self) -> float:
@@ -102,7 +117,20 @@ class SequentialInterval:
 
     @property
     def method(self) -> str:
-        return f"{METHOD} at {self.confidence * 100:g} %, tuned for n={self.tuned_for}"
+        on = f" on means of batches of {self.batch_size} pairs" if self.batch_size > 1 else ""
+        return f"{METHOD}{on} at {self.confidence * 100:g} %, tuned for n={self.tuned_for}"
+
+
+def sequence_batch_size(d: np.ndarray) -> int:
+    """Pairs a batch after these differences: the smallest m with m³ ≥ n, or ⌈√n⌉ when
+    their lag-1 r is significantly positive. (The fixed-n batch size, larger for a high r,
+    stopped wrongly more often here, 6.9 % at r = 0.5: every look cuts the pairs anew.)"""
+    n = int(d.size)
+    m = max(1, round(n ** (1 / 3)))
+    m += m**3 < n
+    if autocorrelated(d, SEQUENCE_ALPHA):
+        m = max(m, math.isqrt(n - 1) + 1)  # ⌈√n⌉
+    return m
 
 
 def confidence_sequence(
@@ -110,8 +138,11 @@ def confidence_sequence(
     b: Sequence[float] | np.ndarray,
     confidence: float,
     tuned_for: int,
+    *,
+    batch_size: int | None = None,
 ) -> SequentialInterval:
-    """The sequence's interval for B − A after the first min(len a, len b) pairs."""
+    """The sequence's interval for B − A after the first min(len a, len b) pairs, on the
+    means of batches of ``batch_size`` pairs (None: ``sequence_batch_size``)."""
     n = min(len(a), len(b))
     x = np.asarray(a, dtype=np.float64)[:n]
     y = np.asarray(b, dtype=np.float64)[:n]
@@ -119,10 +150,18 @@ def confidence_sequence(
     nan2 = (math.nan, math.nan)
     if n < 2:
         return SequentialInterval(n, level, tuned_for, math.nan, nan2, math.nan, nan2)
+    m = sequence_batch_size(y - x) if batch_size is None else max(1, batch_size)
+    k = n // m
+    if k < 2:  # one batch says nothing about the spread yet
+        diff, mean_a, mean_b = float(np.mean(y - x)), float(x.mean()), float(y.mean())
+        percent = (mean_b / mean_a - 1) * 100 if mean_a > 0 and mean_b > 0 else math.nan
+        return SequentialInterval(n, level, tuned_for, diff, (-math.inf, math.inf), percent,
+                                  (-100.0, math.inf), m, k)  # fmt: skip
+    x, y = batch_means(x, m), batch_means(y, m)
     d = y - x
     sd = float(d.std(ddof=1))
     # identical differences (quantised values, tiny n) say nothing about the spread yet
-    r = float(radius(n, level, tuned_for)) if sd > 0 else math.inf
+    r = float(radius(k, level, max(1, tuned_for // m))) if sd > 0 else math.inf
     diff = float(d.mean())
     half = r * sd if sd > 0 else math.inf
     mean_a, mean_b = float(x.mean()), float(y.mean())
@@ -136,7 +175,7 @@ def confidence_sequence(
             math.expm1(log_ratio + log_half) * 100,
         )
     return SequentialInterval(
-        n, level, tuned_for, diff, (diff - half, diff + half), percent, percent_ci
+        n, level, tuned_for, diff, (diff - half, diff + half), percent, percent_ci, m, k
     )
 
 
@@ -212,14 +251,17 @@ def check_stop(
     direction: Direction = "lower",
     labels: tuple[str, str] = ("A", "B"),
     unit: str = "pairs",
+    batch_size: int | None = None,
 ) -> Decision:
     """Continue or stop, given every sample of A and of B so far (in iteration order), or
     one observation per balanced block of them (``unit``, ``lab.stats.stopping.rule_view``).
 
     ``threshold`` is the verdict's practical threshold as a fraction (0.01 for 1 %) or a
     :class:`~lab.stats.verdict.Threshold` (in the metric's unit: the verdict reads B − A).
+    ``batch_size`` as for :func:`confidence_sequence`: 1 for observations that are already
+    independent means of blocks.
     """
-    seq = confidence_sequence(a, b, confidence, rule.tuning_n)
+    seq = confidence_sequence(a, b, confidence, rule.tuning_n, batch_size=batch_size)
     verdict = decide(
         seq.percent_ci,
         direction,

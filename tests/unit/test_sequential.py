@@ -48,7 +48,7 @@ def mixture_by_integration(y: np.ndarray, a: float) -> float:
 def test_the_interval_ends_where_the_mixture_reaches_one_over_alpha(confidence: float) -> None:
     rng = np.random.default_rng(7)
     a_values, b_values = rng.normal(10, 1, 8), rng.normal(10.5, 1, 8)
-    seq = confidence_sequence(a_values, b_values, confidence, tuned_for=6)
+    seq = confidence_sequence(a_values, b_values, confidence, tuned_for=6, batch_size=1)
     d = b_values - a_values
     prior_precision = tuning(confidence, 6)
     for end in seq.diff_ci:
@@ -87,7 +87,7 @@ def test_unbounded_until_enough_samples() -> None:
 def test_interval_by_hand() -> None:
     rng = np.random.default_rng(3)
     a, b = rng.normal(100, 2, 51), rng.normal(99, 2, 50)  # the 51st A sample waits for its B
-    seq = confidence_sequence(a.tolist(), b.tolist(), 99, tuned_for=25)
+    seq = confidence_sequence(a.tolist(), b.tolist(), 99, tuned_for=25, batch_size=1)
     d = b - a[:50]
     half = d.std(ddof=1) * float(radius(50, 0.99, 25))
     assert seq.n == 50 and seq.confidence == 0.99
@@ -98,6 +98,15 @@ def test_interval_by_hand() -> None:
     assert seq.percent_ci == pytest.approx(expected)
     assert seq.percent == pytest.approx((mb / ma - 1) * 100)
     assert seq.method == "Lai's t confidence sequence at 99 %, tuned for n=25"
+    # by default on means of batches: 4 pairs a batch (4³ ≥ 50), 12 batches, 48 pairs
+    batched = confidence_sequence(a.tolist(), b.tolist(), 99, tuned_for=25)
+    means = d[:48].reshape(12, 4).mean(axis=1)
+    half = means.std(ddof=1) * float(radius(12, 0.99, 25 // 4))
+    assert (batched.batch_size, batched.batches) == (4, 12)
+    assert batched.diff_ci == pytest.approx((means.mean() - half, means.mean() + half))
+    assert batched.method == (
+        "Lai's t confidence sequence on means of batches of 4 pairs at 99 %, tuned for n=25"
+    )
 
 
 def test_too_few_or_constant_samples_give_no_interval() -> None:
@@ -141,7 +150,7 @@ def test_stop_on_a_verdict_names_the_method() -> None:
     first = next(n for n in range(1, 201) if check_stop(rule, a[:n], b[:n], 95, 0.01).stop)
     decision = check_stop(rule, a[:first], b[:first], 95, 0.01, "lower", ("thp", "shp1g"))
     assert decision.stop and decision.verdict.outcome == "faster"
-    assert first < 20 and decision.interval.n == first
+    assert first < 30 and decision.interval.n == first  # 24: batches of 3 pairs
     assert decision.method.startswith("stopped by an anytime-valid confidence sequence (Lai")
     assert "shp1g is faster than thp" in decision.reason
     before = check_stop(rule, a[: first - 1], b[: first - 1], 95, 0.01)

@@ -34,7 +34,7 @@ def test_before_the_first_swap_the_rule_may_not_look() -> None:
     view = rule_view(it, a, b, swap_every=SWAP)
     assert not view.ready and "0 whole block pairs of 100" in view.why
     # the old rule, on every pair: stopped at once on the CPU set, calling it the variant
-    old = check_stop(parse_until("verdict", 400), a, b, 0.999, 0.01)
+    old = check_stop(parse_until("verdict", 400), a, b, 0.999, 0.01, batch_size=1)
     assert old.stop and old.verdict.outcome == Outcome.FASTER
 
 
@@ -48,8 +48,8 @@ def test_at_balanced_points_a_cpu_set_effect_is_no_variant_effect() -> None:
     wrong_old = wrong_new = 0
     for _ in range(studies):
         it, a, b = placed_pairs(rng, n, cpu_effect=3.0)
-        for m in range(2, SWAP + 1):  # the old rule, before the first swap
-            d = check_stop(rule, a[:m], b[:m], level, 0.01)
+        for m in range(2, SWAP + 1):  # the old rule (every pair, unbatched), before the swap
+            d = check_stop(rule, a[:m], b[:m], level, 0.01, batch_size=1)
             if d.stop:
                 wrong_old += d.verdict.outcome in (Outcome.FASTER, Outcome.SLOWER)
                 break
@@ -57,7 +57,8 @@ def test_at_balanced_points_a_cpu_set_effect_is_no_variant_effect() -> None:
         per = blocks.per_observation
         shrunk = parse_until("verdict", n // per, tuned_for=max(2, rule.tuning_n // per))
         for k in range(2, blocks.a.size + 1):  # every balanced point
-            d = check_stop(shrunk, blocks.a[:k], blocks.b[:k], level, 0.01, unit=blocks.unit)
+            d = check_stop(shrunk, blocks.a[:k], blocks.b[:k], level, 0.01, unit=blocks.unit,
+                           batch_size=1)  # fmt: skip
             if d.stop:
                 wrong_new += d.verdict.outcome in (Outcome.FASTER, Outcome.SLOWER)
                 break
