@@ -22,7 +22,6 @@ the variant effect and the placement effect told apart (``lab.stats.placement``)
 from __future__ import annotations
 
 import itertools
-import warnings
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -37,8 +36,7 @@ from lab.stats.difference import (
     BOOTSTRAP_SEED,
     Difference,
     compare,
-    ratio_of_means_ci,
-    welch,
+    mean_intervals,
 )
 from lab.stats.discard import WarmupCut
 from lab.stats.paired import PairedDifference, paired_difference
@@ -166,13 +164,12 @@ def _bonferroni(
 ) -> Verdict:
     """B against A's verdict from intervals at ``wider`` = 1 − (1 − level)/family, so the
     family's verdicts hold together at ``level``; the text says so."""
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)
-        low, high, _, _ = welch(a.values, b.values, wider)
-    sa, sb = a.summary, b.summary
-    ratio = ratio_of_means_ci(sa.mean, sa.sd, sa.n, sb.mean, sb.sd, sb.n, wider)
+    found = mean_intervals(a.values, b.values, wider)  # batch means where autocorrelated
+    ratio = found.ratio_ci
     percent = ((ratio[0] - 1) * 100, (ratio[1] - 1) * 100)
-    verdict = decide(percent, direction, threshold, a.label, b.label, wider, (low, high), sa.mean)
+    verdict = decide(
+        percent, direction, threshold, a.label, b.label, wider, found.diff_ci, a.summary.mean
+    )
     note = f" (Bonferroni for the {family} pairs: together at {level * 100:g} %)"
     return replace(verdict, text=verdict.text + note)
 
