@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+import lab
 from lab.store import IterationRecord, MetricInfo, Store
 
 TARGET_SECONDS = 2.0
@@ -67,12 +68,21 @@ def main() -> int:
             f"built {path}: 2 × {args.samples:,} samples in {time.perf_counter() - started:.1f} s"
         )
 
-    command = [sys.executable, "-m", "lab", "compare", "--db", str(path), "--format", args.format]
+    # The child runs the lab this script imported, from the store's folder: `-m lab` in the
+    # current folder would run a checkout there, whatever PYTHONPATH says.
+    root = Path(lab.__file__).resolve().parent.parent
+    env = os.environ.copy()
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH")) if p)
+    print(f"lab compare of {root}")
+    command = [sys.executable, "-m", "lab", "compare", "--db", str(path.resolve()),
+               "--format", args.format]  # fmt: skip
     walls = []
     for i in range(args.repeat):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
-        result = subprocess.run(command, capture_output=True, text=True, env=os.environ.copy())
+        result = subprocess.run(
+            command, capture_output=True, text=True, env=env, cwd=path.resolve().parent
+        )
         walls.append(time.perf_counter() - started)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if result.returncode != 0:
