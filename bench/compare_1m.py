@@ -1,10 +1,13 @@
 """Benchmark: ``lab compare`` on a store of 2 variants × 1,000,000 samples of one metric.
 
 Builds the store once (``--db``, default a temporary folder), then runs ``lab compare`` in a
-child process and prints its wall time, samples per second and peak resident memory (the
-child's ru_maxrss). Targets: under 5 s and under 1 GiB.
+child process ``--repeat`` times (the whole command, from the interpreter's start) and prints
+each run's wall time and CPU time (user + system), then the median wall time, the samples
+per second at that median and the peak resident memory (the children's ru_maxrss), each
+beside its target: under 2 s and under 1 GiB. The CPU time shows what a busy machine
+added to the wall time.
 
-    python bench/compare_1m.py [--samples 1000000] [--db PATH] [--format json]
+    python bench/compare_1m.py [--samples 1000000] [--db PATH] [--format json] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -20,9 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
+import lab
 from lab.store import IterationRecord, MetricInfo, Store
 
-TARGET_SECONDS = 5.0
+TARGET_SECONDS = 2.0
 TARGET_BYTES = 1 << 30
 BATCH = 50_000
 
@@ -51,6 +56,7 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=1_000_000, help="samples per variant")
     parser.add_argument("--db", help="store to use (built if it does not exist)")
     parser.add_argument("--format", default="json", help="lab compare --format (default: json)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of lab compare (default: 3)")
     args = parser.parse_args()
 
     folder = tempfile.TemporaryDirectory(prefix="lab-bench-")
@@ -62,21 +68,40 @@ def main() -> int:
             f"built {path}: 2 × {args.samples:,} samples in {time.perf_counter() - started:.1f} s"
         )
 
-    command = [sys.executable, "-m", "lab", "compare", "--db", str(path), "--format", args.format]
-    started = time.perf_counter()
-    result = subprocess.run(command, capture_output=True, text=True, env=os.environ.copy())
-    seconds = time.perf_counter() - started
+    # The child runs the lab this script imported, from the store's folder: `-m lab` in the
+    # current folder would run a checkout there, whatever PYTHONPATH says.
+    root = Path(lab.__file__).resolve().parent.parent
+    env = os.environ.copy()
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH")) if p)
+    print(f"lab compare of {root}")
+    command = [sys.executable, "-m", "lab", "compare", "--db", str(path.resolve()),
+               "--format", args.format]  # fmt: skip
+    walls = []
+    for i in range(args.repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        result = subprocess.run(
+            command, capture_output=True, text=True, env=env, cwd=path.resolve().parent
+        )
+        walls.append(time.perf_counter() - started)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if result.returncode != 0:
+            print(result.stderr, file=sys.stderr)
+            return result.returncode
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        print(f"run {i + 1}: {walls[-1]:.2f} s wall, {cpu:.2f} s CPU")
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # KiB on Linux
-    if result.returncode != 0:
-        print(result.stderr, file=sys.stderr)
-        return result.returncode
     if "m-out-of-n" in result.stdout or '"m":' in result.stdout:
         print("note: the median's bootstrap is subsampled (m-out-of-n, m = 5,000 per variant)")
+    seconds = statistics.median(walls)
     total = 2 * args.samples
-    print(f"lab compare: {seconds:.2f} s for {total:,} samples = {total / seconds:,.0f} samples/s")
-    print(f"peak RSS of lab compare: {peak / 2**20:,.0f} MiB")
+    print(f"lab compare: {seconds:.2f} s (median of {len(walls)}) for {total:,} samples"
+          f" = {total / seconds:,.0f} samples/s; target < {TARGET_SECONDS:g} s")  # fmt: skip
+    print(
+        f"peak RSS of lab compare: {peak / 2**20:,.0f} MiB; target < {TARGET_BYTES / 2**30:g} GiB"
+    )
     ok = seconds < TARGET_SECONDS and peak < TARGET_BYTES
-    print(f"targets (< {TARGET_SECONDS:g} s, < 1 GiB): {'met' if ok else 'NOT met'}")
+    print(f"targets: {'met' if ok else 'NOT met'}")
     return 0 if ok else 1
 
 

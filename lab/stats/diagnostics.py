@@ -84,7 +84,12 @@ def effective_sample_size(n: int, r1: float) -> float:
 
 
 def tukey_fences(x: np.ndarray, k: float) -> tuple[float, float]:
-    q1, q3 = np.percentile(x, [25, 75])
+    return _fences(np.percentile(x, [25, 75]), k)
+
+
+def _fences(quartiles: np.ndarray, k: float) -> tuple[float, float]:
+    """The fences k interquartile ranges beyond the quartiles (q1, q3)."""
+    q1, q3 = quartiles
     iqr = q3 - q1
     return (float(q1 - k * iqr), float(q3 + k * iqr))
 
@@ -123,8 +128,9 @@ def diagnose(values: np.ndarray, iterations: np.ndarray | None, confidence: floa
         step = _evenly(n, KENDALL_MAX_POINTS)
         tau = stats.kendalltau(it[step], x[step]) if n > 2 else None
     extreme = int(np.argmax(np.abs(z))) if n else 0
-    inner = tukey_fences(x, 1.5)
-    outer = tukey_fences(x, 3.0)
+    quartiles = np.percentile(x, [25, 75])  # once for both fences: a partition of every sample
+    inner = _fences(quartiles, 1.5)
+    outer = _fences(quartiles, 3.0)
     r1 = lag1_autocorrelation(x)
     n_eff = effective_sample_size(n, r1)
     slope, slope_low, slope_high, points = _theil_sen(it, x, level)

@@ -132,10 +132,13 @@ def _segment(
 ) -> tuple[np.ndarray, int, WarmupSuggestion, WarmupSuggestion]:
     """(iterations the rule discards, boots, CUSUM, MSER-5) of one arm's samples of a run."""
     runs, boots = origin
+    iterations, values, boot = s.iterations, s.values, boots
     inside = runs == run_id
-    iterations, values = s.iterations[inside], s.values[inside]
-    order = np.argsort(iterations, kind="stable")  # stored by iteration; made sure of here
-    iterations, values, boot = iterations[order], values[order], boots[inside][order]
+    if not inside.all():  # runs pooled: this run's part (copies of a million samples cost)
+        iterations, values, boot = iterations[inside], values[inside], boot[inside]
+    if np.any(iterations[1:] < iterations[:-1]):  # stored by iteration; made sure of here
+        order = np.argsort(iterations, kind="stable")
+        iterations, values, boot = iterations[order], values[order], boot[order]
     cusum, mser = suggest_warmup(values), mser5(values)
     if rule == AUTO:
         own = iterations[: cusum.n]
@@ -208,7 +211,9 @@ def cut_warmup(
 
 
 def _in_order_of_appearance(parts: Sequence[np.ndarray]) -> list[int]:
-    """The distinct run ids of the arrays, in the order they first appear."""
+    """The distinct run ids of the arrays, in the order they first appear: among the first
+    id of each run of equal ids (a run's samples are stored together), not every sample's."""
     joined = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-    ids, first = np.unique(joined, return_index=True)
+    starts = joined[np.concatenate([[True], joined[1:] != joined[:-1]])] if joined.size else joined
+    ids, first = np.unique(starts, return_index=True)
     return [int(i) for i in ids[np.argsort(first)]]

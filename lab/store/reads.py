@@ -21,6 +21,35 @@ from lab.store.records import (
     StudyRecord,
 )
 
+BOOT_SEEKS = 1_000  # boots a guest's run may have for them to be found by seeks
+
+# (first, last, boot id) of every boot id of a guest's successful attempts in a run, by a
+# skip scan of the iteration_boot index: each next boot id is the least one above the last,
+# and each MIN/MAX is a single index lookup. ?3 caps the boots; the NULL boot comes last.
+_BOOT_SEEKS_SQL = """
+WITH RECURSIVE boot(id) AS (
+    SELECT (SELECT MIN(boot_id) FROM iteration INDEXED BY iteration_boot
+            WHERE run_id=?1 AND guest_id=?2 AND ok=1 AND boot_id IS NOT NULL)
+    UNION ALL
+    SELECT (SELECT MIN(boot_id) FROM iteration INDEXED BY iteration_boot
+            WHERE run_id=?1 AND guest_id=?2 AND ok=1 AND boot_id > boot.id)
+    FROM boot WHERE boot.id IS NOT NULL
+    LIMIT ?3
+)
+SELECT (SELECT MIN(iteration) FROM iteration INDEXED BY iteration_boot
+        WHERE run_id=?1 AND guest_id=?2 AND ok=1 AND boot_id=boot.id),
+       (SELECT MAX(iteration) FROM iteration INDEXED BY iteration_boot
+        WHERE run_id=?1 AND guest_id=?2 AND ok=1 AND boot_id=boot.id),
+       boot.id
+FROM boot WHERE boot.id IS NOT NULL
+UNION ALL
+SELECT (SELECT MIN(iteration) FROM iteration INDEXED BY iteration_boot
+        WHERE run_id=?1 AND guest_id=?2 AND ok=1 AND boot_id IS NULL),
+       (SELECT MAX(iteration) FROM iteration INDEXED BY iteration_boot
+        WHERE run_id=?1 AND guest_id=?2 AND ok=1 AND boot_id IS NULL),
+       NULL
+"""
+
 
 def _unjson(text: str | None) -> Any:
     return None if text is None else json.loads(text)
@@ -84,7 +113,7 @@ class Reads:
         groups = self._series_groups(workload, metric, study, run)
         series: list[Series] = []
         for key, members in itertools.groupby(groups, key=lambda g: g[:8]):
-            parts = [self._series_arrays(g[8], g[9], g[2], g[10]) for g in members if g[10]]
+            parts = [self._series_arrays(g[8], g[9], g[2]) for g in members if g[10]]
             if not parts:
                 continue
             st, wl, name, unit, direction, variant, host, guest = key
@@ -102,7 +131,8 @@ class Reads:
         self, workload: str | None, metric: str | None, study: str | None, run: str | None = None
     ) -> list[Any]:
         """(study, workload, metric, unit, direction, variant, host, guest, run id, guest id,
-        samples) for every run and guest, in the order :meth:`values` concatenates them."""
+        whether it has samples) for every run and guest, in the order :meth:`values`
+        concatenates them."""
         where, args = [], []
         filters = (("r.workload", workload), ("m.name", metric), ("st.name", study), ("r.key", run))
         for column, value in filters:
@@ -110,10 +140,11 @@ class Reads:
                 where.append(f"{column}=?")
                 args.append(value)
         # The groups are few; the samples are many and are read by an index-only scan each.
+        # Whether a group has any is one index lookup (a COUNT here took 0.05 s per million).
         return self._conn.execute(
             "SELECT st.name, r.workload, m.name, m.unit, m.direction, g.variant, g.host, g.name,"
-            " r.id, g.id, (SELECT COUNT(*) FROM sample s WHERE s.run_id=r.id AND s.metric=m.name"
-            " AND s.guest_id=g.id) AS n"
+            " r.id, g.id, EXISTS (SELECT 1 FROM sample s INDEXED BY sample_series"
+            " WHERE s.run_id=r.id AND s.metric=m.name AND s.guest_id=g.id) AS any"
             " FROM run r JOIN study st ON st.id=r.study_id JOIN metric m ON m.run_id=r.id"
             " JOIN guest g ON g.study_id=r.study_id"
             + (" WHERE " + " AND ".join(where) if where else "")
@@ -141,7 +172,9 @@ class Reads:
             if not any(g[8] in placed for g in counted):
                 continue
             parts = [
-                self._placement_array(g[8], g[9], g[2]) if g[8] in placed else [""] * g[10]
+                self._placement_array(g[8], g[9], g[2])
+                if g[8] in placed
+                else [""] * self._span(g[8], g[9], g[2])[2]
                 for g in counted
             ]
             st, wl, name, _, _, variant, host, guest = key
@@ -169,9 +202,10 @@ class Reads:
             boots = [self._boot_array(g[8], g[9], g[2]) for g in counted]
             st, wl, name, _, _, variant, host, guest = key
             origins[(st, wl, name, variant, host, guest)] = (
-                np.concatenate([np.full(g[10], g[8], dtype=np.int64) for g in counted]),
-                np.concatenate(boots).astype(object),
-            )
+                np.concatenate([np.full(b.size, g[8], dtype=np.int64)
+                                for g, b in zip(counted, boots, strict=True)]),
+                np.concatenate(boots).astype(object, copy=False),
+            )  # fmt: skip
         return origins
 
     def _boot_array(self, run_id: int, guest_id: int, metric: str) -> np.ndarray:
@@ -180,11 +214,13 @@ class Reads:
         Boots change rarely, so SQLite returns only the change points of the successful
         attempts in iteration order, and each sample takes the boot of the last change at or
         before its iteration (a lookup per sample in Python took 2.3 s for 2 x 1M samples).
+        One boot for every sample (the usual run, or imported samples) needs no iterations.
         """
         changes = self._boot_changes(run_id, guest_id)
-        iterations = self._sample_iterations(run_id, guest_id, metric)
-        if not changes:
-            return np.full(iterations.size, "", dtype=object)
+        first, last, n = self._span(run_id, guest_id, metric)
+        if not changes or (len(changes) == 1 and changes[0][0] <= first):
+            return np.full(n, changes[0][1] if changes else "", dtype=object)
+        iterations = self._sample_iterations(run_id, guest_id, metric, (first, last, n))
         starts = np.array([c[0] for c in changes], dtype=np.int64)
         boots = np.array([c[1] for c in changes], dtype=object)
         at = np.searchsorted(starts, iterations, side="right") - 1
@@ -193,37 +229,68 @@ class Reads:
     def _boot_changes(self, run_id: int, guest_id: int) -> list[tuple[int, str]]:
         """(first iteration, boot id) where the boot of the successful attempts changes, in
         iteration order. Boots normally hold ranges of iterations that do not overlap: then
-        one grouping gives them; otherwise (a repeat in an earlier boot's range) a window
-        over every attempt does, at ten times the cost."""
-        key = (run_id, guest_id)
-        ranges = self._conn.execute(
-            "SELECT MIN(iteration), MAX(iteration), COALESCE(boot_id, '') AS boot FROM iteration"
-            " WHERE run_id=? AND guest_id=? AND ok=1 GROUP BY boot ORDER BY MIN(iteration)",
-            key,
-        ).fetchall()
+        their ranges give them; otherwise (a repeat in an earlier boot's range) a window
+        over every attempt does, at the cost of a scan of them."""
+        ranges = self._boot_ranges(run_id, guest_id)
         if all(earlier[1] < later[0] for earlier, later in itertools.pairwise(ranges)):
-            return [(int(first), str(boot)) for first, _, boot in ranges]
+            return [(first, boot) for first, _, boot in ranges]
         cur = self._conn.execute(
             "SELECT iteration, boot FROM (SELECT iteration, COALESCE(boot_id, '') AS boot,"
             " LAG(COALESCE(boot_id, '')) OVER (ORDER BY iteration, attempt) AS before"
             " FROM iteration WHERE run_id=? AND guest_id=? AND ok=1)"
             " WHERE before IS NULL OR before <> boot",
-            key,
+            (run_id, guest_id),
         )
         return [(int(i), str(boot)) for i, boot in cur]
 
-    def _sample_iterations(self, run_id: int, guest_id: int, metric: str) -> np.ndarray:
+    def _boot_ranges(self, run_id: int, guest_id: int) -> list[tuple[int, int, str]]:
+        """(first iteration, last iteration, boot id) of each boot of the successful attempts
+        ("" for none recorded), by first iteration. Up to BOOT_SEEKS boots are found by seeks
+        in the ``iteration_boot`` index (the next boot id after the last one, then its first
+        and last iteration: a skip scan, microseconds per boot); more are grouped by one
+        scan of that index."""
+        key = (run_id, guest_id)
+        rows = self._conn.execute(_BOOT_SEEKS_SQL, (*key, BOOT_SEEKS + 1)).fetchall()
+        if len(rows) > BOOT_SEEKS:
+            rows = self._conn.execute(
+                "SELECT MIN(iteration), MAX(iteration), boot_id FROM iteration INDEXED BY"
+                " iteration_boot WHERE run_id=? AND guest_id=? AND ok=1 GROUP BY boot_id",
+                key,
+            ).fetchall()
+        merged: dict[str, tuple[int, int]] = {}  # no boot id and an empty one are one boot
+        for first, last, boot in rows:
+            if first is None:
+                continue
+            name = boot or ""
+            low, high = merged.get(name, (first, last))
+            merged[name] = (min(low, int(first)), max(high, int(last)))
+        return sorted((first, last, boot) for boot, (first, last) in merged.items())
+
+    def _span(self, run_id: int, guest_id: int, metric: str) -> tuple[int, int, int]:
+        """(first iteration, last iteration, samples) of one series part; (0, -1, 0) if none.
+        The first and the last are one index lookup each; the count reads the index."""
         where = " FROM sample INDEXED BY sample_series WHERE run_id=? AND metric=? AND guest_id=?"
         key = (run_id, metric, guest_id)
-        first, last, n = self._conn.execute(
-            "SELECT MIN(iteration), MAX(iteration), COUNT(*)" + where, key
-        ).fetchone()
-        if not n:
-            return np.empty(0, dtype=np.int64)
+        first = self._conn.execute("SELECT MIN(iteration)" + where, key).fetchone()[0]
+        if first is None:
+            return (0, -1, 0)
+        last = self._conn.execute("SELECT MAX(iteration)" + where, key).fetchone()[0]
+        n = self._conn.execute("SELECT COUNT(*)" + where, key).fetchone()[0]
+        return (int(first), int(last), int(n))
+
+    def _sample_iterations(
+        self, run_id: int, guest_id: int, metric: str, span: tuple[int, int, int]
+    ) -> np.ndarray:
+        """The iterations of one series part, in order, from its :meth:`_span`."""
+        first, last, n = span
         if last - first + 1 == n:  # no gaps, as after a complete run
             return np.arange(first, last + 1, dtype=np.int64)
-        cur = self._conn.execute("SELECT iteration" + where + " ORDER BY iteration", key)
-        return np.fromiter((row[0] for row in cur), dtype=np.int64, count=n)
+        cur = self._conn.execute(
+            "SELECT iteration FROM sample INDEXED BY sample_series"
+            " WHERE run_id=? AND metric=? AND guest_id=? ORDER BY iteration",
+            (run_id, metric, guest_id),
+        )
+        return np.fromiter(itertools.chain.from_iterable(cur), dtype=np.int64, count=n)
 
     def warmup_declarations(self, study: str | None = None) -> dict[int, str]:
         """Run id -> the warm-up declared with it ('auto' or a count); undeclared runs absent."""
@@ -244,26 +311,26 @@ class Reads:
         return [row[0] or "" for row in cur]
 
     def _series_arrays(
-        self, run_id: int, guest_id: int, metric: str, n: int
+        self, run_id: int, guest_id: int, metric: str
     ) -> tuple[np.ndarray, np.ndarray]:
-        where = " WHERE run_id=? AND metric=? AND guest_id=?"
+        """(iterations, values) of one series part, ordered by iteration.
+
+        The values come from one index-only scan, straight into numpy (the rows chained, no
+        Python expression per sample). Without gaps (the first and last iteration are one
+        index lookup each; the values tell how many there are) the iterations are a range;
+        a part with gaps is read again as (iteration, value) pairs, in one statement so that
+        both stay aligned while a run is writing.
+        """
+        where = " FROM sample INDEXED BY sample_series WHERE run_id=? AND metric=? AND guest_id=?"
         key = (run_id, metric, guest_id)
-        span = "SELECT MIN(iteration), MAX(iteration) FROM sample INDEXED BY sample_series"
-        first, last = self._conn.execute(span + where, key).fetchone()
-        if last - first + 1 == n:  # no gaps, as after a complete run: read the values alone
-            cur = self._conn.execute(
-                "SELECT value FROM sample INDEXED BY sample_series" + where + " ORDER BY iteration",
-                key,
-            )
-            values = np.fromiter((row[0] for row in cur), dtype=np.float64, count=n)
+        first = self._conn.execute("SELECT MIN(iteration)" + where, key).fetchone()[0]
+        last = self._conn.execute("SELECT MAX(iteration)" + where, key).fetchone()[0]
+        cur = self._conn.execute("SELECT value" + where + " ORDER BY iteration", key)
+        values = np.fromiter(itertools.chain.from_iterable(cur), dtype=np.float64)
+        if values.size and last - first + 1 == values.size:  # no gaps, as after a complete run
             return np.arange(first, last + 1, dtype=np.int64), values
-        cur = self._conn.execute(
-            "SELECT iteration, value FROM sample INDEXED BY sample_series" + where
-            + " ORDER BY iteration",
-            key,
-        )  # fmt: skip
-        flat = np.fromiter(itertools.chain.from_iterable(cur), dtype=np.float64, count=2 * n)
-        pairs = flat.reshape(n, 2)
+        cur = self._conn.execute("SELECT iteration, value" + where + " ORDER BY iteration", key)
+        pairs = np.fromiter(itertools.chain.from_iterable(cur), dtype=np.float64).reshape(-1, 2)
         return pairs[:, 0].astype(np.int64), pairs[:, 1].copy()
 
     def studies(self) -> list[StudyRecord]:

@@ -15,6 +15,14 @@ old stores must stay readable, so a step upgrades a store in place, one version 
        (``lab.stats.stopping``), so that ``lab compare`` shows it instead of fixed-n
        intervals, which do not hold after an early stop. Older rows keep NULL.
 
+Indexes that only make reading faster are no schema version: older lab reads a store that has
+them as before (SQLite keeps them up to date for any writer), and a store that lacks one gains
+it when opened (``INDEXES``, created in one pass over its table: seconds for millions of rows):
+
+    iteration_boot  the attempts by (run, guest, ok, boot id, iteration): ``lab compare``
+                    finds each guest's boots with a few lookups per boot (``Reads._boot_ranges``)
+                    where grouping every attempt took 0.4 s per million.
+
 ``study.study_file`` holds the text of the study file a study was run from (``lab study
 run``), exactly as read, and ``study.study_hash`` its sha256; both stay NULL for studies made
 by ``lab run`` or ``lab import`` alone, and are filled in when a study file first runs.
@@ -142,6 +150,12 @@ ALTER TABLE stop ADD COLUMN interval TEXT;
 # a new store: the latest
 SCHEMA = SCHEMA_V1 + PLACEMENT_TABLE + WARMUP_TABLE + STOP_TABLE + STOP_INTERVAL
 
+# name -> the statement that creates it; made when missing, whatever the version (above).
+INDEXES: dict[str, str] = {
+    "iteration_boot": "CREATE INDEX IF NOT EXISTS iteration_boot"
+    " ON iteration(run_id, guest_id, ok, boot_id, iteration)",
+}
+
 MIGRATIONS: dict[int, str] = {  # from-version -> SQL that upgrades it by one step
     1: PLACEMENT_TABLE,
     2: WARMUP_TABLE,
@@ -229,7 +243,7 @@ def prepare(conn: sqlite3.Connection, path: Path) -> None:
         )
     if not tables:
         version_row = f"INSERT INTO meta(key, value) VALUES ('schema_version', '{SCHEMA_VERSION}')"
-        _run(conn, [*statements(SCHEMA), version_row])
+        _run(conn, [*statements(SCHEMA), *INDEXES.values(), version_row])
         return
     if "meta" not in tables:
         raise StoreError(
@@ -254,3 +268,7 @@ def prepare(conn: sqlite3.Connection, path: Path) -> None:
         step = statements(MIGRATIONS[version])
         version += 1
         _run(conn, [*step, f"UPDATE meta SET value='{version}' WHERE key='schema_version'"])
+    indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    missing = [sql for name, sql in INDEXES.items() if name not in indexes]
+    if missing:
+        _run(conn, missing)

@@ -30,6 +30,24 @@ def test_help_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
         assert command in out
 
 
+def test_a_command_line_registers_only_the_command_it_runs() -> None:
+    from lab.cli import COMMAND_MODULES, build_parser, command_word
+
+    assert command_word(["--config", "compare", "runs", "--db", "x"]) == "runs"
+    assert command_word(["--config=lab.toml", "--debug", "compare"]) == "compare"
+    assert command_word(["--debug"]) is None
+
+    def commands(command: str | None) -> set[str]:
+        (sub,) = [a for a in build_parser(command)._actions if a.choices and a.dest == "command"]
+        return set(sub.choices)  # type: ignore[arg-type]
+
+    assert commands("compare") == {"compare"}
+    assert commands("import") == {"import"}
+    every = commands(None)
+    assert len(every) == len(COMMAND_MODULES)
+    assert commands("comapre") == commands("completion") == every  # a typo's message names all
+
+
 def test_xml_passes_virt_xml_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     if not (shutil.which("virt-xml-validate") and shutil.which("xmllint")):
         pytest.skip(

@@ -14,6 +14,7 @@ from lab.store import EXPORT_COLUMNS, SCHEMA_VERSION, IterationRecord, MetricInf
 
 TIME = MetricInfo("time", "s", "lower")
 RATE = MetricInfo("rate", "MiB/s", "higher")
+LATEST = (str(SCHEMA_VERSION),)  # meta.schema_version of a new or upgraded store
 
 
 def _store(tmp_path: Path) -> tuple[Store, int, int, int]:
@@ -35,7 +36,7 @@ def test_open_creates_folder_schema_and_pragmas(tmp_path: Path) -> None:
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert tables == {"meta", "study", "guest", "run", "metric", "iteration", "sample", "placement",
                       "warmup", "stop"}  # fmt: skip
-    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("5",)
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == LATEST
     assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert store._conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
     assert store._conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
@@ -248,7 +249,7 @@ def test_a_version_1_store_opens_migrated_with_its_samples_and_the_later_tables(
     conn = sqlite3.connect(path)
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert {"placement", "warmup"} <= tables
-    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("5",)
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == LATEST
     assert conn.execute("SELECT * FROM placement").fetchall() == [(1, 1, 1, "swapped", "3")]
     conn.close()
     with Store.open(path) as again:  # opening again changes nothing
@@ -310,7 +311,7 @@ def test_a_version_2_store_gains_the_warmup_table_and_keeps_its_placements(
         store.record_warmup(1, "2")
         assert store.warmup_declarations() == {1: "2"}
     conn = sqlite3.connect(path)
-    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("5",)
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == LATEST
     assert conn.execute("SELECT * FROM placement").fetchall() == [(1, 1, 1, "own", "2")]
     conn.close()
 
@@ -336,7 +337,7 @@ def test_a_version_4_store_keeps_its_stops_and_gains_their_intervals(tmp_path: P
         store.record_stop(2, "after 4 pairs: …", '{"x": 1}')
         assert store.stop_interval(2) == '{"x": 1}'
     conn = sqlite3.connect(path)
-    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("5",)
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == LATEST
     conn.close()
 
 
@@ -376,9 +377,14 @@ def test_sample_boots_line_up_with_the_samples_of_each_series(tmp_path: Path) ->
     store.close()
 
 
-def test_sample_boots_match_each_samples_own_successful_attempt(tmp_path: Path) -> None:
+@pytest.mark.parametrize("seeks", [1_000, 3])
+def test_sample_boots_match_each_samples_own_successful_attempt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seeks: int
+) -> None:
     """Boots found from their change points agree with a lookup per sample (the reference:
-    the boot of each sample's last successful attempt), through restarts, repeats and gaps."""
+    the boot of each sample's last successful attempt), through restarts, repeats and gaps;
+    whether the boots are found by seeks in the index or, past BOOT_SEEKS, by a scan."""
+    monkeypatch.setattr("lab.store.reads.BOOT_SEEKS", seeks)
     store, _, run, guest = _store(tmp_path)
     records, boot = [], "boot-1"
     for i in range(1, 200):
@@ -420,3 +426,33 @@ def test_sample_boots_when_a_later_boot_repeats_an_earlier_iteration(tmp_path: P
     store.record(run, guest, records)
     boots = {key[-1]: b for key, (_, b) in store.sample_boots().items()}["lab-shp1g"]
     assert boots.tolist() == ["A"] * 4 + ["B"] + ["A"] * 5 + ["B"] * 4
+
+
+def test_a_store_without_the_boot_index_gains_it_and_reads_the_same_boots(
+    tmp_path: Path,
+) -> None:
+    """An index is no schema version: a store of an older lab (or one whose index was
+    dropped) gains it when opened, keeps its version, and reads the same boots."""
+    path = tmp_path / "old.db"
+    with Store.open(path) as store:
+        study = store.ensure_study("hp")
+        run = store.ensure_run(study, "hp/k", "sysbench", {}, None, 4, [TIME])
+        guest = store.ensure_guest(study, "lab-thp", "thp")
+        store.record(run, guest, [
+            IterationRecord(1, 1, True, boot_id="b1", metrics={"time": 1.0}),
+            IterationRecord(2, 1, True, boot_id="", metrics={"time": 2.0}),
+            IterationRecord(3, 1, True, metrics={"time": 3.0}),  # none: the same boot as ""
+            IterationRecord(4, 1, True, boot_id="b0", metrics={"time": 4.0}),
+        ])  # fmt: skip
+    conn = sqlite3.connect(path)
+    conn.execute("DROP INDEX iteration_boot")
+    conn.close()
+    with Store.open(path) as store:
+        ((runs, boots),) = store.sample_boots().values()
+    assert boots.tolist() == ["b1", "", "", "b0"]
+    assert runs.tolist() == [run] * 4
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == LATEST
+    indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    assert "iteration_boot" in indexes
+    conn.close()
