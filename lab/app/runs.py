@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.core.errors import UsageError
+from lab.run.environment import changes, latest, twin_differences
 from lab.store import Store
 from lab.store.records import FailedAttempt, GuestProgress, RunRecord
 
@@ -54,6 +55,9 @@ class RunDetail:
     placements: dict[str, dict[str, int]]  # guest -> {"own": k, "swapped": m}
     failures: tuple[FailedAttempt, ...]  # the last ones, oldest first
     command: str  # the `lab run` command that makes (or resumes) it
+    environment: dict[str, dict[str, str]]  # "host NAME" / "guest NAME" -> facts, last start
+    environment_changes: tuple[str, ...]  # what changed between starts
+    twins_differ: tuple[str, ...]  # facts the guests differ in beyond their variant
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -63,6 +67,9 @@ class RunDetail:
             "placements": self.placements,
             "failures": [asdict(f) for f in self.failures],
             "command": self.command,
+            "environment": self.environment,
+            "environment_changes": list(self.environment_changes),
+            "twins_differ": list(self.twins_differ),
         }
 
 
@@ -101,6 +108,7 @@ def find_run(store: Store, prefix: str, study: str | None = None) -> RunRecord:
 
 def detail(store: Store, prefix: str, study: str | None = None) -> RunDetail:
     run = find_run(store, prefix, study)
+    env = store.environment(run.id)
     placements: dict[str, dict[str, int]] = {}
     for (guest, label), count in store.placement_counts(run.id).items():
         placements.setdefault(guest, {})[label] = count
@@ -118,6 +126,9 @@ def detail(store: Store, prefix: str, study: str | None = None) -> RunDetail:
         placements=placements,
         failures=failures,
         command=run_command(run, store.path),
+        environment={f"{scope} {name}": facts for (scope, name), facts in latest(env).items()},
+        environment_changes=tuple(changes(env)),
+        twins_differ=tuple(d.text for d in twin_differences(env)),
     )
 
 

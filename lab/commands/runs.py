@@ -114,6 +114,16 @@ def _print_detail(ctx: Context, found: RunDetail) -> None:
         out(f"  guest {g.guest} ({g.variant} on {g.host}): {g.done}/{s.target_n} done,"
             f" {g.failed} failed attempts, {_when(g.first)} to {_when(g.last)}"
             + (f"; placements: {where}" if where else ""))  # fmt: skip
+    for where, facts in found.environment.items():
+        out(f"  environment of {where}:")
+        for fact, value in sorted(facts.items()):
+            out(f"    {fact:<24} {value}", markup=False)
+    if not found.environment:
+        out("  environment not recorded (a run stored before lab recorded it, or imported)")
+    for line in found.environment_changes:
+        out(f"  [yellow]changed between starts:[/] {line}")
+    for line in found.twins_differ:
+        out(f"  [yellow]the guests differ beyond their variant:[/] {line}")
     if found.failures:
         out(f"  the last {len(found.failures)} failed attempts:")
         for f in found.failures:

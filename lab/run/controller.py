@@ -24,7 +24,11 @@ from lab.core.inventory import LOCAL
 from lab.guests.labstate import GuestRecord, LabState
 from lab.guests.seed import GUEST_USER
 from lab.guests.ssh import GuestShell
+from lab.host.environment import host_environment
+from lab.host.facts import read_hugepage_pools
+from lab.host.site import SYSFS
 from lab.inguest.journal import TERMINAL_EVENTS, JournalEntry, JournalEvent
+from lab.run.environment import GUEST_SCRIPT, guest_environment, lab_facts
 from lab.run.guestrunner import GuestRunner
 from lab.run.hostside import guest_infos, nfs_source
 from lab.run.ingest import entry_to_record, new_pieces
@@ -334,7 +338,37 @@ class Controller:
             return None
         return statistics.median(guest.walls) * len(self.missing(guest))
 
+    def record_environment(self) -> None:
+        """Store each host's and guest's facts for this start of the run
+        (``lab.run.environment``); a fact that cannot be read is "not available"."""
+        hosts: dict[str, Any] = {}
+        for guest in self.guests:
+            hosts.setdefault(guest.record.host, guest.record)
+        for name, record in hosts.items():
+            site = self.sites.get(name)
+            ctx = site[0].ctx if site else self.ctx
+            state = self.state_of(record)
+            try:
+                conn: Any = ctx.libvirt
+            except LabError:
+                conn = None
+            pools = site[0].hugepage_pools() if site else read_hugepage_pools(SYSFS)
+            facts = host_environment(ctx.host.read_text, pools, conn)
+            facts.update(
+                accelerator=state.accelerator, accelerator_reason=state.accel_reason,
+                image_hash=state.image_hash, **lab_facts(self.ctx.host),
+            )  # fmt: skip
+            self.store.record_environment(self.run_id, "host", name, facts)
+        for guest in self.guests:
+            output = self.with_guest(
+                guest, lambda g: g.shell.run(["sh", "-c", GUEST_SCRIPT], timeout=60).stdout
+            )
+            facts = guest_environment(output or "", self._domain_xml(guest.record))
+            facts.update(host=guest.record.host, variant=guest.record.variant)
+            self.store.record_environment(self.run_id, "guest", guest.record.name, facts)
+
     def run(self) -> None:
+        self.record_environment()
         for guest in self.guests:
             self.with_guest(guest, lambda g: g.runner.install())
             self.with_guest(guest, self.ingest)

@@ -7,7 +7,7 @@ import math
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
@@ -367,6 +367,17 @@ class Store(Reads):
                 (run_id, guest_id, iteration, label, ",".join(str(c) for c in cpus)),
             )
 
+    def record_environment(
+        self, run_id: int, scope: str, name: str, facts: Mapping[str, str]
+    ) -> None:
+        """Store one host's or guest's facts at this start of run ``run_id``."""
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT INTO environment(run_id, scope, name, facts, recorded)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (run_id, scope, name, json.dumps(dict(facts), sort_keys=True), time.time()),
+            )
+
     def record_stop(self, run_id: int, reason: str, interval: str | None = None) -> None:
         """Store why a run's --until rule ended it, and the interval it stopped on (JSON,
         ``lab.stats.stopping``); once is enough."""
@@ -382,7 +393,8 @@ class Store(Reads):
         with self._transaction() as conn:
             samples = conn.execute("SELECT COUNT(*) FROM sample WHERE run_id=?", (run_id,))
             count = int(samples.fetchone()[0])
-            for table in ("sample", "iteration", "placement", "warmup", "stop", "metric"):
+            tables = ("sample", "iteration", "placement", "warmup", "stop", "environment", "metric")
+            for table in tables:
                 conn.execute(f"DELETE FROM {table} WHERE run_id=?", (run_id,))
             conn.execute("DELETE FROM run WHERE id=?", (run_id,))
         return count

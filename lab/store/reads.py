@@ -12,6 +12,7 @@ import numpy as np
 
 from lab.stats.series import Series, SeriesKey
 from lab.store.records import (
+    EnvironmentRecord,
     ExportRow,
     FailedAttempt,
     GuestProgress,
@@ -438,6 +439,14 @@ class Reads:
     def stop_reason(self, run_id: int) -> str | None:
         row = self._conn.execute("SELECT reason FROM stop WHERE run_id=?", (run_id,)).fetchone()
         return None if row is None else str(row[0])
+
+    def environment(self, run_id: int) -> list[EnvironmentRecord]:
+        """Every host's and guest's facts at each start of run ``run_id``, oldest first."""
+        cur = self._conn.execute(
+            "SELECT scope, name, facts, recorded FROM environment WHERE run_id=? ORDER BY id",
+            (run_id,),
+        )
+        return [EnvironmentRecord(r[0], r[1], json.loads(r[2]), r[3]) for r in cur]
 
     def stop_interval(self, run_id: int) -> str | None:
         """The interval a run's --until rule stopped on, as stored (JSON), if it did."""

@@ -126,6 +126,16 @@ class GuestProgress:
 
 
 @dataclass(frozen=True)
+class EnvironmentRecord:
+    """One host's or guest's facts at one start of a run (``lab.run.environment``)."""
+
+    scope: str  # "host" or "guest"
+    name: str
+    facts: dict[str, str]
+    recorded: float | None
+
+
+@dataclass(frozen=True)
 class FailedAttempt:
     guest: str
     iteration: int

@@ -14,6 +14,7 @@ old stores must stay readable, so a step upgrades a store in place, one version 
     5  ``stop.interval``: the anytime-valid interval the rule stopped on, as JSON
        (``lab.stats.stopping``), so that ``lab compare`` shows it instead of fixed-n
        intervals, which do not hold after an early stop. Older rows keep NULL.
+       ``environment``: each host's and guest's facts at every start of a run (JSON).
 
 Indexes that only make reading faster are no schema version: older lab reads a store that has
 them as before (SQLite keeps them up to date for any writer), and a store that lacks one gains
@@ -147,8 +148,21 @@ STOP_INTERVAL = """
 ALTER TABLE stop ADD COLUMN interval TEXT;
 """
 
+# The environment of each start of a run: one row per host and per guest (scope), its facts
+# as a JSON object of strings (lab.run.environment), in the order the starts came.
+ENVIRONMENT_TABLE = """
+CREATE TABLE IF NOT EXISTS environment(
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES run(id),
+    scope TEXT NOT NULL CHECK(scope IN ('host', 'guest')),
+    name TEXT NOT NULL,
+    facts TEXT NOT NULL,
+    recorded REAL
+);
+"""
+
 # a new store: the latest
-SCHEMA = SCHEMA_V1 + PLACEMENT_TABLE + WARMUP_TABLE + STOP_TABLE + STOP_INTERVAL
+SCHEMA = SCHEMA_V1 + PLACEMENT_TABLE + WARMUP_TABLE + STOP_TABLE + STOP_INTERVAL + ENVIRONMENT_TABLE
 
 # name -> the statement that creates it; made when missing, whatever the version (above).
 INDEXES: dict[str, str] = {
@@ -160,7 +174,7 @@ MIGRATIONS: dict[int, str] = {  # from-version -> SQL that upgrades it by one st
     1: PLACEMENT_TABLE,
     2: WARMUP_TABLE,
     3: STOP_TABLE,
-    4: STOP_INTERVAL,
+    4: STOP_INTERVAL + ENVIRONMENT_TABLE,
 }
 
 

@@ -321,6 +321,12 @@ def test_until_verdict_stops_a_clear_difference_long_before_the_maximum(tmp_path
     assert (stored.diff_ci, stored.percent_ci) == (decision.interval.diff_ci,
                                                    decision.interval.percent_ci)  # fmt: skip
     assert stored.early and stored.observations == f"{decision.interval.n} pairs"
+    # the environment of this start: the host's and each guest's (local shells here)
+    env = {(e.scope, e.name): e.facts for e in store.environment(controller.run_id)}
+    kernel = Path("/proc/sys/kernel/osrelease").read_text().strip()
+    assert set(env) == {("host", "local"), ("guest", "lab-thp"), ("guest", "lab-shp1g")}
+    assert env[("host", "local")]["kernel"] == env[("guest", "lab-thp")]["kernel"] == kernel
+    assert env[("guest", "lab-shp1g")]["variant"] == "shp1g"
     # Re-running the same command finds the rule met and runs nothing more.
     store.close()
     again, store = make_pair(tmp_path, 60, "sync", sleeps, until="verdict")

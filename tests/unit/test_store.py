@@ -35,7 +35,7 @@ def test_open_creates_folder_schema_and_pragmas(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "sub" / "lab.db")
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert tables == {"meta", "study", "guest", "run", "metric", "iteration", "sample", "placement",
-                      "warmup", "stop"}  # fmt: skip
+                      "warmup", "stop", "environment"}  # fmt: skip
     assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == LATEST
     assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert store._conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
@@ -336,6 +336,15 @@ def test_a_version_4_store_keeps_its_stops_and_gains_their_intervals(tmp_path: P
         assert store.stop_interval(1) is None  # stopped before intervals were kept
         store.record_stop(2, "after 4 pairs: …", '{"x": 1}')
         assert store.stop_interval(2) == '{"x": 1}'
+        assert store.environment(1) == []  # and gains the environment table
+        store.record_environment(1, "host", "local", {"kernel": "6.1"})
+        store.record_environment(1, "guest", "lab-thp", {"kernel": "6.1", "thp_enabled": "always"})
+        store.record_environment(1, "host", "local", {"kernel": "6.2"})  # resumed after a reboot
+        got = [(e.scope, e.name, e.facts) for e in store.environment(1)]
+        assert got == [("host", "local", {"kernel": "6.1"}),
+                       ("guest", "lab-thp", {"kernel": "6.1", "thp_enabled": "always"}),
+                       ("host", "local", {"kernel": "6.2"})]  # fmt: skip
+        assert store.delete_run(1) == 0 and store.environment(1) == []
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == LATEST
     conn.close()

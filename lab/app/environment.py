@@ -1,0 +1,64 @@
+"""What ``lab compare`` says about the environment of the runs it compares: every fact in
+which the twins differ beyond their variant, what changed between a run's starts, and with
+``--against`` every fact in which the two runs differ (a THP mode changed between runs is
+a different experiment). The facts are those ``lab run`` records at every start
+(``lab.run.environment``)."""
+
+from __future__ import annotations
+
+from lab.app.analyse import Selection, store_path
+from lab.app.runs import find_run
+from lab.core.context import Context
+from lab.run.environment import Difference, changes, differences, latest, twin_differences
+from lab.store import Store
+from lab.store.records import RunRecord
+
+
+def environment_warnings(ctx: Context, selection: Selection) -> list[str]:
+    """One line per difference that could change a result, for the runs ``selection`` names."""
+    with Store.open(store_path(ctx, selection), create=False) as store:
+        if selection.against:
+            first = find_run(store, selection.run or "", selection.study)
+            second = find_run(store, selection.against, selection.study)
+            return [
+                f"runs {first.key} and {second.key} differ in {d.text}"
+                for d in _between(store, first, second)
+            ]
+        lines = []
+        for run in _selected(store, selection):
+            env = store.environment(run.id)
+            lines += [f"run {run.key} ({run.workload}): the twins differ beyond their variant"
+                      f" in {d.text}" for d in twin_differences(env)]  # fmt: skip
+            lines += [f"run {run.key} ({run.workload}) changed between its starts: {line}"
+                      for line in changes(env)]  # fmt: skip
+        return lines
+
+
+def _selected(store: Store, selection: Selection) -> list[RunRecord]:
+    if selection.run:
+        return [find_run(store, selection.run, selection.study)]
+    return [r for r in store.runs(selection.study) if selection.workload in (None, r.workload)]
+
+
+def _between(store: Store, first: RunRecord, second: RunRecord) -> list[Difference]:
+    """The facts of each variant's guest, and of the hosts, that differ between two runs."""
+    sides = [latest(store.environment(run.id)) for run in (first, second)]
+    by_variant = [
+        {facts.get("variant", name): facts for (scope, name), facts in side.items()
+         if scope == "guest"}
+        for side in sides
+    ]  # fmt: skip
+    found: list[Difference] = []
+    for variant in sorted(set(by_variant[0]) & set(by_variant[1])):
+        pair = [(f"{run.key} {variant}", {k: v for k, v in side[variant].items() if k != "host"})
+                for run, side in zip((first, second), by_variant, strict=True)]  # fmt: skip
+        found += differences(pair, "guest", frozenset())
+    hosts = [
+        {name: facts for (scope, name), facts in side.items() if scope == "host"} for side in sides
+    ]
+    for host in sorted(set(hosts[0]) & set(hosts[1])):
+        pair = [(f"{run.key} {host}", {k: v for k, v in side[host].items()
+                                       if not k.startswith("hugepages.") and k != "lab_commit"})
+                for run, side in zip((first, second), hosts, strict=True)]  # fmt: skip
+        found += differences(pair, "host", frozenset())
+    return found

@@ -1,0 +1,128 @@
+"""The environment a run ran in, recorded at every start of it (a resume too, so a change
+in the middle of a run is seen): each host's facts (``lab.host.environment``) with the lab's
+own version and the accelerator, and each guest's kernel, THP modes, compiler and domain XML.
+
+``lab runs show`` prints them (and ``--json`` carries them), and ``lab compare``
+names every fact that differs between the twins beyond their variant (``differences``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from lab import __version__
+from lab.core.hostexec import Host
+from lab.core.paths import CHECKOUT, FROM_CHECKOUT
+from lab.host.environment import NOT_AVAILABLE
+from lab.host.facts import parse_thp_mode
+from lab.store.records import EnvironmentRecord
+
+# One fixed script, no user input: a line per fact, in GUEST_FACTS order.
+GUEST_SCRIPT = (
+    "uname -r; cat /sys/kernel/mm/transparent_hugepage/enabled;"
+    " cat /sys/kernel/mm/transparent_hugepage/defrag;"
+    " (gcc --version 2>/dev/null || echo) | head -n 1"
+)
+GUEST_FACTS = ("kernel", "thp_enabled", "thp_defrag", "compiler")
+# Facts that differ between twins by construction: their own names, their XML (the variant).
+IDENTITY = frozenset({"domain_xml_sha256"})
+
+
+def guest_environment(output: str, domain_xml: str | None) -> dict[str, str]:
+    """A guest's facts from :data:`GUEST_SCRIPT`'s output and its live domain XML."""
+    lines = [*output.splitlines(), *[""] * len(GUEST_FACTS)]
+    facts = dict(zip(GUEST_FACTS, (line.strip() for line in lines), strict=False))
+    for name in ("thp_enabled", "thp_defrag"):
+        try:
+            facts[name] = parse_thp_mode(facts[name])
+        except ValueError:
+            facts[name] = NOT_AVAILABLE
+    facts = {k: v or NOT_AVAILABLE for k, v in facts.items()}
+    facts["domain_xml_sha256"] = (
+        hashlib.sha256(domain_xml.encode()).hexdigest() if domain_xml else NOT_AVAILABLE
+    )
+    return facts
+
+
+def lab_facts(host: Host) -> dict[str, str]:
+    """The lab's version, and its commit (``+dirty`` with changes) when run from a checkout."""
+    facts = {"lab_version": __version__, "lab_commit": NOT_AVAILABLE}
+    if FROM_CHECKOUT and (CHECKOUT / ".git").exists():
+        try:
+            head = host.run(["git", "-C", str(CHECKOUT), "rev-parse", "HEAD"], check=False)
+            dirty = host.run(["git", "-C", str(CHECKOUT), "status", "--porcelain"], check=False)
+        except Exception:
+            return facts
+        if head.ok:
+            facts["lab_commit"] = head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    return facts
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One fact that is not the same everywhere it should be."""
+
+    scope: str  # "guest" or "host"
+    fact: str
+    values: tuple[tuple[str, str], ...]  # (where, value), in the order given
+
+    @property
+    def text(self) -> str:
+        shown = ", ".join(f"{where} {value}" for where, value in self.values)
+        return f"{self.scope} {self.fact}: {shown}"
+
+
+def differences(
+    sides: Sequence[tuple[str, Mapping[str, str]]], scope: str, ignore: frozenset[str] = IDENTITY
+) -> list[Difference]:
+    """The facts whose values differ among ``sides`` ((where, facts) pairs), but those in
+    ``ignore``; a fact one side lacks counts as differing."""
+    names = sorted({k for _, facts in sides for k in facts} - ignore)
+    found = []
+    for name in names:
+        values = tuple((where, facts.get(name, "(not recorded)")) for where, facts in sides)
+        if len({v for _, v in values}) > 1:
+            found.append(Difference(scope, name, values))
+    return found
+
+
+def latest(records: Iterable[EnvironmentRecord]) -> dict[tuple[str, str], dict[str, str]]:
+    """Each host's and guest's facts at the last start of a run, by (scope, name)."""
+    return {(r.scope, r.name): dict(r.facts) for r in records}
+
+
+def changes(records: Iterable[EnvironmentRecord]) -> list[str]:
+    """What changed between starts of a run (a resumed run after a kernel update, a THP mode
+    switched in the middle): one line per fact, with its first and last value."""
+    first: dict[tuple[str, str], dict[str, str]] = {}
+    for r in records:
+        first.setdefault((r.scope, r.name), dict(r.facts))
+    lines = []
+    for (scope, name), facts in latest(records).items():
+        before = first[(scope, name)]
+        for fact in sorted(set(before) | set(facts)):
+            if fact in ("recorded",) or before.get(fact) == facts.get(fact):
+                continue
+            lines.append(f"{scope} {name} {fact}: {before.get(fact)} → {facts.get(fact)}")
+    return lines
+
+
+def twin_differences(records: Iterable[EnvironmentRecord]) -> list[Difference]:
+    """The facts in which a run's guests differ beyond their variant (their XML), and those
+    of their hosts where they ran on different hosts, at the run's last start."""
+    now = latest(records)
+    guests = [(name, facts) for (scope, name), facts in now.items() if scope == "guest"]
+    guest_facts = [(name, {k: v for k, v in f.items() if k not in ("host", "variant")})
+                   for name, f in guests]  # fmt: skip
+    found = differences(guest_facts, "guest")
+    hosts = [(name, {k: v for k, v in facts.items() if not k.startswith("hugepages.")})
+             for (scope, name), facts in now.items() if scope == "host"]  # fmt: skip
+    if len(hosts) > 1:  # their pools' free pages move as guests start: left out
+        found += differences(hosts, "host", IDENTITY | VOLATILE)
+    return found
+
+
+# Host facts two hosts of one study may differ in without changing what is measured.
+VOLATILE = frozenset({"lab_commit"})
