@@ -6,12 +6,36 @@ a different experiment). The facts are those ``lab run`` records at every start
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from lab.app.analyse import Selection, store_path
 from lab.app.runs import find_run
 from lab.core.context import Context
+from lab.run.backing import describe, problem
 from lab.run.environment import Difference, changes, differences, latest, twin_differences
 from lab.store import Store
 from lab.store.records import RunRecord
+
+
+@dataclass(frozen=True)
+class EnvironmentReport:
+    notes: list[str]  # what backed each twin's memory
+    warnings: list[str]  # what could change a result: differences, a variant not in effect
+
+
+def environment_report(ctx: Context, selection: Selection) -> EnvironmentReport:
+    """What the recorded environment of the runs ``selection`` names says about them."""
+    with Store.open(store_path(ctx, selection), create=False) as store:
+        notes, problems = [], []
+        for run in _selected(store, selection):
+            for (scope, name), facts in latest(store.environment(run.id)).items():
+                if scope != "guest":
+                    continue
+                said = describe(name, facts)
+                notes += [f"run {run.key}: memory of {said}"] if said else []
+                wrong = problem(name, facts.get("variant", "?"), facts)
+                problems += [f"run {run.key}: {wrong}"] if wrong else []
+    return EnvironmentReport(notes, problems + environment_warnings(ctx, selection))
 
 
 def environment_warnings(ctx: Context, selection: Selection) -> list[str]:
@@ -36,7 +60,10 @@ def environment_warnings(ctx: Context, selection: Selection) -> list[str]:
 
 def _selected(store: Store, selection: Selection) -> list[RunRecord]:
     if selection.run:
-        return [find_run(store, selection.run, selection.study)]
+        found = [find_run(store, selection.run, selection.study)]
+        if selection.against:
+            found.append(find_run(store, selection.against, selection.study))
+        return found
     return [r for r in store.runs(selection.study) if selection.workload in (None, r.workload)]
 
 

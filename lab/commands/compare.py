@@ -103,9 +103,12 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     comparisons = analyse(ctx, request(args)).comparisons
     detail = args.detail or bool(args.workload and args.metric)
     print_comparisons(ctx, comparisons, args.format, detail)
-    from lab.app.environment import environment_warnings  # deferred, as above
+    from lab.app.environment import environment_report  # deferred, as above
 
-    for line in environment_warnings(ctx, selection(args)):
+    said = environment_report(ctx, selection(args))
+    for line in said.notes:
+        ctx.note(line)
+    for line in said.warnings:
         ctx.warn(line)
     if args.fail_on == "worse":
         fail_on_worse(comparisons)

@@ -28,6 +28,7 @@ from lab.host.environment import host_environment
 from lab.host.facts import read_hugepage_pools
 from lab.host.site import SYSFS
 from lab.inguest.journal import TERMINAL_EVENTS, JournalEntry, JournalEvent
+from lab.run.backing import backing_facts
 from lab.run.environment import GUEST_SCRIPT, guest_environment, lab_facts
 from lab.run.guestrunner import GuestRunner
 from lab.run.hostside import guest_infos, nfs_source
@@ -151,6 +152,7 @@ class Controller:
         self.rule = self._stop_rule(guests)
         self.decision: Any = None  # lab.stats.sequential.Decision once the rule stopped the run
         self.waiting = ""  # why the rule may not look yet (warm-up, a block not yet whole)
+        self.environment: dict[str, dict[str, str]] = {}  # guest -> facts of this start
         self.key = run_key(
             plan.study,
             plan.workload.name,
@@ -363,17 +365,41 @@ class Controller:
             output = self.with_guest(
                 guest, lambda g: g.shell.run(["sh", "-c", GUEST_SCRIPT], timeout=60).stdout
             )
-            facts = guest_environment(output or "", self._domain_xml(guest.record))
+            xml = self._domain_xml(guest.record)
+            facts = guest_environment(output or "", xml)
             facts.update(host=guest.record.host, variant=guest.record.variant)
+            facts.update(self._backing(guest.record, xml))
+            self.environment[guest.record.name] = facts
             self.store.record_environment(self.run_id, "guest", guest.record.name, facts)
+
+    def _backing(self, record: GuestRecord, xml: str | None) -> dict[str, str]:
+        """What backs the guest's memory now (``lab.run.backing``), read on its host."""
+        site = self.sites.get(record.host)
+        host = site[0].ctx.host if site else self.ctx.host
+        return backing_facts(host.read_text, record.name, xml)
+
+    def record_backing(self) -> None:
+        """At the end of a start: the guests' facts again, with their memory backing now
+        that the work has faulted it in."""
+        for guest in self.guests:
+            facts = self.environment.get(guest.record.name)
+            if facts is not None:
+                facts = {**facts, **self._backing(guest.record, self._domain_xml(guest.record))}
+                self.store.record_environment(self.run_id, "guest", guest.record.name, facts)
 
     def run(self) -> None:
         self.record_environment()
         for guest in self.guests:
             self.with_guest(guest, lambda g: g.runner.install())
             self.with_guest(guest, self.ingest)
-        with self.swaps.in_force(self.ctx.warn):  # then back on their own CPUs
-            run_schedule(self.plan.schedule, self)
+        try:
+            with self.swaps.in_force(self.ctx.warn):  # then back on their own CPUs
+                run_schedule(self.plan.schedule, self)
+        finally:
+            try:
+                self.record_backing()
+            except Exception as err:
+                self.ctx.warn(f"could not record the guests' memory backing: {err}")
 
     # --- what a schedule asks of the controller (lab.run.schedules.Driver) --------------
 

@@ -102,8 +102,8 @@ def changes(records: Iterable[EnvironmentRecord]) -> list[str]:
     lines = []
     for (scope, name), facts in latest(records).items():
         before = first[(scope, name)]
-        for fact in sorted(set(before) | set(facts)):
-            if fact in ("recorded",) or before.get(fact) == facts.get(fact):
+        for fact in sorted(set(before) & set(facts)):  # a fact a later lab added is no change
+            if fact.startswith("qemu_") or before[fact] == facts[fact]:
                 continue
             lines.append(f"{scope} {name} {fact}: {before.get(fact)} → {facts.get(fact)}")
     return lines

@@ -13,6 +13,7 @@ import pytest
 from lab.cli import main
 from lab.host.environment import NOT_AVAILABLE, host_environment, version_text
 from lab.host.facts import Pool
+from lab.run.backing import DEFAULT_DECLARED, HUGETLB_DECLARED
 from lab.run.environment import differences, guest_environment
 from lab.store import IterationRecord, Store
 
@@ -128,3 +129,26 @@ def test_runs_show_prints_the_environment_and_compare_against_names_what_changed
     assert code == 0
     assert "runs before and after differ in guest thp_enabled: before shp1g always," in err
     assert "lab_commit" not in err  # the lab's own commit is no experimental condition
+
+
+def test_compare_says_what_backed_each_twins_memory_and_warns_when_a_variant_failed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "lab.db"
+    stored(db)
+    backing = {
+        "lab-thp": {"qemu_anon_huge_kib": "0", "qemu_hugetlb_kib": "0",
+                    "memory_backing_declared": DEFAULT_DECLARED, "memory_kib": "1048576"},
+        "lab-shp1g": {"qemu_anon_huge_kib": "0", "qemu_hugetlb_kib": "1048576",
+                      "memory_backing_declared": HUGETLB_DECLARED, "memory_kib": "1048576"},
+    }  # fmt: skip
+    with Store.open(db) as store:
+        run = store.runs()[0].id
+        for e in store.environment(run):  # the end of the start: the backing read again
+            if e.scope == "guest":
+                store.record_environment(run, "guest", e.name, {**e.facts, **backing[e.name]})
+    assert main(["compare", "--db", str(db)]) == 0
+    err = capsys.readouterr().err
+    assert "memory of lab-shp1g: 100 % of its 1,048,576 KiB of RAM in hugetlb pages" in err
+    assert "lab-thp (thp): no huge pages at all backed its memory" in err
+    assert "changed between its starts" not in err  # the backing moves; that is no change

@@ -1,0 +1,120 @@
+"""What really backed each twin's memory: the fact an A/B study of page sizes rests on.
+
+A "thp" twin whose RAM sits in 4 KiB pages, or a "shp1g" twin that got no hugetlb pages,
+makes a different study from the one declared. The host knows: the guest's QEMU process's
+``/proc/PID/smaps_rollup`` sums ``AnonHugePages`` (transparent huge pages) and
+``Shared_Hugetlb``/``Private_Hugetlb`` (hugetlbfs, what ``<memoryBacking><hugepages/>``
+gives) over its mappings; libvirt writes the PID to ``/run/libvirt/qemu/NAME.pid``. The
+controller reads them at every start of a run and at its end (``lab.run.environment``), and
+``lab compare`` says in a line per twin what backed its RAM, loudly when a variant did not
+take effect.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+
+from lxml import etree
+
+from lab.host.environment import NOT_AVAILABLE
+
+PID_FILE = "/run/libvirt/qemu/{name}.pid"
+_FIELD = re.compile(r"^(\w+):\s+(\d+) kB$", re.MULTILINE)
+# the facts, in KiB, as recorded
+ANON_HUGE, HUGETLB, RSS, DECLARED, MEMORY = (
+    "qemu_anon_huge_kib", "qemu_hugetlb_kib", "qemu_rss_kib", "memory_backing_declared",
+    "memory_kib",
+)  # fmt: skip
+HUGETLB_DECLARED = "hugetlb"
+DEFAULT_DECLARED = "default (transparent huge pages where the host allows)"
+
+
+def parse_smaps(text: str) -> dict[str, int]:
+    """Every ``Name: N kB`` field of smaps or smaps_rollup, summed over the mappings."""
+    fields: dict[str, int] = {}
+    for name, value in _FIELD.findall(text):
+        fields[name] = fields.get(name, 0) + int(value)
+    return fields
+
+
+def declared_backing(domain_xml: str | None) -> str:
+    """What the domain asks for: hugetlb pages (``<memoryBacking><hugepages>``) or not."""
+    if not domain_xml:
+        return NOT_AVAILABLE
+    root = etree.fromstring(domain_xml.encode())
+    return (
+        HUGETLB_DECLARED if root.find("memoryBacking/hugepages") is not None else DEFAULT_DECLARED
+    )
+
+
+def memory_kib(domain_xml: str | None) -> str:
+    """The guest's RAM in KiB from its domain's ``<memory>`` (libvirt writes it in KiB)."""
+    if not domain_xml:
+        return NOT_AVAILABLE
+    memory = etree.fromstring(domain_xml.encode()).find("memory")
+    if memory is None or memory.get("unit", "KiB") != "KiB" or not (memory.text or "").isdigit():
+        return NOT_AVAILABLE
+    return str(int(memory.text or 0))
+
+
+def backing_facts(read: Callable[[str], str], name: str, domain_xml: str | None) -> dict[str, str]:
+    """The guest's QEMU process's huge pages and resident memory now, in KiB, and what its
+    domain declares; "not available" where the process or its files cannot be read."""
+    facts = {DECLARED: declared_backing(domain_xml), MEMORY: memory_kib(domain_xml)}
+    try:
+        pid = int(read(PID_FILE.format(name=name)).strip())
+        fields = parse_smaps(read(f"/proc/{pid}/smaps_rollup"))
+    except (OSError, ValueError):
+        return {**facts, ANON_HUGE: NOT_AVAILABLE, HUGETLB: NOT_AVAILABLE, RSS: NOT_AVAILABLE}
+    hugetlb = fields.get("Shared_Hugetlb", 0) + fields.get("Private_Hugetlb", 0)
+    return {
+        **facts,
+        ANON_HUGE: str(fields.get("AnonHugePages", 0)),
+        HUGETLB: str(hugetlb),
+        RSS: str(fields.get("Rss", 0)),
+    }
+
+
+def _kib(facts: Mapping[str, str], key: str) -> int | None:
+    value = facts.get(key, NOT_AVAILABLE)
+    return int(value) if value.isdigit() else None
+
+
+def describe(name: str, facts: Mapping[str, str]) -> str | None:
+    """'lab-thp: 98 % of its 1,048,576 KiB of RAM in transparent huge pages, …', or None when
+    nothing was recorded."""
+    anon, hugetlb = _kib(facts, ANON_HUGE), _kib(facts, HUGETLB)
+    guest_kib = _kib(facts, MEMORY)
+    if anon is None or hugetlb is None:
+        return None
+
+    def share(kib: int) -> str:
+        if guest_kib:
+            return f"{kib / guest_kib * 100:.0f} % of its {guest_kib:,} KiB of RAM"
+        return f"{kib:,} KiB"
+
+    return (
+        f"{name}: {share(hugetlb)} in hugetlb pages, {share(anon)} in transparent huge pages"
+        f" (declared: {facts.get(DECLARED, NOT_AVAILABLE)})"
+    )
+
+
+def problem(name: str, variant: str, facts: Mapping[str, str]) -> str | None:
+    """The variant that did not take effect: hugetlb declared and none in use, or no huge
+    pages at all behind a twin that relies on transparent ones."""
+    anon, hugetlb = _kib(facts, ANON_HUGE), _kib(facts, HUGETLB)
+    declared = facts.get(DECLARED)
+    if anon is None or hugetlb is None:
+        return None
+    if declared == HUGETLB_DECLARED and hugetlb == 0:
+        return (
+            f"{name} ({variant}) declares hugetlb pages but its QEMU process holds none: the"
+            " variant did not take effect"
+        )
+    if declared == DEFAULT_DECLARED and anon == 0 and hugetlb == 0:
+        return (
+            f"{name} ({variant}): no huge pages at all backed its memory (AnonHugePages 0): its"
+            " RAM was in 4 KiB pages, so it is not a THP twin (check the host's THP mode)"
+        )
+    return None
