@@ -39,3 +39,19 @@ def test_two_runs_that_differ_are_listed_refused_together_and_picked_one_by_one(
     tables = json.loads(out)
     assert sorted(t["study"].split(":")[0] for t in tables) == ["shp1g", "thp"]
     assert all([a["variant"] for a in t["arms"]] == keys for t in tables)
+
+    # Each run recorded its environment on the real hosts and guests, and what backed the
+    # twins' memory: shp1g's QEMU holds its whole RAM in hugetlb pages, as declared.
+    shown = json.loads(pair.lab("runs", "--db", db, "show", keys[0], "--json").stdout)
+    env = shown["environment"]
+    host = env["host local"]
+    assert host["kernel"] == Path("/proc/sys/kernel/osrelease").read_text().strip()
+    assert host["accelerator"] in ("kvm", "tcg") and host["qemu_version"] != "not available"
+    shp, thp = env["guest lab-shp1g"], env["guest lab-thp"]
+    assert shp["memory_backing_declared"] == "hugetlb"
+    assert int(shp["qemu_hugetlb_kib"]) == int(shp["memory_kib"]) > 0
+    assert thp["memory_backing_declared"].startswith("default") and thp["qemu_hugetlb_kib"] == "0"
+    assert shp["kernel"] == thp["kernel"] and shp["kernel"] != "not available"
+    assert shown["twins_differ"] == []  # one image, one host: only the variant differs
+    said = pair.lab("compare", "--db", db, "--run", keys[0]).stderr
+    assert "memory of lab-shp1g: 100 % of its" in said and "did not take effect" not in said
