@@ -10,7 +10,7 @@ from lab.core.context import Context
 from lab.store.cli import add_db_argument, add_run_argument, add_study_argument
 
 if TYPE_CHECKING:
-    from lab.store import ExportRow
+    from lab.store import ExportRow, Store
 
 
 def register(subparsers: Any) -> None:
@@ -18,7 +18,9 @@ def register(subparsers: Any) -> None:
         "export", help="write every sample with its context as CSV or JSON lines",
         description="Write every stored sample, one per row, with its study, run, workload,"
         " parameters, variant, guest, host, iteration, attempt, metric, unit, direction,"
-        " value, start and end time and source. `lab import` reads the CSV back.",
+        " value, start and end time and source. As JSON lines, each run's recorded environment"
+        " comes first, one line per host and guest and start (\"record\": \"environment\")."
+        " `lab import` reads either back (the environment lines it skips).",
     )  # fmt: skip
     parser.add_argument("--format", choices=("csv", "jsonl"), default="csv",
                         help="output format (default: csv)")  # fmt: skip
@@ -28,6 +30,20 @@ def register(subparsers: Any) -> None:
     add_study_argument(parser)
     add_db_argument(parser)
     parser.set_defaults(run=run)
+
+
+def _environment_lines(out: IO[str], store: Store, study: str | None, workload: str | None,
+                       run: str | None) -> None:  # fmt: skip
+    """Each selected run's environment records as JSON lines (``lab.run.environment``)."""
+    import json
+
+    for r in store.runs(study):
+        if workload in (None, r.workload) and run in (None, r.key):
+            for e in store.environment(r.id):
+                out.write(json.dumps({
+                    "record": "environment", "study": r.study, "run": r.key, "scope": e.scope,
+                    "name": e.name, "recorded": e.recorded, "facts": e.facts,
+                }, ensure_ascii=False) + "\n")  # fmt: skip
 
 
 def _write(out: IO[str], rows: Iterable[ExportRow], fmt: str) -> int:
@@ -70,6 +86,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         except OSError as err:
             raise UsageError(f"cannot write {args.out}: {err}", hint="Pass another --out") from None
         with target or contextlib.nullcontext(sys.stdout) as out:
+            if args.format == "jsonl":
+                _environment_lines(out, store, args.study, args.workload, run)
             count = _write(out, rows, args.format)
     if args.out:
         ctx.note(f"wrote {count:,} sample(s) to {args.out}")

@@ -145,6 +145,9 @@ def _json_lines(text: str) -> Iterator[tuple[int, str]]:
             yield number, line
 
 
+ENVIRONMENT = "environment"  # the "record" of lab export's environment lines
+
+
 def read_jsonl(text: str, name: str, defaults: Defaults) -> Parsed:
     samples, bad = [], []
     for line, raw in _json_lines(text):
@@ -158,6 +161,8 @@ def read_jsonl(text: str, name: str, defaults: Defaults) -> Parsed:
             continue
         if not isinstance(row, dict):
             bad.append(BadLine(line, "not a JSON object"))
+            continue
+        if row.get("record") == ENVIRONMENT:  # lab export's environment lines: no sample
             continue
         unknown = [k for k in row if k not in KNOWN]
         if unknown:

@@ -60,3 +60,21 @@ def test_jsonl_to_file(db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_unwritable_out(db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["export", "--db", str(db), "--out", str(tmp_path / "no" / "x.csv")]) == 2
     assert "cannot write" in capsys.readouterr().err
+
+
+def test_jsonl_carries_each_runs_environment_and_import_reads_the_samples_back(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with Store.open(db) as store:
+        store.record_environment(store.runs()[0].id, "host", "local", {"kernel": "6.1"})
+    out = tmp_path / "all.jsonl"
+    assert main(["export", "--db", str(db), "--format", "jsonl", "--out", str(out)]) == 0
+    first, *samples = [json.loads(line) for line in out.read_text().splitlines()]
+    assert first["record"] == "environment" and first["run"] == "s/w"
+    assert (first["scope"], first["name"], first["facts"]) == ("host", "local", {"kernel": "6.1"})
+    assert len(samples) == 4 and all("record" not in s for s in samples)
+    again = tmp_path / "again.db"
+    assert main(["import", str(out), "--db", str(again)]) == 0
+    assert "skipped" not in capsys.readouterr().err  # no line refused: the environment is known
+    with Store.open(again) as store:
+        assert sum(s.values.size for s in store.values()) == 4
