@@ -3,13 +3,15 @@ HTML page with the store's metadata (studies, runs, guests, images)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lab.app.analyse import AnalyseRequest, compare_samples, select_samples, store_path
+from lab.app.environment import environment_report
 from lab.core.context import Context
 from lab.core.errors import UsageError
 from lab.report.images import image_summaries
+from lab.run.environment import latest
 from lab.store import Store
 
 
@@ -39,12 +41,19 @@ def report(ctx: Context, request: ReportRequest) -> ReportResult:
             store_path=str(path), studies=[s for s in store.studies() if study in (None, s.name)],
             guests=guests, runs=store.runs(study), attempts=store.attempt_counts(study),
             images=image_summaries(guests, Path(ctx.config.image_dir)),
+            environment={
+                r.key: {f"{scope} {name}": facts
+                        for (scope, name), facts in latest(store.environment(r.id)).items()}
+                for r in store.runs(study)
+            },
         )  # fmt: skip
     if not samples.series:
         raise UsageError(
             "no samples in the store to report on",
             hint="Collect some with `lab run` or bring them in with `lab import FILE`",
         )
+    said = environment_report(ctx, selection)
+    meta = replace(meta, evidence=said.notes, warnings=said.warnings)
     comparisons = compare_samples(samples, request.analysis)
     out = Path(request.out) if request.out else path.parent / "report"
     try:

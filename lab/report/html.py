@@ -15,8 +15,8 @@ import io
 import json
 import re
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from matplotlib.figure import Figure
@@ -65,6 +65,27 @@ class ReportMeta:
     runs: Sequence[RunRecord]
     attempts: dict[tuple[str, str], tuple[int, int]]
     images: Sequence[ImageSummary] = ()  # the base images the guests were cloned from
+    evidence: Sequence[str] = ()  # what backed each twin's memory (lab.app.environment)
+    warnings: Sequence[str] = ()  # twins that differ beyond their variant, a variant not in effect
+    environment: Mapping[str, Mapping[str, Mapping[str, str]]] = field(default_factory=dict)
+    """run key -> "host NAME" / "guest NAME" -> facts at the run's last start"""
+
+
+def _evidence_html(meta: ReportMeta) -> str:
+    """What the runs' recorded environment says: warnings first, what backed each twin's
+    memory, then each run's facts (``lab runs show``)."""
+    if not (meta.warnings or meta.evidence or meta.environment):
+        return ""
+    parts = ['<h2 id="evidence">Evidence</h2>']
+    parts += [f'<p class="slower">warning: {_e(w)}</p>' for w in meta.warnings]
+    parts += ["<ul>" + "".join(f"<li>{_e(n)}</li>" for n in meta.evidence) + "</ul>"]
+    for key, where in meta.environment.items():
+        for name, facts in where.items():
+            rows = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>"
+                           for k, v in sorted(facts.items()))  # fmt: skip
+            parts.append(f"<details><summary>run {_e(key)}: environment of {_e(name)}</summary>"
+                         f"<table>{rows}</table></details>")  # fmt: skip
+    return "".join(parts)
 
 
 def _e(text: object) -> str:
@@ -299,6 +320,7 @@ def render(
         f'<p class="note">Generated {_e(_when(time.time()))} by lab {_e(__version__)} from'
         f" <code>{_e(meta.store_path)}</code>.</p>",
         _summary_html(comparisons, out_dir, embed),
+        _evidence_html(meta),
         "<h2>Verdicts</h2><ul>" + "".join(verdicts) + "</ul>",
         *(_block_html(i, b, out_dir, embed) for i, b in enumerate(grouped)),
         _metadata_html(meta),

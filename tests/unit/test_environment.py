@@ -152,3 +152,14 @@ def test_compare_says_what_backed_each_twins_memory_and_warns_when_a_variant_fai
     assert "memory of lab-shp1g: 100 % of its 1,048,576 KiB of RAM in hugetlb pages" in err
     assert "lab-thp (thp): no huge pages at all backed its memory" in err
     assert "changed between its starts" not in err  # the backing moves; that is no change
+
+
+def test_the_report_carries_the_evidence(tmp_path: Path) -> None:
+    db = tmp_path / "lab.db"
+    stored(db, thp_mode="never")
+    out = tmp_path / "report"
+    assert main(["report", "--db", str(db), "--out", str(out)]) == 0
+    page = (out / "index.html").read_text()
+    assert '<h2 id="evidence">Evidence</h2>' in page
+    assert "the twins differ beyond their variant in guest thp_enabled" in page
+    assert "run k: environment of guest lab-shp1g" in page and "<td>never</td>" in page
