@@ -6,6 +6,7 @@ a different experiment). The facts are those ``lab run`` records at every start
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from lab.app.analyse import Selection, store_path
@@ -13,6 +14,7 @@ from lab.app.runs import find_run
 from lab.core.context import Context
 from lab.run.backing import describe, problem
 from lab.run.environment import Difference, changes, differences, latest, twin_differences
+from lab.run.qemuargs import CONSEQUENCE, UNEXPLAINED, compare_cmdlines, parse_cmdline
 from lab.store import Store
 from lab.store.records import RunRecord
 
@@ -35,7 +37,30 @@ def environment_report(ctx: Context, selection: Selection) -> EnvironmentReport:
                 notes += [f"run {run.key}: memory of {said}"] if said else []
                 wrong = problem(name, facts.get("variant", "?"), facts)
                 problems += [f"run {run.key}: {wrong}"] if wrong else []
+            told, odd = qemu_told(latest(store.environment(run.id)))
+            notes += [f"run {run.key}: {line}" for line in told]
+            problems += [f"run {run.key}: {line}" for line in odd]
     return EnvironmentReport(notes, problems + environment_warnings(ctx, selection))
+
+
+def qemu_told(now: dict[tuple[str, str], dict[str, str]]) -> tuple[list[str], list[str]]:
+    """What the twins' QEMU command lines say beyond the variant: the consequences libvirt
+    added (as notes) and anything unexplained (as warnings), from a run's last start."""
+    guests = [(name, json.loads(f.get("qemu_cmdline", "[]") or "[]"))
+              for (scope, name), f in now.items() if scope == "guest"]  # fmt: skip
+    if len(guests) != 2 or not all(args for _, args in guests):
+        return [], []
+    (name_a, args_a), (name_b, args_b) = guests
+    found = compare_cmdlines(parse_cmdline("\0".join(args_a)), parse_cmdline("\0".join(args_b)),
+                             name_a, name_b)  # fmt: skip
+    notes, odd = [], []
+    for d in found:
+        told = f"{d.option}: {name_a} {d.a}, {name_b} {d.b}"
+        if d.kind == CONSEQUENCE:
+            notes.append(f"QEMU was told more than the variant, {told} ({d.meaning})")
+        elif d.kind == UNEXPLAINED:
+            odd.append(f"the twins' QEMU command lines differ beyond the variant, {told}")
+    return notes, odd
 
 
 def environment_warnings(ctx: Context, selection: Selection) -> list[str]:

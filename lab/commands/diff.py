@@ -20,14 +20,43 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("a", help="first variant")
     parser.add_argument("b", help="second variant")
+    parser.add_argument(
+        "--live", action="store_true",
+        help="compare the running twins' QEMU command lines instead: the variant's delta, the"
+        " consequences libvirt adds (preallocated hugetlb memory, its hugetlbfs path), identity"
+        " and anything unexplained",
+    )  # fmt: skip
     add_twin_arguments(parser)
     parser.set_defaults(run=run)
+
+
+def run_live(args: argparse.Namespace, ctx: Context) -> int:
+    from rich.table import Table
+
+    from lab.app.livediff import live_differences
+
+    a, b, found = live_differences(ctx, args.a, args.b)
+    table = Table("kind", "option", a, b, "meaning", title=f"QEMU: {a} vs {b}")
+    order = {"variant": 0, "consequence": 1, "unexplained": 2, "identity": 3}
+    for d in sorted(found, key=lambda d: (order.get(d.kind, 9), d.option)):
+        style = "bold red" if d.kind == "unexplained" else None
+        table.add_row(d.kind, d.option, d.a, d.b, d.meaning, style=style)
+    ctx.out.print(table)
+    unexplained = [d for d in found if d.kind == "unexplained"]
+    if unexplained:
+        ctx.warn(f"{len(unexplained)} option(s) are neither the variant, its consequences nor"
+                 " the identity")  # fmt: skip
+        return 1
+    return 0
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from rich.table import Table
 
     from lab.guests.fairness import pair_changes
+
+    if args.live:
+        return run_live(args, ctx)
 
     twins = plan_twins(ctx, request_from(args, ctx, [args.a, args.b]))
     changes = pair_changes(twins.guests[0], twins.guests[1])

@@ -63,7 +63,7 @@ def backing_facts(read: Callable[[str], str], name: str, domain_xml: str | None)
     domain declares; "not available" where the process or its files cannot be read."""
     facts = {DECLARED: declared_backing(domain_xml), MEMORY: memory_kib(domain_xml)}
     try:
-        pid = int(read(PID_FILE.format(name=name)).strip())
+        pid = qemu_pid(read, name)
         fields = parse_smaps(read(f"/proc/{pid}/smaps_rollup"))
     except (OSError, ValueError):
         return {**facts, ANON_HUGE: NOT_AVAILABLE, HUGETLB: NOT_AVAILABLE, RSS: NOT_AVAILABLE}
@@ -74,6 +74,20 @@ def backing_facts(read: Callable[[str], str], name: str, domain_xml: str | None)
         HUGETLB: str(hugetlb),
         RSS: str(fields.get("Rss", 0)),
     }
+
+
+def qemu_pid(read: Callable[[str], str], name: str) -> int:
+    """The PID of guest ``name``'s QEMU process, as libvirt wrote it (OSError, ValueError)."""
+    return int(read(PID_FILE.format(name=name)).strip())
+
+
+def qemu_cmdline(read: Callable[[str], str], name: str) -> list[str]:
+    """The arguments guest ``name``'s QEMU process was started with; [] when unreadable."""
+    try:
+        raw = read(f"/proc/{qemu_pid(read, name)}/cmdline")
+    except (OSError, ValueError):
+        return []
+    return [a for a in raw.split("\0") if a]
 
 
 def _kib(facts: Mapping[str, str], key: str) -> int | None:

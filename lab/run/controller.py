@@ -28,7 +28,7 @@ from lab.host.environment import host_environment
 from lab.host.facts import read_hugepage_pools
 from lab.host.site import SYSFS
 from lab.inguest.journal import TERMINAL_EVENTS, JournalEntry, JournalEvent
-from lab.run.backing import backing_facts
+from lab.run.backing import backing_facts, qemu_cmdline
 from lab.run.environment import GUEST_SCRIPT, guest_environment, lab_facts
 from lab.run.guestrunner import GuestRunner
 from lab.run.hostside import guest_infos, nfs_source
@@ -376,7 +376,10 @@ class Controller:
         """What backs the guest's memory now (``lab.run.backing``), read on its host."""
         site = self.sites.get(record.host)
         host = site[0].ctx.host if site else self.ctx.host
-        return backing_facts(host.read_text, record.name, xml)
+        return {
+            **backing_facts(host.read_text, record.name, xml),
+            "qemu_cmdline": json.dumps(qemu_cmdline(host.read_text, record.name)),
+        }
 
     def record_backing(self) -> None:
         """At the end of a start: the guests' facts again, with their memory backing now

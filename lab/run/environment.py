@@ -26,8 +26,10 @@ GUEST_SCRIPT = (
     " (gcc --version 2>/dev/null || echo) | head -n 1"
 )
 GUEST_FACTS = ("kernel", "thp_enabled", "thp_defrag", "compiler")
-# Facts that differ between twins by construction: their own names, their XML (the variant).
-IDENTITY = frozenset({"domain_xml_sha256"})
+# Facts that differ between twins by construction: their XML (the variant and the names) and
+# what it declares for memory; their QEMU's command lines and memory (qemu_*) are compared
+# apart, option by option (lab.run.qemuargs) and against the declared backing (lab.run.backing).
+IDENTITY = frozenset({"domain_xml_sha256", "memory_backing_declared"})
 
 
 def guest_environment(output: str, domain_xml: str | None) -> dict[str, str]:
@@ -79,7 +81,7 @@ def differences(
 ) -> list[Difference]:
     """The facts whose values differ among ``sides`` ((where, facts) pairs), but those in
     ``ignore``; a fact one side lacks counts as differing."""
-    names = sorted({k for _, facts in sides for k in facts} - ignore)
+    names = sorted({k for _, facts in sides for k in facts if not k.startswith("qemu_")} - ignore)
     found = []
     for name in names:
         values = tuple((where, facts.get(name, "(not recorded)")) for where, facts in sides)

@@ -55,3 +55,6 @@ def test_two_runs_that_differ_are_listed_refused_together_and_picked_one_by_one(
     assert shown["twins_differ"] == []  # one image, one host: only the variant differs
     said = pair.lab("compare", "--db", db, "--run", keys[0]).stderr
     assert "memory of lab-shp1g: 100 % of its" in said and "did not take effect" not in said
+    assert "QEMU was told more than the variant, -object pc.ram prealloc" in said
+    live = pair.lab("diff", "--live", "thp", "shp1g")  # exit 0: nothing unexplained
+    assert "memory-backend-file" in live.stdout and "consequence" in live.stdout

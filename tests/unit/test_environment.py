@@ -163,3 +163,23 @@ def test_the_report_carries_the_evidence(tmp_path: Path) -> None:
     assert '<h2 id="evidence">Evidence</h2>' in page
     assert "the twins differ beyond their variant in guest thp_enabled" in page
     assert "run k: environment of guest lab-shp1g" in page and "<td>never</td>" in page
+
+
+def test_compare_names_what_qemu_was_told_beyond_the_variant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    captures = Path(__file__).parents[1] / "fixtures" / "captures"
+    db = tmp_path / "lab.db"
+    stored(db)
+    with Store.open(db) as store:
+        run = store.runs()[0].id
+        for e in store.environment(run):
+            if e.scope == "guest":
+                raw = (captures / f"qemu-7.2-cmdline-{e.name}-tcg.bin").read_text()
+                args = json.dumps([a for a in raw.split("\0") if a])
+                store.record_environment(run, "guest", e.name, {**e.facts, "qemu_cmdline": args})
+    assert main(["compare", "--db", str(db)]) == 0
+    err = capsys.readouterr().err
+    assert "QEMU was told more than the variant, -object pc.ram prealloc: lab-thp (absent)," in err
+    assert "lab-shp1g true (guest RAM preallocated" in err
+    assert "command lines differ beyond the variant" not in err

@@ -1,0 +1,56 @@
+"""What QEMU was really told: the twins' live command lines (captured here from the pair's
+QEMU processes under TCG), compared option by option and classified."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lab.run.qemuargs import (
+    CONSEQUENCE,
+    IDENTITY,
+    UNEXPLAINED,
+    VARIANT,
+    compare_cmdlines,
+    normalise,
+    parse_cmdline,
+)
+
+CAPTURES = Path(__file__).parents[1] / "fixtures" / "captures"
+THP = (CAPTURES / "qemu-7.2-cmdline-lab-thp-tcg.bin").read_bytes()
+SHP = (CAPTURES / "qemu-7.2-cmdline-lab-shp1g-tcg.bin").read_bytes()
+
+
+def test_a_command_line_is_read_as_flags_with_their_arguments() -> None:
+    options = parse_cmdline(SHP)
+    raw = [a for a in SHP.decode().split("\0") if a]
+    assert options[0].flag == "-name" and options[0].value == "guest=lab-shp1g,debug-threads=on"
+    assert sum(1 + bool(o.value) for o in options) == len(raw) - 1  # every argument placed
+    assert any(o.flag == "-S" and o.value == "" for o in options)  # a flag without argument
+
+
+def test_the_twins_differ_in_the_backend_its_consequences_and_their_identity_only() -> None:
+    found = compare_cmdlines(parse_cmdline(THP), parse_cmdline(SHP), "lab-thp", "lab-shp1g")
+    kinds = {(d.kind, d.option) for d in found}
+    assert (VARIANT, "-object pc.ram qom-type") in kinds
+    consequences = {d.option for d in found if d.kind == CONSEQUENCE}
+    assert {"-object pc.ram prealloc", "-object pc.ram mem-path",
+            "-object thread-context tc-pc.ram"} <= consequences  # fmt: skip
+    prealloc = next(d for d in found if d.option == "-object pc.ram prealloc")
+    assert (prealloc.a, prealloc.b) == ("(absent)", "true") and "preallocated" in prealloc.meaning
+    identity = {d.option for d in found if d.kind == IDENTITY}
+    assert {"-name", "-uuid", "-device net0", "-netdev hostnet0"} <= identity
+    assert not [d for d in found if d.kind == UNEXPLAINED]
+
+
+def test_anything_else_is_unexplained() -> None:
+    more_cpus = SHP.replace(b"1,sockets=1,cores=1,threads=1", b"2,sockets=1,cores=2,threads=1")
+    found = compare_cmdlines(parse_cmdline(THP), parse_cmdline(more_cpus), "lab-thp", "lab-shp1g")
+    odd = [d for d in found if d.kind == UNEXPLAINED]
+    assert [d.option for d in odd] == ["-smp"]
+
+
+def test_identity_is_the_name_uuids_macs_and_descriptors() -> None:
+    assert normalise('{"fd":"33","mac":"52:54:00:d2:90:9b"}', []) == '{"fd":"<fd>","mac":"<mac>"}'
+    assert normalise("/var/lib/libvirt/qemu/domain-3-lab-thp/x", ["lab-thp"]) == (
+        "/var/lib/libvirt/qemu/<domain>/x"
+    )
