@@ -40,6 +40,7 @@ class RunRequest:
     threshold: str = "1%"
     swap_every: int | None = None
     warmup: str | None = None  # K or "auto", stored with the run
+    counters: str = "all"  # perf events per iteration (sync, alternate): none, software, all
     guests: tuple[str, ...] = ()  # empty: every guest that is up
     hosts: str | None = None  # None: every host where a lab is up
     max_failures: int = 10
@@ -133,6 +134,7 @@ def run_workload(ctx: Context, request: RunRequest) -> RunOutcome:
         threshold=parse_threshold(request.threshold),
         swap_every=request.swap_every,
         warmup=request.warmup,
+        counters=request.counters,
     )
     db = request.db or ctx.config.store
     with (

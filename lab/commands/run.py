@@ -94,6 +94,13 @@ def register(subparsers: Any) -> None:
         metavar="KEY=VALUE",
         help="a workload parameter (repeatable), e.g. -p time=10",
     )
+    parser.add_argument(
+        "--counters", choices=("none", "software", "all"), default="all",
+        help="count each guest's QEMU vCPU threads with perf stat over every iteration (sync"
+        " and alternate schedules), stored as metrics perf.<event>: software events (task-clock,"
+        " page-faults, context-switches, cpu-migrations), or all that this host counts (TLB"
+        " misses, cycles, instructions; a VM without a PMU has none) (default: all)",
+    )  # fmt: skip
     parser.add_argument("--study", default=DEFAULT_STUDY, help="study name the samples belong to")
     parser.add_argument("--db", help="result store (config: store)")
     parser.add_argument(
@@ -129,5 +136,5 @@ def request(args: argparse.Namespace) -> RunRequest:
         db=args.db, schedule=args.schedule, until=args.until, confidence=args.confidence,
         threshold=args.threshold, swap_every=args.swap_every, warmup=args.warmup,
         guests=tuple(args.guests.split(",")) if args.guests else (), hosts=args.hosts,
-        max_failures=args.max_failures,
+        max_failures=args.max_failures, counters=args.counters,
     )  # fmt: skip

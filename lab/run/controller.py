@@ -28,7 +28,8 @@ from lab.host.environment import host_environment
 from lab.host.facts import read_hugepage_pools
 from lab.host.site import SYSFS
 from lab.inguest.journal import TERMINAL_EVENTS, JournalEntry, JournalEvent
-from lab.run.backing import backing_facts, qemu_cmdline
+from lab.run.backing import backing_facts, qemu_cmdline, qemu_pid
+from lab.run.counters import Counting, Reading, events_for, probe, vcpu_threads
 from lab.run.environment import GUEST_SCRIPT, guest_environment, lab_facts
 from lab.run.guestrunner import GuestRunner
 from lab.run.hostside import guest_infos, nfs_source
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from lab.guests.sites import Site
 
 RUNNER_DIR = f"/home/{GUEST_USER}/lab-runner"
+NONE = Reading("", None, "")  # an event perf did not report
 RECENT = 50  # iterations whose wall times give the rate and the ETA
 # SQLite's page cache for the store while a run appends to it: the controller rereads
 # nothing it wrote, and SQLite's default (2,000 KiB) would grow its memory through the
@@ -119,6 +121,7 @@ class RunPlan:
     threshold: float | Threshold = 0.01  # the verdict's threshold: a fraction, or Threshold
     swap_every: int | None = None  # sync only: swap the twins' CPU sets every K iterations
     warmup: str | None = None  # K or "auto": what the stopping rule leaves out (not the key)
+    counters: str = "all"  # perf events per iteration: none, software or all (that work)
 
 
 class Controller:
@@ -153,6 +156,8 @@ class Controller:
         self.decision: Any = None  # lab.stats.sequential.Decision once the rule stopped the run
         self.waiting = ""  # why the rule may not look yet (warm-up, a block not yet whole)
         self.environment: dict[str, dict[str, str]] = {}  # guest -> facts of this start
+        self.counter_events: tuple[str, ...] = ()  # the perf events that count on this host
+        self.counting: dict[str, Counting] = {}  # guest -> its perf stat of this iteration
         self.key = run_key(
             plan.study,
             plan.workload.name,
@@ -356,6 +361,7 @@ class Controller:
                 conn = None
             pools = site[0].hugepage_pools() if site else read_hugepage_pools(SYSFS)
             facts = host_environment(ctx.host.read_text, pools, conn)
+            facts.update(self._probe_counters(record, remote=site is not None and site[0].remote))
             facts.update(
                 accelerator=state.accelerator, accelerator_reason=state.accel_reason,
                 image_hash=state.image_hash, **lab_facts(self.ctx.host),
@@ -371,6 +377,69 @@ class Controller:
             facts.update(self._backing(guest.record, xml))
             self.environment[guest.record.name] = facts
             self.store.record_environment(self.run_id, "guest", guest.record.name, facts)
+
+    def _probe_counters(self, record: GuestRecord, remote: bool) -> dict[str, str]:
+        """Which perf events count on this host, tried on ``record``'s vCPU threads; the run
+        gets a metric for each (``lab.run.counters``). Facts for the environment."""
+        wanted = events_for(self.plan.counters)
+        if not wanted:
+            return {"perf_counted": "none (--counters none)"}
+        if self.plan.schedule not in ("sync", "alternate") or remote:
+            why = "another host" if remote else f"the {self.plan.schedule} schedule"
+            return {"perf_counted": f"none: counted per iteration under sync and alternate"
+                    f" schedules on this machine, not on {why}"}  # fmt: skip
+        if self.ctx.host.which("perf") is None:
+            return {"perf_counted": "none: perf is not installed (apt install linux-perf)"}
+        threads = self._vcpu_threads(record)
+        if not threads:
+            return {"perf_counted": "none: the guest's QEMU vCPU threads cannot be read"}
+        readings = probe(self.ctx.host, wanted, threads, self._counter_file("probe"))
+        self.counter_events = tuple(e for e in wanted if readings.get(e, NONE).value is not None)
+        self.store.add_metrics(self.run_id, [
+            MetricInfo(readings[e].metric, readings[e].metric_unit, "lower")
+            for e in self.counter_events
+        ])  # fmt: skip
+        refused = [f"{e} ({readings[e].note if e in readings else 'not reported'})"
+                   for e in wanted if e not in self.counter_events]  # fmt: skip
+        return {
+            "perf_counted": ",".join(self.counter_events) or "none",
+            "perf_not_counted": ", ".join(refused) or "none",
+        }
+
+    def _vcpu_threads(self, record: GuestRecord) -> list[int]:
+        try:
+            return vcpu_threads(self.ctx.host, qemu_pid(self.ctx.host.read_text, record.name))
+        except (OSError, ValueError, LabError):
+            return []
+
+    def _counter_file(self, name: str) -> Path:
+        folder = Path(self.ctx.config.state_dir) / "counters"
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder / f"{name}.csv"
+
+    def begin_counting(self, guests: Sequence[GuestProgress]) -> None:
+        """Start counting each guest's vCPU threads for the coming iteration."""
+        if not self.counter_events:
+            return
+        for guest in guests:
+            threads = self._vcpu_threads(guest.record)
+            if threads:
+                counting = Counting(self.ctx.host, self.counter_events, threads,
+                                    self._counter_file(guest.record.name))  # fmt: skip
+                counting.start()
+                self.counting[guest.record.name] = counting
+
+    def end_counting(self, iteration: int, guests: Sequence[GuestProgress]) -> None:
+        """Stop counting; the counts of an iteration that succeeded become its samples."""
+        for guest in guests:
+            counting = self.counting.pop(guest.record.name, None)
+            if counting is None:
+                continue
+            readings = counting.stop()
+            if iteration in guest.completed:
+                values = {r.metric: r.value for e, r in readings.items()
+                          if r.value is not None and e in self.counter_events}  # fmt: skip
+                self.store.record_samples(self.run_id, guest.guest_id, iteration, values)
 
     def _backing(self, record: GuestRecord, xml: str | None) -> dict[str, str]:
         """What backs the guest's memory now (``lab.run.backing``), read on its host."""
@@ -399,6 +468,8 @@ class Controller:
             with self.swaps.in_force(self.ctx.warn):  # then back on their own CPUs
                 run_schedule(self.plan.schedule, self)
         finally:
+            for counting in self.counting.values():  # a perf stat left by an interruption
+                counting.stop()
             try:
                 self.record_backing()
             except Exception as err:

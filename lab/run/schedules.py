@@ -48,6 +48,8 @@ class Driver(Protocol):
     def ingest(self, guest: Any) -> int: ...
     def check_failures(self, guest: Any) -> None: ...
     def before_iteration(self, iteration: int, guests: Sequence[Any]) -> None: ...
+    def begin_counting(self, guests: Sequence[Any]) -> None: ...
+    def end_counting(self, iteration: int, guests: Sequence[Any]) -> None: ...
     def updated(self) -> None: ...
     def stopped_by_rule(self) -> bool: ...
 
@@ -88,12 +90,14 @@ def alternate(driver: Driver) -> None:
         for guest in driver.guests:
             while iteration not in guest.completed:
                 driver.check_failures(guest)
+                driver.begin_counting([guest])
                 started = driver.with_guest(
                     guest, partial(driver.ensure_running, first=iteration, last=iteration)
                 )
                 while started and driver.with_guest(guest, driver.running):
                     clock.sleep(poll / 4)
                 driver.with_guest(guest, driver.ingest)
+                driver.end_counting(iteration, [guest])
                 if not started:
                     clock.sleep(poll)
             driver.updated()
@@ -112,6 +116,7 @@ def sync(driver: Driver) -> None:
             for guest in todo:
                 driver.check_failures(guest)
             driver.before_iteration(iteration, todo)  # no runner runs: CPU sets may change
+            driver.begin_counting(todo)
             with ThreadPoolExecutor(max_workers=len(todo)) as pool:
                 start = partial(driver.start_one, iteration)
                 started = list(pool.map(driver.with_guest, todo, [start] * len(todo)))
@@ -119,6 +124,7 @@ def sync(driver: Driver) -> None:
                 clock.sleep(poll / 4)
             for guest in todo:
                 driver.with_guest(guest, driver.ingest)
+            driver.end_counting(iteration, todo)
             if not any(started):
                 clock.sleep(poll)
         driver.updated()

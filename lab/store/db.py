@@ -308,6 +308,30 @@ class Store(Reads):
                     )
             return run_id
 
+    def add_metrics(self, run_id: int, metrics: Sequence[MetricInfo]) -> None:
+        """Give run ``run_id`` more metrics (counters found to work when it started); one
+        it has already keeps its unit and direction."""
+        with self._transaction() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO metric(run_id, name, unit, direction) VALUES (?, ?, ?, ?)",
+                [(run_id, m.name, m.unit, m.direction) for m in metrics],
+            )
+
+    def record_samples(
+        self, run_id: int, guest_id: int, iteration: int, values: Mapping[str, float]
+    ) -> None:
+        """More samples of an iteration already stored as successful (counters read on the
+        host beside it); the metrics must be the run's (``add_metrics``)."""
+        rows = [(run_id, guest_id, iteration, name, float(v)) for name, v in values.items()
+                if math.isfinite(float(v))]  # fmt: skip
+        with self._transaction() as conn:
+            self._check_batch(conn, run_id, guest_id, {r[3] for r in rows})
+            conn.executemany(
+                "INSERT OR REPLACE INTO sample(run_id, guest_id, iteration, metric, value)"
+                " VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+
     def record(self, run_id: int, guest_id: int, records: Sequence[IterationRecord]) -> int:
         """Store a batch of attempts in one transaction; returns how many were new.
 

@@ -68,6 +68,13 @@ def test_the_demo_study_runs_every_workload_stores_its_file_and_writes_the_repor
             "own", "own", "swapped", "swapped", "own"
         ]  # fmt: skip
     assert "Placement" in page
+    # demo-build ran with sync: perf counted each guest's vCPU threads over every iteration
+    clock = samples(db, "demo-build", "perf.task_clock")
+    faults = samples(db, "demo-build", "perf.page_faults")
+    for name in ("lab-thp", "lab-shp1g"):
+        assert [i for i, _ in clock[name]] == list(range(1, 6)), clock
+        assert all(v > 0 for _, v in clock[name]) and len(faults[name]) == 5
+    assert "perf.task_clock" in page
 
     # Running it again resumes: every run is complete, so nothing is added.
     pair.lab("study", "run", str(DEMO), "--db", str(db), timeout=1800)

@@ -259,6 +259,7 @@ def make_pair(
         confidence=95.0,
         threshold=0.01,
         swap_every=swap_every,
+        counters="none",  # no QEMU here; counting is proven on the real pair
     )
     store = Store.open(tmp_path / "lab.db")
     records = [g.record for g in controller.guests]

@@ -1,0 +1,141 @@
+"""Counters from the host, per iteration: ``perf stat`` on each guest's QEMU vCPU threads.
+
+A verdict that one page size is faster invites the question why; the TLB counters answer it
+(seed 003 runs ``perf stat -e dTLB-loads,dTLB-load-misses,…`` beside its benchmark). Under the
+``sync`` and ``alternate`` schedules the controller knows when each iteration starts and
+ends, so it counts the guest's vCPU threads (the QEMU threads named ``CPU n/KVM`` or
+``CPU n/TCG``) over each iteration's window: from just before its runner starts until the
+iteration is journalled, which adds the runner's own start to the command's time, alike
+for both twins. The counts are stored as metrics ``perf.<event>`` of the run (lower is
+better), compared like any other.
+
+``lab run --counters`` chooses: ``none``, ``software`` (task-clock, page-faults,
+context-switches, cpu-migrations: they work everywhere) or ``all`` (the default: the
+hardware events too, where the host's PMU counts them; a nested VM has none, and perf
+prints ``<not supported>``). A probe at the start of each run finds which work; the others
+are recorded once, with the reason, in the run's environment.
+
+The output read is ``perf stat -x,``: ``value,unit,event,run-time,percentage[,metric,unit]``
+per line, ``<not supported>`` or ``<not counted>`` in place of a value (perf-stat(1), "CSV
+FORMAT").
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from lab.core.hostexec import Host
+
+SOFTWARE = ("task-clock", "page-faults", "context-switches", "cpu-migrations")
+HARDWARE = (
+    "cycles", "instructions", "dTLB-load-misses", "dTLB-store-misses", "iTLB-load-misses",
+)  # fmt: skip
+CHOICES = ("none", "software", "all")
+NOT_COUNTED = ("<not supported>", "<not counted>")
+
+
+@dataclass(frozen=True)
+class Reading:
+    event: str
+    value: float | None  # None: not supported or not counted
+    unit: str  # perf's ("msec" for task-clock, "" for counts)
+    note: str = ""  # "<not supported>"
+
+    @property
+    def metric(self) -> str:
+        """``perf.page_faults``: the metric it is stored as."""
+        return "perf." + self.event.replace("-", "_").replace(":", "_")
+
+    @property
+    def metric_unit(self) -> str:
+        return "ms" if self.unit == "msec" else "count"
+
+
+def events_for(choice: str) -> tuple[str, ...]:
+    if choice not in CHOICES:
+        raise ValueError(f"counters {choice!r}: one of {', '.join(CHOICES)}")
+    return {"none": (), "software": SOFTWARE, "all": SOFTWARE + HARDWARE}[choice]
+
+
+def parse_perf_csv(text: str) -> dict[str, Reading]:
+    """Every event of ``perf stat -x,`` output; comment and blank lines are skipped."""
+    found: dict[str, Reading] = {}
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split(",")
+        if len(fields) < 3:
+            continue
+        value, unit, event = fields[0].strip(), fields[1].strip(), fields[2].strip()
+        if value in NOT_COUNTED:
+            found[event] = Reading(event, None, unit, value)
+            continue
+        try:
+            found[event] = Reading(event, float(value), unit)
+        except ValueError:
+            found[event] = Reading(event, None, unit, value)
+    return found
+
+
+def vcpu_threads(host: Host, pid: int) -> list[int]:
+    """The thread ids of a QEMU process's vCPUs (threads named ``CPU n/…``)."""
+    listing = host.run(["ls", f"/proc/{pid}/task"], check=False)
+    threads = []
+    for tid in listing.stdout.split():
+        try:
+            if host.read_text(f"/proc/{pid}/task/{tid}/comm").startswith("CPU "):
+                threads.append(int(tid))
+        except (OSError, ValueError):
+            continue  # a thread that ended meanwhile
+    return threads
+
+
+def perf_argv(events: Sequence[str], threads: Sequence[int], out: Path) -> list[str]:
+    return ["perf", "stat", "-x,", "-e", ",".join(events),
+            "-t", ",".join(str(t) for t in threads), "-o", str(out)]  # fmt: skip
+
+
+def probe(
+    host: Host, events: Sequence[str], threads: Sequence[int], out: Path
+) -> dict[str, Reading]:
+    """Count ``events`` on ``threads`` for 0.2 s: which of them this host can count."""
+    host.run([*perf_argv(events, threads, out), "--", "sleep", "0.2"], check=False, timeout=30)
+    try:
+        return parse_perf_csv(out.read_text())
+    except OSError:
+        return {}
+
+
+class Counting:
+    """One ``perf stat`` over one guest's vCPU threads, from :meth:`start` to :meth:`stop`."""
+
+    def __init__(self, host: Host, events: Sequence[str], threads: Sequence[int],
+                 out: Path) -> None:  # fmt: skip
+        self.host, self.events, self.threads, self.out = host, events, threads, out
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.out.unlink(missing_ok=True)
+        argv = perf_argv(self.events, self.threads, self.out)
+        self.proc = self.host.spawn(argv, self.out.with_suffix(".log"))
+
+    def stop(self) -> dict[str, Reading]:
+        """Stop counting (perf prints its counts on SIGINT) and read them; {} if it failed."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return {}
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            return {}
+        try:
+            return parse_perf_csv(self.out.read_text())
+        except OSError:
+            return {}

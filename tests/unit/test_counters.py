@@ -1,0 +1,72 @@
+"""Counters from the host: ``perf stat -x,`` parsed (captured here on a guest's vCPU thread
+under TCG: software events count, hardware ones are <not supported> in this nested VM;
+the hardware lines follow perf-stat(1)'s CSV format), and one counting window."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from lab.run.counters import HARDWARE, SOFTWARE, Counting, events_for, parse_perf_csv
+
+CAPTURE = Path(__file__).parents[1] / "fixtures" / "captures" / "perf-6.1-stat-x-vcpu-tcg.csv"
+# perf-stat(1), CSV FORMAT: value, unit, event, run time, percentage, metric value, metric unit
+HARDWARE_LINES = (
+    "1523456789,,cycles,1000000000,100.00,,\n"
+    "2894512345,,instructions,1000000000,100.00,1.90,insn per cycle\n"
+    "1234567,,dTLB-load-misses,1000000000,100.00,,\n"
+    "<not counted>,,iTLB-load-misses,0,0.00,,\n"
+)
+
+
+def test_software_events_count_and_hardware_ones_are_not_supported_here() -> None:
+    found = parse_perf_csv(CAPTURE.read_text())
+    assert set(found) == set(SOFTWARE) | set(HARDWARE)
+    clock = found["task-clock"]
+    assert clock.value == pytest.approx(1.83) and clock.metric == "perf.task_clock"
+    assert clock.metric_unit == "ms" and found["page-faults"].metric_unit == "count"
+    assert found["context-switches"].value == 27
+    assert all(found[e].value is None and found[e].note == "<not supported>" for e in HARDWARE)
+
+
+def test_hardware_lines_in_perfs_documented_format() -> None:
+    found = parse_perf_csv(HARDWARE_LINES)
+    assert found["instructions"].value == 2894512345 and found["cycles"].value == 1523456789
+    assert found["dTLB-load-misses"].metric == "perf.dTLB_load_misses"
+    assert found["iTLB-load-misses"].value is None and found["iTLB-load-misses"].note
+
+
+def test_the_choice_of_events() -> None:
+    assert events_for("none") == () and events_for("software") == SOFTWARE
+    assert events_for("all") == SOFTWARE + HARDWARE
+    with pytest.raises(ValueError, match="one of none, software, all"):
+        events_for("some")
+
+
+class FakeHost:
+    """perf stands in for itself: a process that writes the captured counts and waits."""
+
+    def __init__(self) -> None:
+        self.argv: list[str] = []
+
+    def spawn(self, argv: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
+        self.argv = list(argv)
+        out = Path(argv[argv.index("-o") + 1])
+        out.write_text(CAPTURE.read_text())
+        return subprocess.Popen(["sleep", "30"])
+
+
+def test_a_counting_window_starts_perf_on_the_threads_and_reads_it_when_stopped(
+    tmp_path: Path,
+) -> None:
+    host = FakeHost()
+    counting = Counting(host, SOFTWARE, [101, 102], tmp_path / "g.csv")  # type: ignore[arg-type]
+    counting.start()
+    assert host.argv[:4] == ["perf", "stat", "-x,", "-e"]
+    assert host.argv[host.argv.index("-t") + 1] == "101,102"
+    found = counting.stop()
+    assert found["page-faults"].value == 0 and found["task-clock"].value == pytest.approx(1.83)
+    assert counting.stop() == {}  # stopped once
