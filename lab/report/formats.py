@@ -120,7 +120,7 @@ def as_json_data(comparisons: Sequence[MetricComparison]) -> list[dict[str, Any]
             {
                 "a": p.a, "b": p.b,
                 "difference": {
-                    **dataclasses.asdict(p.difference),
+                    **p.difference.as_dict(),
                     "percent": p.difference.percent,
                     "percent_ci": p.difference.percent_ci,
                 },

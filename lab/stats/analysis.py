@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 from scipy import stats
@@ -58,9 +59,36 @@ class Arm:
     iterations: np.ndarray
     values: np.ndarray
     summary: Summary
-    diagnostics: Diagnostics
     dropped: int  # samples left out by trimming (0 for ALL)
     untrimmed: str = ""  # in the trimmed view, why this arm was kept whole
+
+    @cached_property
+    def diagnostics(self) -> Diagnostics:
+        """The checks of ``lab.stats.diagnostics``, computed when first read: the summary
+        does not show them (Kendall's tau and Theil–Sen were most of a large arm's time)."""
+        return diagnose(self.values, self.iterations, self.summary.confidence)
+
+
+class RankFamily:
+    """The Brunner–Munzel p-values of a comparison's pairs, Benjamini–Hochberg adjusted when
+    first read (the rank tests are computed when read, ``Difference.brunner_munzel_p``)."""
+
+    def __init__(self, differences: Sequence[Difference]) -> None:
+        self.differences = tuple(differences)
+
+    @cached_property
+    def adjusted(self) -> tuple[float, ...]:
+        p = np.array([d.brunner_munzel_p for d in self.differences])
+        adjusted = np.full(p.shape, np.nan)
+        finite = np.isfinite(p)
+        if finite.any():
+            adjusted[finite] = stats.false_discovery_control(p[finite], method="bh")
+        return tuple(float(q) for q in adjusted)
+
+    def of(self, difference: Difference) -> float:
+        """The adjusted p of the pair whose difference this is."""
+        index = next(i for i, d in enumerate(self.differences) if d is difference)
+        return self.adjusted[index]
 
 
 @dataclass(frozen=True)
@@ -69,8 +97,14 @@ class Pair:
     b: str
     difference: Difference
     verdict: Verdict
-    p_adjusted: float | None  # Benjamini–Hochberg, only with more than two arms
+    family: RankFamily | None = field(default=None, repr=False, compare=False)
+    """the comparison's pairs, with more than two arms"""
     verdict_confidence: float | None = None  # Bonferroni's, only with more than two arms
+
+    @property
+    def p_adjusted(self) -> float | None:
+        """Benjamini–Hochberg's p among the comparison's pairs; None with two arms."""
+        return None if self.family is None else self.family.of(self.difference)
 
 
 @dataclass(frozen=True)
@@ -134,7 +168,6 @@ def _arm(
         iterations=iterations,
         values=values,
         summary=summarize(values, level),
-        diagnostics=diagnose(values, iterations, level),
         dropped=series.values.size - values.size,
         untrimmed=untrimmed,
     )
@@ -198,18 +231,14 @@ def _analyse(
                 diff.percent_ci, first.direction, threshold, a.label, b.label, level,
                 diff.diff_ci, diff.mean_a,
             )  # fmt: skip
-            pairs.append(Pair(a.label, b.label, diff, verdict, None))
+            pairs.append(Pair(a.label, b.label, diff, verdict))
         else:
             wider = 1 - (1 - level) / family
             verdict = _bonferroni(a, b, first.direction, threshold, level, wider, family)
-            pairs.append(Pair(a.label, b.label, diff, verdict, None, wider))
+            pairs.append(Pair(a.label, b.label, diff, verdict, verdict_confidence=wider))
     if len(pairs) > 1:
-        p = np.array([pair.difference.brunner_munzel_p for pair in pairs])
-        adjusted = np.full(p.shape, np.nan)
-        finite = np.isfinite(p)
-        if finite.any():
-            adjusted[finite] = stats.false_discovery_control(p[finite], method="bh")
-        pairs = [replace(pr, p_adjusted=float(q)) for pr, q in zip(pairs, adjusted, strict=True)]
+        ranks = RankFamily([pair.difference for pair in pairs])
+        pairs = [replace(pr, family=ranks) for pr in pairs]
     comparison = MetricComparison(
         study=first.study,
         workload=first.workload,

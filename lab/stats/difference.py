@@ -31,7 +31,9 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -42,6 +44,8 @@ from lab.stats.descriptive import check_confidence, z_value
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_MAX_M = 5_000
 BOOTSTRAP_SEED = 20200921  # fixed: the same store gives the same report
+_LEADING = ("confidence", "n_a", "n_b", "mean_a", "mean_b", "diff", "diff_ci", "welch_df",
+            "welch_p", "ratio", "ratio_ci")  # fmt: skip
 _CHUNK_ELEMENTS = 2_000_000  # resamples are drawn in chunks of at most this many values
 
 
@@ -80,14 +84,65 @@ class Difference:
     welch_p: float
     ratio: float
     ratio_ci: tuple[float, float]
-    median_diff: float
-    median_diff_ci: tuple[float, float]
-    bootstrap: Bootstrap
-    brunner_munzel_p: float
-    cohen_d: float
-    cliff_delta: float
-    batches_a: BatchMeans | None = None  # A's variance from batch means (autocorrelated)
-    batches_b: BatchMeans | None = None
+    batches_a: BatchMeans | None  # A's variance from batch means (autocorrelated)
+    batches_b: BatchMeans | None
+    bootstrap: Bootstrap  # how the median's standard error is bootstrapped, when it is read
+    a: np.ndarray = field(repr=False, compare=False)  # the samples, for the statistics below
+    b: np.ndarray = field(repr=False, compare=False)
+
+    # The median difference, the rank test and the effect sizes are computed when first read:
+    # the summary of ``lab compare`` shows none of them, and on a million samples per arm they
+    # took most of its statistics' time (the bootstrap, the placements of every sample).
+
+    @cached_property
+    def _median(self) -> tuple[float, tuple[float, float]]:
+        boot = self.bootstrap
+        rng = np.random.default_rng(boot.seed)
+        # m of the larger arm bounds both (the smaller one, when below it, is resampled whole)
+        se = math.hypot(median_se(self.a, rng, boot.resamples, boot.m),
+                        median_se(self.b, rng, boot.resamples, boot.m))  # fmt: skip
+        diff = float(np.median(self.b) - np.median(self.a))
+        z = z_value(self.confidence)
+        return diff, (diff - z * se, diff + z * se)
+
+    @property
+    def median_diff(self) -> float:
+        return self._median[0]
+
+    @property
+    def median_diff_ci(self) -> tuple[float, float]:
+        """A normal interval from the bootstrap standard error of each arm's median."""
+        return self._median[1]
+
+    @cached_property
+    def _ranks(self) -> RankTest:
+        return rank_test(self.a, self.b)
+
+    @property
+    def brunner_munzel_p(self) -> float:
+        return self._ranks.brunner_munzel_p
+
+    @property
+    def cliff_delta(self) -> float:
+        return self._ranks.cliff_delta
+
+    @cached_property
+    def cohen_d(self) -> float:
+        return cohens_d(self.a, self.b)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every estimate by name, the computed-when-read ones included, in a fixed order."""
+        return {
+            **{name: getattr(self, name) for name in _LEADING},
+            "median_diff": self.median_diff,
+            "median_diff_ci": self.median_diff_ci,
+            "bootstrap": asdict(self.bootstrap),
+            "brunner_munzel_p": self.brunner_munzel_p,
+            "cohen_d": self.cohen_d,
+            "cliff_delta": self.cliff_delta,
+            "batches_a": None if self.batches_a is None else asdict(self.batches_a),
+            "batches_b": None if self.batches_b is None else asdict(self.batches_b),
+        }
 
     @property
     def method(self) -> str:
@@ -338,11 +393,6 @@ def compare(
     level = check_confidence(confidence)
     mean_a, mean_b = float(np.mean(a)), float(np.mean(b))
     means = mean_intervals(a, b, level)
-    rng = np.random.default_rng(seed)
-    se = math.hypot(median_se(a, rng, resamples, max_m), median_se(b, rng, resamples, max_m))
-    median_diff = float(np.median(b) - np.median(a))
-    ranks = rank_test(a, b)
-    z = z_value(level)
     larger = max(a.size, b.size)
     return Difference(
         confidence=level,
@@ -356,12 +406,9 @@ def compare(
         welch_p=means.p,
         ratio=mean_b / mean_a if mean_a else math.nan,
         ratio_ci=means.ratio_ci,
-        median_diff=median_diff,
-        median_diff_ci=(median_diff - z * se, median_diff + z * se),
-        bootstrap=Bootstrap(resamples, min(larger, max_m), larger, seed),
-        brunner_munzel_p=ranks.brunner_munzel_p,
-        cohen_d=cohens_d(a, b),
-        cliff_delta=ranks.cliff_delta,
         batches_a=means.batches_a,
         batches_b=means.batches_b,
+        bootstrap=Bootstrap(resamples, min(larger, max_m), larger, seed),
+        a=a,
+        b=b,
     )
