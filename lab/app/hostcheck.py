@@ -37,6 +37,11 @@ def _pair_facts(f: CheckFacts, ctx: Context, sizing: object, remote: bool) -> No
     request = request_from(sizing or object(), ctx, f.pair)
     try:
         twins = plan_twins(ctx, request, accel_facts=accel_facts)
+        # The noise rows judge the CPUs this plan gives each twin, and their SMT siblings
+        # (from libvirt's topology when sysfs did not say).
+        f.noise.twin_cpus = {g.variant.name: g.placement.vcpu_cpus for g in twins.guests}
+        if not f.noise.cpu_siblings:
+            f.noise.cpu_siblings = {c.id: c.siblings for c in twins.topology.cpus}
     except PlanError as err:
         f.plan_error = err.message
         # The memory needs do not depend on where the vCPUs go: plan them on any CPU.

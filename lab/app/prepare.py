@@ -17,6 +17,7 @@ class PrepareHostsRequest:
     subnet: str | None = None  # None: the `subnet` of lab.toml
     nfs: bool = True
     hosts: str | None = None  # None: this machine
+    tune: bool = False  # also quiet the knobs that make timings noisy (recorded too)
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ def prepare(ctx: Context, request: PrepareHostsRequest) -> tuple[Prepared, ...]:
         hugepages=parse_hugepages_option(request.hugepages),
         subnet=request.subnet or ctx.config.subnet,
         nfs=request.nfs,
+        tune=request.tune,
     )
     for site in chosen_sites(ctx, request.hosts):
         changes = prepare_host(ctx, wanted, site=site)

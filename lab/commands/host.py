@@ -28,8 +28,11 @@ def register(subparsers: Any) -> None:
     check = actions.add_parser(
         "check",
         help="show whether a pair can be brought up, and how to fix what is missing",
-        description="Print every host requirement with its state (ok, warn, missing) and the"
-        " command that fixes it. Exit status 0 only when the pair can be brought up.",
+        description="Print every host requirement with its state (ok, warn, missing, not"
+        " available) and the command that fixes it, then what makes timings noisy (governor,"
+        " boost, SMT siblings shared by the twins, KSM, NUMA balancing, THP defrag, irqbalance;"
+        " `lab host prepare --tune` quiets them). Exit status 0 only when the pair can be"
+        " brought up.",
     )
     check.add_argument("--json", action="store_true", help="print the rows as JSON")
     check.add_argument("--pair", default="thp,shp1g", help="the pair to check for (A,B)")
@@ -62,6 +65,13 @@ def register(subparsers: Any) -> None:
         help="IPv4 subnet of the lab network (config: subnet)",
     )
     prepare.add_argument("--no-nfs", action="store_true", help="do not start an NFS server")
+    prepare.add_argument(
+        "--tune",
+        action="store_true",
+        help="also quiet what makes timings noisy (`lab host check`'s noise rows): governor"
+        " performance, boost off, KSM off, NUMA balancing off, THP defrag madvise, irqbalance"
+        " stopped; each value before is recorded, so release restores it",
+    )
     add_hosts_argument(prepare, default="local")
     prepare.set_defaults(run=run_prepare)
 
@@ -111,7 +121,9 @@ def run_prepare(args: argparse.Namespace, ctx: Context) -> int:
 def prepare_request(args: argparse.Namespace) -> PrepareHostsRequest:
     from lab.app.prepare import PrepareHostsRequest  # deferred, as above
 
-    return PrepareHostsRequest(args.hugepages, args.subnet, not args.no_nfs, args.hosts)
+    return PrepareHostsRequest(
+        args.hugepages, args.subnet, not args.no_nfs, args.hosts, tune=args.tune
+    )
 
 
 def run_release(args: argparse.Namespace, ctx: Context) -> int:

@@ -21,7 +21,8 @@ FORMAT = 1
 
 @dataclass(frozen=True)
 class Change:
-    kind: str  # hugepages, mkdir, mount, qemu_conf, dev_kvm, daemon, network, file, exports
+    # hugepages, mkdir, mount, qemu_conf, dev_kvm, daemon, network, file, exports, knob, unit
+    kind: str
     detail: dict[str, Any]
 
     def describe(self) -> str:
@@ -47,6 +48,10 @@ class Change:
                 return f"wrote {d['path']}"
             case "exports":
                 return f"exported {d['path']} through the kernel NFS server"
+            case "knob":
+                return f"{d['name']}: {d['path']} {d['before']} -> {d['after']}"
+            case "unit":
+                return f"{d['action']} {d['unit']}"
         return f"{self.kind} {d}"
 
 

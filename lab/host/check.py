@@ -2,8 +2,9 @@
 
 :func:`gather_facts` reads the host (libvirt, /proc, /sys, programs); :func:`rows_from_facts`
 is pure, so each row's verdict is tested on tables of facts. A row is ``ok``, ``warn``
-(the pair runs, but something is degraded or a workload will miss a tool) or ``missing``
-(the pair cannot be brought up).
+(the pair runs, but something is degraded or a workload will miss a tool), ``missing``
+(the pair cannot be brought up) or ``not available`` (a knob this host does not have).
+The knobs that make timings noisy are :mod:`lab.host.noise`'s rows.
 
 :func:`lab.app.hostcheck.check_host` adds what the pair needs (its plan) and the image.
 """
@@ -33,23 +34,18 @@ from lab.host.facts import (
 )
 from lab.host.hugepages import HugePageNeed, check_needs, size_text
 from lab.host.network import NetworkInfo, parse_network_xml
+from lab.host.noise import IRQBALANCE, NoiseFacts, noise_rows, read_noise
+from lab.host.row import MISSING, NA, OK, WARN, Row
 
 if TYPE_CHECKING:
     from lab.core.context import Context
     from lab.host.site import HostSite
 
-OK, WARN, MISSING = "ok", "warn", "missing"
+__all__ = ["MISSING", "NA", "OK", "WARN", "CheckFacts", "Row", "gather_facts", "rows_from_facts"]
+
 PREPARE = "lab host prepare"
 # What QEMU and the host need beside guest RAM, per guest (rough, generous).
 OVERHEAD_KIB = 256 * 1024
-
-
-@dataclass(frozen=True)
-class Row:
-    name: str
-    state: str
-    detail: str
-    fix: str = ""
 
 
 @dataclass
@@ -85,6 +81,7 @@ class CheckFacts:
     image_tool: str | None = None  # mmdebstrap, to build one
     remote: str | None = None  # the host's name when it is not this machine
     uri: str = ""  # its libvirt URI
+    noise: NoiseFacts = field(default_factory=NoiseFacts)  # the knobs that make timings noisy
 
 
 def rows_from_facts(f: CheckFacts) -> list[Row]:
@@ -143,7 +140,6 @@ def rows_from_facts(f: CheckFacts) -> list[Row]:
             else "",
         )
     )
-    rows.append(Row("THP defrag", OK, f.thp_defrag or "unknown"))
     rows.append(_network_row(f))
     rows.append(_nfs_row(f))
     rows.append(
@@ -175,6 +171,7 @@ def rows_from_facts(f: CheckFacts) -> list[Row]:
     else:
         fix = "lab image build" if f.image_tool else "apt-get install mmdebstrap; lab image build"
         rows.append(Row("image", MISSING, f.image_error or "not built", fix))
+    rows.extend(noise_rows(f.noise, f.thp_defrag, f"{_prepare(f)} --tune"))
     return rows
 
 
@@ -330,7 +327,17 @@ def gather_facts(
         f.nfs_serving = nfs.is_serving(f.network.host_ip)
     f.iperf3 = host.which("iperf3")
     f.mem_available_kib = parse_meminfo(read("proc/meminfo")).get("MemAvailable", 0)
+    f.noise = read_noise(lambda path: host.read_text(layout_root / path.lstrip("/")), _pids(ctx))
     return f
+
+
+def _pids(ctx: Context) -> list[int]:
+    """irqbalance's pids on the host of ``ctx`` (none when pgrep cannot tell)."""
+    try:
+        found = ctx.host.run(["pgrep", "-x", IRQBALANCE], check=False)
+    except LabError:
+        return []
+    return [int(word) for word in found.stdout.split() if word.isdigit()]
 
 
 def _network_facts(f: CheckFacts, conn: object) -> None:
@@ -354,5 +361,7 @@ def print_rows(ctx: Context, rows: list[Row]) -> None:
     styles = {OK: "green", WARN: "yellow", MISSING: "bold red"}
     table = Table("requirement", "state", "detail", "fix")
     for row in rows:
-        table.add_row(row.name, f"[{styles[row.state]}]{row.state}[/]", row.detail, row.fix)
+        style = styles.get(row.state)  # not available: plain, nothing to look at
+        state = f"[{style}]{row.state}[/]" if style else row.state
+        table.add_row(row.name, state, row.detail, row.fix)
     ctx.out.print(table)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from lab.core.errors import LabError
 from lab.core.hostexec import Host
-from lab.host import daemons, nfs
+from lab.host import daemons, nfs, tune
 from lab.host.changes import Change, ChangeLog
 from lab.host.facts import (
     Pool,
@@ -51,12 +51,20 @@ class HostLayout:
     def hugetlbfs_dir(self, page_kib: int) -> Path:
         return self.dev / f"hugepages{option_text(page_kib)}"
 
+    def path(self, path: str) -> Path:
+        """Where a /sys, /proc or other absolute ``path`` is in this layout."""
+        for prefix, base in (("/sys/", self.sysfs), ("/proc/", self.proc)):
+            if path.startswith(prefix):
+                return base / path.removeprefix(prefix)
+        return self.root / path.lstrip("/")
+
 
 @dataclass(frozen=True)
 class PrepareRequest:
     hugepages: list[tuple[int, int, int | None]] = field(default_factory=list)
     subnet: str = "198.18.0.0/24"
     nfs: bool = True
+    tune: bool = False  # also write the quiet value of the knobs that make timings noisy
 
 
 def prepare_host(
@@ -108,6 +116,8 @@ def prepare_host(
         ctx.note(
             f"NFS ({export.server}): guests mount {export.source} (export {export.export_dir})"
         )
+    if request.tune:
+        tune.tune_host(ctx, log, layout.path, systemd)
     for change in log.added:
         ctx.note(f"changed{where}: {change.describe()}")
     return log.added
@@ -408,6 +418,8 @@ def _undo(
             host.write_text(d["path"], d["before"])
     elif change.kind == "exports":
         nfs.stop_kernel_export(host)
+    elif change.kind in (tune.KNOB, tune.UNIT):
+        tune.undo(ctx, change.kind, d)
     else:
         raise LabError(f"unknown change kind {change.kind!r} in the record")
 
