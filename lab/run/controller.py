@@ -26,10 +26,11 @@ from lab.guests.seed import GUEST_USER
 from lab.guests.ssh import GuestShell
 from lab.host.environment import host_environment
 from lab.host.facts import read_hugepage_pools
+from lab.host.perf import Reading, events_for
 from lab.host.site import SYSFS
 from lab.inguest.journal import TERMINAL_EVENTS, JournalEntry, JournalEvent
 from lab.run.backing import backing_facts, qemu_cmdline, qemu_pid
-from lab.run.counters import Counting, Reading, events_for, probe, vcpu_threads
+from lab.run.counters import Counting, probe, vcpu_threads
 from lab.run.environment import GUEST_SCRIPT, guest_environment, lab_facts
 from lab.run.guestrunner import GuestRunner
 from lab.run.hostside import guest_infos, nfs_source

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lab.run.counters import HARDWARE, SOFTWARE, Counting, events_for, parse_perf_csv
+from lab.host.perf import HARDWARE, SOFTWARE, events_for, parse_perf_csv
+from lab.run.counters import Counting
 
 CAPTURE = Path(__file__).parents[1] / "fixtures" / "captures" / "perf-6.1-stat-x-vcpu-tcg.csv"
 # perf-stat(1), CSV FORMAT: value, unit, event, run time, percentage, metric value, metric unit

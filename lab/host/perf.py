@@ -1,0 +1,63 @@
+"""perf's counters as ``perf stat -x,`` prints them, and which events the lab asks for.
+
+``lab.run.counters`` counts the guests' vCPU threads over each iteration with them;
+``lab host check`` lists which events this host counts.
+
+The output read is ``perf stat -x,``: ``value,unit,event,run-time,percentage[,metric,unit]``
+per line, ``<not supported>`` or ``<not counted>`` in place of a value (perf-stat(1), "CSV
+FORMAT").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SOFTWARE = ("task-clock", "page-faults", "context-switches", "cpu-migrations")
+HARDWARE = (
+    "cycles", "instructions", "dTLB-load-misses", "dTLB-store-misses", "iTLB-load-misses",
+)  # fmt: skip
+CHOICES = ("none", "software", "all")
+NOT_COUNTED = ("<not supported>", "<not counted>")
+
+
+@dataclass(frozen=True)
+class Reading:
+    event: str
+    value: float | None  # None: not supported or not counted
+    unit: str  # perf's ("msec" for task-clock, "" for counts)
+    note: str = ""  # "<not supported>"
+
+    @property
+    def metric(self) -> str:
+        """``perf.page_faults``: the metric it is stored as."""
+        return "perf." + self.event.replace("-", "_").replace(":", "_")
+
+    @property
+    def metric_unit(self) -> str:
+        return "ms" if self.unit == "msec" else "count"
+
+
+def events_for(choice: str) -> tuple[str, ...]:
+    if choice not in CHOICES:
+        raise ValueError(f"counters {choice!r}: one of {', '.join(CHOICES)}")
+    return {"none": (), "software": SOFTWARE, "all": SOFTWARE + HARDWARE}[choice]
+
+
+def parse_perf_csv(text: str) -> dict[str, Reading]:
+    """Every event of ``perf stat -x,`` output; comment and blank lines are skipped."""
+    found: dict[str, Reading] = {}
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split(",")
+        if len(fields) < 3:
+            continue
+        value, unit, event = fields[0].strip(), fields[1].strip(), fields[2].strip()
+        if value in NOT_COUNTED:
+            found[event] = Reading(event, None, unit, value)
+            continue
+        try:
+            found[event] = Reading(event, float(value), unit)
+        except ValueError:
+            found[event] = Reading(event, None, unit, value)
+    return found
