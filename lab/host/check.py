@@ -35,6 +35,7 @@ from lab.host.facts import (
 from lab.host.hugepages import HugePageNeed, check_needs, size_text
 from lab.host.network import NetworkInfo, parse_network_xml
 from lab.host.noise import IRQBALANCE, NoiseFacts, noise_rows, read_noise
+from lab.host.perf import HARDWARE, Reading, events_for, parse_perf_csv
 from lab.host.row import MISSING, NA, OK, WARN, Row
 
 if TYPE_CHECKING:
@@ -82,6 +83,8 @@ class CheckFacts:
     remote: str | None = None  # the host's name when it is not this machine
     uri: str = ""  # its libvirt URI
     noise: NoiseFacts = field(default_factory=NoiseFacts)  # the knobs that make timings noisy
+    perf: str | None = None  # perf's path, for the counters of lab run --counters
+    perf_readings: dict[str, Reading] = field(default_factory=dict)  # a probe of every event
 
 
 def rows_from_facts(f: CheckFacts) -> list[Row]:
@@ -172,7 +175,28 @@ def rows_from_facts(f: CheckFacts) -> list[Row]:
         fix = "lab image build" if f.image_tool else "apt-get install mmdebstrap; lab image build"
         rows.append(Row("image", MISSING, f.image_error or "not built", fix))
     rows.extend(noise_rows(f.noise, f.thp_defrag, f"{_prepare(f)} --tune"))
+    rows.append(perf_row(f))
     return rows
+
+
+NO_READING = Reading("", None, "")  # an event perf did not report
+
+
+def perf_row(f: CheckFacts) -> Row:
+    """Which events ``lab run --counters`` can count here: perf's probe of each."""
+    if not f.perf:
+        return Row("perf counters", WARN, "perf is not installed: runs count nothing",
+                   "apt-get install linux-perf")  # fmt: skip
+    readings = f.perf_readings
+    counted = [e for e in events_for("all") if readings.get(e, NO_READING).value is not None]
+    refused = [f"{e} ({readings[e].note or 'refused'})" if e in readings else f"{e} (not reported)"
+               for e in events_for("all") if e not in counted]  # fmt: skip
+    detail = f"counts {', '.join(counted) or 'nothing'}"
+    if refused:
+        detail += f"; not: {', '.join(refused)}"
+    hardware = any(e in counted for e in HARDWARE)
+    why = "" if hardware else " (no hardware counters: a VM without a PMU, or perf_event_paranoid)"
+    return Row("perf counters", OK if counted else WARN, detail + why)
 
 
 def _pool_rows(f: CheckFacts) -> list[Row]:
@@ -328,6 +352,11 @@ def gather_facts(
     f.iperf3 = host.which("iperf3")
     f.mem_available_kib = parse_meminfo(read("proc/meminfo")).get("MemAvailable", 0)
     f.noise = read_noise(lambda path: host.read_text(layout_root / path.lstrip("/")), _pids(ctx))
+    f.perf = host.which("perf")
+    if f.perf:
+        argv = ["perf", "stat", "-x,", "-e", ",".join(events_for("all")), "--", "true"]
+        with contextlib.suppress(LabError):
+            f.perf_readings = parse_perf_csv(host.run(argv, check=False, timeout=30).stderr)
     return f
 
 

@@ -71,3 +71,20 @@ def test_a_counting_window_starts_perf_on_the_threads_and_reads_it_when_stopped(
     found = counting.stop()
     assert found["page-faults"].value == 0 and found["task-clock"].value == pytest.approx(1.83)
     assert counting.stop() == {}  # stopped once
+
+
+def test_host_check_lists_the_events_this_host_counts() -> None:
+    from lab.host.check import CheckFacts, perf_row
+
+    here = perf_row(CheckFacts(pair=[], perf="/usr/bin/perf",
+                               perf_readings=parse_perf_csv(CAPTURE.read_text())))  # fmt: skip
+    assert here.state == "ok" and here.detail.startswith("counts task-clock, page-faults")
+    assert (
+        "dTLB-load-misses (<not supported>)" in here.detail
+        and "no hardware counters" in here.detail
+    )
+    with_pmu = parse_perf_csv(CAPTURE.read_text() + HARDWARE_LINES)
+    row = perf_row(CheckFacts(pair=[], perf="/usr/bin/perf", perf_readings=with_pmu))
+    assert "instructions" in row.detail.split(";")[0] and "no hardware counters" not in row.detail
+    missing = perf_row(CheckFacts(pair=[]))
+    assert missing.state == "warn" and missing.fix == "apt-get install linux-perf"
