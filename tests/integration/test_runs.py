@@ -4,6 +4,7 @@ parameter are listed by `lab runs`, never pooled by `lab compare`, and picked wi
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from tests.integration.conftest import Pair
@@ -15,9 +16,17 @@ def test_two_runs_that_differ_are_listed_refused_together_and_picked_one_by_one(
     pair: Pair, tmp_path: Path
 ) -> None:
     db = str(tmp_path / "lab.db")
-    for block in ("1M", "4K"):
-        pair.lab("run", "sysbench-memory", *SHORT, "-p", f"block_size={block}", "--study", "two",
-                 "--db", db)  # fmt: skip
+    defrag = Path("/sys/kernel/mm/transparent_hugepage/defrag")
+    before = re.search(r"\[(\S+)\]", defrag.read_text())
+    assert before is not None
+    other = "defer" if before.group(1) != "defer" else "madvise"
+    try:
+        for block in ("1M", "4K"):  # the second run with another THP defrag mode on the host
+            pair.lab("run", "sysbench-memory", *SHORT, "-p", f"block_size={block}", "--study",
+                     "two", "--db", db)  # fmt: skip
+            defrag.write_text(other)
+    finally:
+        defrag.write_text(before.group(1))
     runs = json.loads(pair.lab("runs", "--db", db, "--json").stdout)
     assert sorted(r["params"]["block_size"] for r in runs) == ["1M", "4K"]
     assert all(r["state"] == "complete" for r in runs)
@@ -34,9 +43,13 @@ def test_two_runs_that_differ_are_listed_refused_together_and_picked_one_by_one(
         assert {t["metric"] for t in tables} == {"total_time_s", "throughput_mib_s"}
         assert all(a["summary"]["n"] == 2 for t in tables for a in t["arms"])
 
-    out = pair.lab("compare", "--db", db, "--run", keys[0], "--against", keys[1],
-                   "--metric", "throughput_mib_s", "--format", "json").stdout  # fmt: skip
-    tables = json.loads(out)
+    done = pair.lab("compare", "--db", db, "--run", keys[0], "--against", keys[1],
+                    "--metric", "throughput_mib_s", "--format", "json")  # fmt: skip
+    tables = json.loads(done.stdout)
+    mode = {r["key"]: before.group(1) if r["params"]["block_size"] == "1M" else other
+            for r in runs}  # fmt: skip
+    changed = f"host thp_defrag: {keys[0]} local {mode[keys[0]]}, {keys[1]} local {mode[keys[1]]}"
+    assert changed in done.stderr.replace("\n", " ")  # a THP mode changed between the runs
     assert sorted(t["study"].split(":")[0] for t in tables) == ["shp1g", "thp"]
     assert all([a["variant"] for a in t["arms"]] == keys for t in tables)
 
