@@ -59,7 +59,7 @@ def test_two_runs_that_differ_are_listed_refused_together_and_picked_one_by_one(
     env = shown["environment"]
     host = env["host local"]
     assert host["kernel"] == Path("/proc/sys/kernel/osrelease").read_text().strip()
-    assert host["accelerator"] in ("kvm", "tcg") and host["qemu_version"] != "not available"
+    assert host["accelerator"] in ("kvm", "qemu") and host["qemu_version"] != "not available"
     shp, thp = env["guest lab-shp1g"], env["guest lab-thp"]
     assert shp["memory_backing_declared"] == "hugetlb"
     assert int(shp["qemu_hugetlb_kib"]) == int(shp["memory_kib"]) > 0
