@@ -33,7 +33,7 @@ def register(subparsers: Any) -> None:
 def run_live(args: argparse.Namespace, ctx: Context) -> int:
     from rich.table import Table
 
-    from lab.app.livediff import live_differences
+    from lab.app.livediff import live_differences  # deferred: libvirt, only with --live
 
     a, b, found = live_differences(ctx, args.a, args.b)
     table = Table("kind", "option", a, b, "meaning", title=f"QEMU: {a} vs {b}")

@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
 def _environment_lines(out: IO[str], store: Store, study: str | None, workload: str | None,
                        run: str | None) -> None:  # fmt: skip
     """Each selected run's environment records as JSON lines (``lab.run.environment``)."""
-    import json
+    import json  # deferred, as in _write: the parser is built for every command
 
     for r in store.runs(study):
         if workload in (None, r.workload) and run in (None, r.key):

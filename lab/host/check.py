@@ -35,7 +35,7 @@ from lab.host.facts import (
 from lab.host.hugepages import HugePageNeed, check_needs, size_text
 from lab.host.network import NetworkInfo, parse_network_xml
 from lab.host.noise import IRQBALANCE, NoiseFacts, noise_rows, read_noise
-from lab.host.perf import HARDWARE, Reading, events_for, parse_perf_csv
+from lab.host.perf import HARDWARE, Reading, counted, events_for, parse_perf_csv, refused
 from lab.host.row import MISSING, NA, OK, WARN, Row
 
 if TYPE_CHECKING:
@@ -179,24 +179,19 @@ def rows_from_facts(f: CheckFacts) -> list[Row]:
     return rows
 
 
-NO_READING = Reading("", None, "")  # an event perf did not report
-
-
 def perf_row(f: CheckFacts) -> Row:
     """Which events ``lab run --counters`` can count here: perf's probe of each."""
     if not f.perf:
         return Row("perf counters", WARN, "perf is not installed: runs count nothing",
                    "apt-get install linux-perf")  # fmt: skip
-    readings = f.perf_readings
-    counted = [e for e in events_for("all") if readings.get(e, NO_READING).value is not None]
-    refused = [f"{e} ({readings[e].note or 'refused'})" if e in readings else f"{e} (not reported)"
-               for e in events_for("all") if e not in counted]  # fmt: skip
-    detail = f"counts {', '.join(counted) or 'nothing'}"
-    if refused:
-        detail += f"; not: {', '.join(refused)}"
-    hardware = any(e in counted for e in HARDWARE)
+    counts = counted(f.perf_readings, events_for("all"))
+    not_counted = refused(f.perf_readings, events_for("all"))
+    detail = f"counts {', '.join(counts) or 'nothing'}"
+    if not_counted:
+        detail += f"; not: {', '.join(not_counted)}"
+    hardware = any(e in counts for e in HARDWARE)
     why = "" if hardware else " (no hardware counters: a VM without a PMU, or perf_event_paranoid)"
-    return Row("perf counters", OK if counted else WARN, detail + why)
+    return Row("perf counters", OK if counts else WARN, detail + why)
 
 
 def _pool_rows(f: CheckFacts) -> list[Row]:

@@ -37,6 +37,21 @@ class Reading:
         return "ms" if self.unit == "msec" else "count"
 
 
+NO_READING = Reading("", None, "")  # an event perf did not report
+
+
+def counted(readings: dict[str, Reading], events: tuple[str, ...]) -> tuple[str, ...]:
+    """Those of ``events`` perf gave a value for, in their order."""
+    return tuple(e for e in events if readings.get(e, NO_READING).value is not None)
+
+
+def refused(readings: dict[str, Reading], events: tuple[str, ...]) -> list[str]:
+    """Those of ``events`` perf gave no value for, each with why: "cycles (<not supported>)"."""
+    counts = counted(readings, events)
+    return [f"{e} ({readings[e].note or 'refused'})" if e in readings else f"{e} (not reported)"
+            for e in events if e not in counts]  # fmt: skip
+
+
 def events_for(choice: str) -> tuple[str, ...]:
     if choice not in CHOICES:
         raise ValueError(f"counters {choice!r}: one of {', '.join(CHOICES)}")

@@ -26,7 +26,7 @@ from lab.guests.seed import GUEST_USER
 from lab.guests.ssh import GuestShell
 from lab.host.environment import host_environment
 from lab.host.facts import read_hugepage_pools
-from lab.host.perf import Reading, events_for
+from lab.host.perf import counted, events_for, refused
 from lab.host.site import SYSFS
 from lab.inguest.journal import TERMINAL_EVENTS, JournalEntry, JournalEvent
 from lab.run.backing import backing_facts, qemu_cmdline, qemu_pid
@@ -46,7 +46,6 @@ if TYPE_CHECKING:
     from lab.guests.sites import Site
 
 RUNNER_DIR = f"/home/{GUEST_USER}/lab-runner"
-NONE = Reading("", None, "")  # an event perf did not report
 RECENT = 50  # iterations whose wall times give the rate and the ETA
 # SQLite's page cache for the store while a run appends to it: the controller rereads
 # nothing it wrote, and SQLite's default (2,000 KiB) would grow its memory through the
@@ -300,7 +299,8 @@ class Controller:
             return False
         if self.decision is not None and self.decision.stop:
             return True
-        from lab.stats.sequential import check_stop  # deferred: scipy, only with --until
+        # deferred: scipy, only with --until
+        from lab.stats.sequential import check_stop
         from lab.stats.stopping import StoppedInterval, rule_view
 
         first, second = self.guests
@@ -395,16 +395,14 @@ class Controller:
         if not threads:
             return {"perf_counted": "none: the guest's QEMU vCPU threads cannot be read"}
         readings = probe(self.ctx.host, wanted, threads, self._counter_file("probe"))
-        self.counter_events = tuple(e for e in wanted if readings.get(e, NONE).value is not None)
+        self.counter_events = counted(readings, wanted)
         self.store.add_metrics(self.run_id, [
             MetricInfo(readings[e].metric, readings[e].metric_unit, "lower")
             for e in self.counter_events
         ])  # fmt: skip
-        refused = [f"{e} ({readings[e].note if e in readings else 'not reported'})"
-                   for e in wanted if e not in self.counter_events]  # fmt: skip
         return {
             "perf_counted": ",".join(self.counter_events) or "none",
-            "perf_not_counted": ", ".join(refused) or "none",
+            "perf_not_counted": ", ".join(refused(readings, wanted)) or "none",
         }
 
     def _vcpu_threads(self, record: GuestRecord) -> list[int]:
