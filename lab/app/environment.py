@@ -13,7 +13,14 @@ from lab.app.analyse import Selection, store_path
 from lab.app.runs import find_run
 from lab.core.context import Context
 from lab.run.backing import describe, problem
-from lab.run.environment import Difference, changes, differences, latest, twin_differences
+from lab.run.environment import (
+    Difference,
+    changes,
+    comparable_host,
+    differences,
+    latest,
+    twin_differences,
+)
 from lab.run.qemuargs import CONSEQUENCE, UNEXPLAINED, compare_cmdlines, parse_cmdline
 from lab.store import Store
 from lab.store.records import RunRecord
@@ -30,17 +37,18 @@ def environment_report(ctx: Context, selection: Selection) -> EnvironmentReport:
     with Store.open(store_path(ctx, selection), create=False) as store:
         notes, problems = [], []
         for run in _selected(store, selection):
-            for (scope, name), facts in latest(store.environment(run.id)).items():
+            now = latest(store.environment(run.id))
+            for (scope, name), facts in now.items():
                 if scope != "guest":
                     continue
                 said = describe(name, facts)
                 notes += [f"run {run.key}: memory of {said}"] if said else []
                 wrong = problem(name, facts.get("variant", "?"), facts)
                 problems += [f"run {run.key}: {wrong}"] if wrong else []
-            told, odd = qemu_told(latest(store.environment(run.id)))
+            told, odd = qemu_told(now)
             notes += [f"run {run.key}: {line}" for line in told]
             problems += [f"run {run.key}: {line}" for line in odd]
-    return EnvironmentReport(notes, problems + environment_warnings(ctx, selection))
+        return EnvironmentReport(notes, problems + environment_warnings(store, selection))
 
 
 def qemu_told(now: dict[tuple[str, str], dict[str, str]]) -> tuple[list[str], list[str]]:
@@ -63,24 +71,23 @@ def qemu_told(now: dict[tuple[str, str], dict[str, str]]) -> tuple[list[str], li
     return notes, odd
 
 
-def environment_warnings(ctx: Context, selection: Selection) -> list[str]:
+def environment_warnings(store: Store, selection: Selection) -> list[str]:
     """One line per difference that could change a result, for the runs ``selection`` names."""
-    with Store.open(store_path(ctx, selection), create=False) as store:
-        if selection.against:
-            first = find_run(store, selection.run or "", selection.study)
-            second = find_run(store, selection.against, selection.study)
-            return [
-                f"runs {first.key} and {second.key} differ in {d.text}"
-                for d in _between(store, first, second)
-            ]
-        lines = []
-        for run in _selected(store, selection):
-            env = store.environment(run.id)
-            lines += [f"run {run.key} ({run.workload}): the twins differ beyond their variant"
-                      f" in {d.text}" for d in twin_differences(env)]  # fmt: skip
-            lines += [f"run {run.key} ({run.workload}) changed between its starts: {line}"
-                      for line in changes(env)]  # fmt: skip
-        return lines
+    if selection.against:
+        first = find_run(store, selection.run or "", selection.study)
+        second = find_run(store, selection.against, selection.study)
+        return [
+            f"runs {first.key} and {second.key} differ in {d.text}"
+            for d in _between(store, first, second)
+        ]
+    lines = []
+    for run in _selected(store, selection):
+        env = store.environment(run.id)
+        lines += [f"run {run.key} ({run.workload}): the twins differ beyond their variant"
+                  f" in {d.text}" for d in twin_differences(env)]  # fmt: skip
+        lines += [f"run {run.key} ({run.workload}) changed between its starts: {line}"
+                  for line in changes(env)]  # fmt: skip
+    return lines
 
 
 def _selected(store: Store, selection: Selection) -> list[RunRecord]:
@@ -109,8 +116,7 @@ def _between(store: Store, first: RunRecord, second: RunRecord) -> list[Differen
         {name: facts for (scope, name), facts in side.items() if scope == "host"} for side in sides
     ]
     for host in sorted(set(hosts[0]) & set(hosts[1])):
-        pair = [(f"{run.key} {host}", {k: v for k, v in side[host].items()
-                                       if not k.startswith("hugepages.") and k != "lab_commit"})
+        pair = [(f"{run.key} {host}", comparable_host(side[host]))
                 for run, side in zip((first, second), hosts, strict=True)]  # fmt: skip
         found += differences(pair, "host", frozenset())
     return found

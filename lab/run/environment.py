@@ -9,7 +9,7 @@ names every fact that differs between the twins beyond their variant (``differen
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from lab import __version__
@@ -90,12 +90,12 @@ def differences(
     return found
 
 
-def latest(records: Iterable[EnvironmentRecord]) -> dict[tuple[str, str], dict[str, str]]:
+def latest(records: Sequence[EnvironmentRecord]) -> dict[tuple[str, str], dict[str, str]]:
     """Each host's and guest's facts at the last start of a run, by (scope, name)."""
     return {(r.scope, r.name): dict(r.facts) for r in records}
 
 
-def changes(records: Iterable[EnvironmentRecord]) -> list[str]:
+def changes(records: Sequence[EnvironmentRecord]) -> list[str]:
     """What changed between starts of a run (a resumed run after a kernel update, a THP mode
     switched in the middle): one line per fact, with its first and last value."""
     first: dict[tuple[str, str], dict[str, str]] = {}
@@ -111,7 +111,7 @@ def changes(records: Iterable[EnvironmentRecord]) -> list[str]:
     return lines
 
 
-def twin_differences(records: Iterable[EnvironmentRecord]) -> list[Difference]:
+def twin_differences(records: Sequence[EnvironmentRecord]) -> list[Difference]:
     """The facts in which a run's guests differ beyond their variant (their XML), and those
     of their hosts where they ran on different hosts, at the run's last start."""
     now = latest(records)
@@ -119,12 +119,18 @@ def twin_differences(records: Iterable[EnvironmentRecord]) -> list[Difference]:
     guest_facts = [(name, {k: v for k, v in f.items() if k not in ("host", "variant")})
                    for name, f in guests]  # fmt: skip
     found = differences(guest_facts, "guest")
-    hosts = [(name, {k: v for k, v in facts.items() if not k.startswith("hugepages.")})
-             for (scope, name), facts in now.items() if scope == "host"]  # fmt: skip
-    if len(hosts) > 1:  # their pools' free pages move as guests start: left out
-        found += differences(hosts, "host", IDENTITY | VOLATILE)
+    hosts = [(name, comparable_host(facts)) for (scope, name), facts in now.items()
+             if scope == "host"]  # fmt: skip
+    if len(hosts) > 1:
+        found += differences(hosts, "host")
     return found
 
 
 # Host facts two hosts of one study may differ in without changing what is measured.
 VOLATILE = frozenset({"lab_commit"})
+
+
+def comparable_host(facts: Mapping[str, str]) -> dict[str, str]:
+    """A host's facts as two hosts, or two runs, are compared: without the lab's own commit
+    and the huge page pools (their free pages move as guests start)."""
+    return {k: v for k, v in facts.items() if k not in VOLATILE and not k.startswith("hugepages.")}
