@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+
+import numpy as np
 
 from lab.domainxml.boot import KernelBoot
 from lab.guests.twins import GuestSettings
@@ -40,3 +43,13 @@ def settings(vcpus: int = 1, memory_kib: int = 1024**2, accelerator: str = "qemu
         state_dir=Path("/var/lib/lab"),
         cpu_mode=None if accelerator == "qemu" else "host-passthrough",
     )
+
+
+def ar1(rng: np.random.Generator, r: float, shape: tuple[int, int]) -> np.ndarray:
+    """Rows of a stationary AR(1) series with unit innovations and lag-1 correlation r."""
+    e = rng.normal(size=shape)
+    x = np.empty(shape)
+    x[:, 0] = e[:, 0] / math.sqrt(1 - r * r)
+    for t in range(1, shape[1]):
+        x[:, t] = r * x[:, t - 1] + e[:, t]
+    return x

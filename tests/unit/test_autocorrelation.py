@@ -15,16 +15,7 @@ from scipy import stats
 
 from lab.stats.batchmeans import autocorrelated, batch_size, lag1_z, long_run
 from lab.stats.difference import compare, mean_intervals, ratio_of_means_ci
-
-
-def ar1(rng: np.random.Generator, r: float, shape: tuple[int, int]) -> np.ndarray:
-    """Rows of a stationary AR(1) series with unit innovations and lag-1 correlation r."""
-    e = rng.normal(size=shape)
-    x = np.empty(shape)
-    x[:, 0] = e[:, 0] / math.sqrt(1 - r * r)
-    for t in range(1, shape[1]):
-        x[:, t] = r * x[:, t - 1] + e[:, t]
-    return x
+from tests.unit.helpers import ar1
 
 
 def not_above(count: int, studies: int, rate: float) -> bool:

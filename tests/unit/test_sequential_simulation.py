@@ -15,6 +15,7 @@ from scipy import stats
 
 from lab.stats.planning import plan_samples
 from lab.stats.sequential import check_stop, obrien_fleming_boundaries, parse_until, radius
+from tests.unit.helpers import ar1
 
 STUDIES = 20_000
 MAX_N = 200
@@ -203,16 +204,6 @@ def test_five_planned_looks_with_obrien_fleming_boundaries() -> None:
     )
     assert stats.binomtest(false, studies, alpha, alternative="greater").pvalue > 0.001
     assert stops.mean() < fixed
-
-
-def ar1(rng: np.random.Generator, r: float, shape: tuple[int, int]) -> np.ndarray:
-    """Rows of a stationary AR(1) series with unit innovations and lag-1 correlation r."""
-    e = rng.normal(size=shape)
-    x = np.empty(shape)
-    x[:, 0] = e[:, 0] / np.sqrt(1 - r * r)
-    for t in range(1, shape[1]):
-        x[:, t] = r * x[:, t - 1] + e[:, t]
-    return x
 
 
 @pytest.mark.parametrize("r", [0.0, 0.2, 0.5])
