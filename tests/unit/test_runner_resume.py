@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from lab.inguest.journal import JournalEntry, JournalEvent
-from tests.unit.test_runner import BOOT_ID, GuestDir, copied_guest
+from tests.unit.test_runner import BOOT_ID, GuestDir, copied_guest, running
 
 
 @pytest.fixture(name="guest")
@@ -73,7 +73,7 @@ def test_sigkill_during_an_attempt_then_restart(guest: GuestDir) -> None:
     assert isinstance(begin, JournalEvent) and (begin.event, begin.iteration) == ("begin", 4)
     assert kill(guest, "resume")
     orphan = int(child.read_text())
-    assert Path(f"/proc/{orphan}").exists()  # SIGKILL does not reach the runner's command
+    assert running(orphan)  # SIGKILL does not reach the runner's command
 
     reply = guest.start("resume", **spec)
     assert reply["started"] is True
@@ -87,7 +87,7 @@ def test_sigkill_during_an_attempt_then_restart(guest: GuestDir) -> None:
     assert all(e.attempt == 1 and e.ok for e in entries if e.iteration != 4)
     # The second start ended the orphan, recorded the interrupted attempt, then re-ran it.
     deadline = time.monotonic() + 5
-    while Path(f"/proc/{orphan}").exists():
+    while running(orphan):
         assert time.monotonic() < deadline, "the killed runner's command still runs"
         time.sleep(0.02)
     records = guest.records("resume")
