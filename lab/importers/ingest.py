@@ -16,6 +16,8 @@ from pathlib import Path
 
 from lab.core.errors import UsageError
 from lab.importers.appended import read_iperf3_json, read_iperf3_text, read_sysbench, read_time
+from lab.importers.inputs import NotTextError
+from lab.importers.malformed import MalformedInputError
 from lab.importers.records import BadLine, Parsed, Sample, infer_direction, known_unit
 from lab.importers.tabular import Defaults, read_csv, read_jsonl
 from lab.store import Direction, IterationRecord, MetricInfo, Store
@@ -25,32 +27,6 @@ RAW_WORKLOAD = {
     "time": "time", "sysbench": "sysbench-memory", "iperf3": "iperf3", "iperf3-json": "iperf3",
 }  # fmt: skip
 DEFAULT_STUDY = "imported"
-
-
-class MalformedInputError(UsageError):
-    """Lines of an input file that cannot be read; nothing was stored."""
-
-    def __init__(self, path: Path, bad: list[BadLine]) -> None:
-        self.path = path
-        self.bad = bad
-        first = bad[0]
-        more = f" (and {len(bad) - 1} more malformed line(s))" if len(bad) > 1 else ""
-        super().__init__(
-            f"{path}:{first.line}: {first.message}{more}; nothing was stored",
-            hint="Fix the file, or pass --skip-bad to import the rest and skip these lines",
-        )
-
-
-class NotTextError(UsageError):
-    """A binary file given to `lab import`: nothing was read or stored."""
-
-    def __init__(self, path: Path, why: str) -> None:
-        self.path = path
-        super().__init__(
-            f"{path} is not a text results file ({why}); nothing was stored",
-            hint="Import CSV, JSONL, or the text output of time, sysbench or iperf3"
-            " (see `lab import --help`)",
-        )
 
 
 @dataclass(frozen=True)
