@@ -1,10 +1,29 @@
-"""What `lab import` reads: an input that must be text."""
+"""What `lab import` reads: a file, or standard input (``-``), as lines of text of bounded length.
+
+Nothing is read whole. The bytes come in chunks and leave as lines, so memory does not grow
+with the input: a line longer than :data:`MAX_LINE` bytes is a malformed line (reported to
+the caller, then skipped to its end without keeping it), and a NUL byte or bytes that are
+not UTF-8 make the input binary, refused at once with their offset. A device or a pipe that
+never ends therefore fails within a chunk or a line's bound, instead of being buffered.
+
+Lines are split at ``\\n`` only and keep it (the ``csv`` module needs it for a quoted field
+that spans lines); their numbers count from 1.
+"""
 
 from __future__ import annotations
 
+import codecs
+import io
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from lab.core.errors import UsageError
+
+MAX_LINE = 1 << 20  # bytes: a results line is a few hundred; this bounds what one line may hold
+CHUNK = 1 << 18  # bytes read at a time (less than MAX_LINE, so only a line's start can be long)
+HEAD = 1 << 16  # bytes at most that the format is told from
+STDIN = "-"
 
 
 class NotTextError(UsageError):
@@ -17,3 +36,152 @@ class NotTextError(UsageError):
             hint="Import CSV, JSONL, or the text output of time, sysbench or iperf3"
             " (see `lab import --help`)",
         )
+
+
+class Input:
+    """One input: the name it was given by, the name its samples' sources carry, its bytes.
+
+    :meth:`head` is the text the format is told from; :meth:`lines` then yields every line,
+    the head's included. Each is read once.
+    """
+
+    def __init__(self, name: str, source: str, stream: BinaryIO, suffix: str = "") -> None:
+        self.name = name  # as the user gave it: what messages say
+        self.source = source  # the absolute path, or "stdin": what each sample's source says
+        self.suffix = suffix.lower()  # ".csv", ".jsonl": the first clue to the format
+        self._stream = stream
+        self._read = getattr(stream, "read1", stream.read)  # a pipe: what is there, not CHUNK
+        self._start = b""  # bytes read for the head, not yet given out as lines
+        self._head: str | None = None
+
+    @property
+    def path(self) -> Path:
+        return Path(self.name)
+
+    def close(self) -> None:
+        if self.name != STDIN:
+            self._stream.close()
+
+    def _chunk(self) -> bytes:
+        try:
+            return self._read(CHUNK)
+        except OSError as err:
+            raise UsageError(
+                f"cannot read {self.name}: {err.strerror or err}",
+                hint="Check the path and its permissions",
+            ) from None
+
+    def head(self) -> str:
+        """The input's first complete non-blank line at least (up to :data:`HEAD` bytes), as
+        text: what :func:`lab.importers.ingest.detect_format` reads."""
+        if self._head is None:
+            start, ended = b"", False
+            while len(start) < HEAD and start.lstrip().find(b"\n") < 0:
+                chunk = self._chunk()
+                ended = not chunk
+                if ended:
+                    break
+                start += chunk
+            self._check_bytes(start, 0)
+            self._start = start
+            try:  # a character cut at the end of what was read is not an error (yet)
+                self._head = codecs.getincrementaldecoder("utf-8")().decode(start, final=ended)
+            except UnicodeDecodeError as err:
+                raise self._not_utf8(start, 0, err) from None
+        return self._head
+
+    def lines(self, too_long: Callable[[int], None]) -> Iterator[str]:
+        """Every line as text; ``too_long(number)`` is told of a line past :data:`MAX_LINE`
+        (it may raise), which is then read to its end and given out as an empty line."""
+        self.head()
+        carry = b""  # the start of a line whose end has not been read yet
+        offset = 0  # of carry's first byte in the input
+        number = 0  # lines given out so far
+        skipping = False  # inside a line too long: drop bytes up to its end
+        chunk = self._start
+        self._start = b""
+        while True:
+            if not chunk:
+                chunk = self._chunk()
+                if not chunk:
+                    break
+                self._check_bytes(chunk, offset + len(carry))
+            if skipping:
+                end = chunk.find(b"\n")
+                if end < 0:
+                    offset += len(chunk)
+                    chunk = b""
+                    continue
+                skipping = False
+                number += 1
+                yield "\n"
+                offset += end + 1
+                chunk = chunk[end + 1 :]
+                continue
+            data = carry + chunk if carry else chunk
+            chunk = b""
+            first = data.find(b"\n")
+            if first < 0 or first > MAX_LINE:
+                if first > MAX_LINE or len(data) > MAX_LINE:
+                    too_long(number + 1)
+                    skipping = first < 0
+                    if not skipping:  # its end is here: give the line out empty
+                        number += 1
+                        yield "\n"
+                        offset += first + 1
+                        chunk = data[first + 1 :]
+                    else:
+                        offset += len(data)
+                    carry = b""
+                else:
+                    carry = data
+                continue
+            last = data.rfind(b"\n")
+            text = self._decode(data[: last + 1], offset)
+            carry = data[last + 1 :]
+            offset += last + 1
+            for line in io.StringIO(text):
+                number += 1
+                yield line
+        if carry:
+            yield self._decode(carry, offset)
+
+    def _check_bytes(self, data: bytes, offset: int) -> None:
+        nul = data.find(0)
+        if nul >= 0:
+            raise NotTextError(self.path, f"it holds a NUL byte at offset {offset + nul}")
+
+    def _decode(self, data: bytes, offset: int) -> str:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise self._not_utf8(data, offset, err) from None
+
+    def _not_utf8(self, data: bytes, offset: int, err: UnicodeDecodeError) -> NotTextError:
+        byte, where = data[err.start], offset + err.start
+        return NotTextError(self.path, f"byte {byte:#04x} at offset {where} is not UTF-8")
+
+
+def open_input(name: str, stdin: BinaryIO | None = None) -> Input:
+    """The input ``name`` names: ``-`` is ``stdin``; a folder, a missing or unreadable file is
+    refused by name."""
+    if name == STDIN:
+        if stdin is None:
+            raise UsageError("standard input (-) cannot be read here", hint="Name a file")
+        return Input(STDIN, "stdin", stdin)
+    path = Path(name)
+    if path.is_dir():
+        raise UsageError(
+            f"{name} is a folder, not a results file",
+            hint=f"Name the files in it, e.g. `lab import {name.rstrip('/')}/*.csv`",
+        )
+    try:
+        stream = path.open("rb")
+    except FileNotFoundError:
+        hint = "Check the path of the results file"
+        raise UsageError(f"{name} does not exist", hint=hint) from None
+    except OSError as err:
+        raise UsageError(
+            f"cannot read {name}: {err.strerror or err}", hint="Check the path and its permissions"
+        ) from None
+    return Input(name, str(path.resolve()), stream, path.suffix)
