@@ -14,11 +14,13 @@ is a :class:`BadLine` with the parser's reason.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
+from collections.abc import Iterable, Iterator
 
-from lab.importers.records import BadLine, Parsed, Sample
+from lab.importers.records import BadLine, Item, Parsed, Sample, collect
 from lab.parsers.tools import (
     ParseError,
     Parser,
@@ -27,85 +29,97 @@ from lab.parsers.tools import (
     parse_sysbench_memory,
 )
 
+MAX_RUN = 16 << 20  # characters of one run; an hour of iperf3 -J at 1 s intervals is ~4 MiB
+
 _TIME_KEYWORD = re.compile(r"^\s*(real|user|sys)\b")
 
 
-def read_time(text: str) -> Parsed:
-    samples: list[Sample] = []
-    bad: list[BadLine] = []
+def _time_block(block: list[tuple[int, str]]) -> Item:
+    start, end = block[0][0], block[-1][0]
+    try:
+        metrics = parse_bash_time("\n".join(line for _, line in block))
+    except ParseError as err:
+        return BadLine(start, f"{err} (in the block at lines {start}–{end})")
+    return Sample(line=start, metrics=metrics)
+
+
+def time_samples(lines: Iterable[str]) -> Iterator[Item]:
+    """bash ``time`` blocks (``real``, ``user``, ``sys``), each a Sample at its first line."""
     block: list[tuple[int, str]] = []
-
-    def flush() -> None:
-        if not block:
-            return
-        start, end = block[0][0], block[-1][0]
-        try:
-            metrics = parse_bash_time("\n".join(line for _, line in block))
-        except ParseError as err:
-            bad.append(BadLine(start, f"{err} (in the block at lines {start}–{end})"))
-        else:
-            samples.append(Sample(line=start, metrics=metrics))
-        block.clear()
-
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(lines, start=1):
+        line = raw.rstrip("\r\n")
         if not line.strip():
             continue
         match = _TIME_KEYWORD.match(line)
         if match is None:
-            flush()
-            bad.append(BadLine(number, f"not a line of `time` output: {line.strip()[:60]!r}"))
+            if block:
+                yield _time_block(block)
+                block = []
+            yield BadLine(number, f"not a line of `time` output: {line.strip()[:60]!r}")
             continue
         if match.group(1) == "real":
-            flush()
+            if block:
+                yield _time_block(block)
+                block = []
         elif not block:
-            bad.append(BadLine(number, f"{match.group(1)} line without a real line before it"))
+            yield BadLine(number, f"{match.group(1)} line without a real line before it")
             continue
         block.append((number, line))
         if len(block) == 3:
-            flush()
-    flush()
-    return Parsed("time", samples, bad)
+            yield _time_block(block)
+            block = []
+    if block:
+        yield _time_block(block)
 
 
-def _split(
-    text: str, start: re.Pattern[str], what: str
-) -> tuple[list[tuple[int, str]], list[BadLine]]:
-    """Runs as (first line number, text); non-blank lines before the first run are bad."""
-    runs: list[tuple[int, list[str]]] = []
-    bad: list[BadLine] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+def read_time(text: str) -> Parsed:
+    return collect("time", time_samples(io.StringIO(text)))
+
+
+def _run(first: int, lines: list[str], parse: Parser) -> Item:
+    try:
+        return Sample(line=first, metrics=parse("\n".join(lines) + "\n"))
+    except ParseError as err:
+        return BadLine(first, str(err))
+
+
+def run_samples(
+    lines: Iterable[str], start: re.Pattern[str], what: str, parse: Parser
+) -> Iterator[Item]:
+    """Runs that each begin with a line ``start`` matches, each parsed by ``parse`` once the
+    next begins; non-blank lines before the first run are bad, and so is a run past MAX_RUN."""
+    run: list[str] = []
+    first = size = 0
+    dropping = False  # inside a run too long: its lines are left out up to the next run
+    for number, raw in enumerate(lines, start=1):
+        line = raw.rstrip("\r\n")
         if start.match(line):
-            runs.append((number, [line]))
-        elif runs:
-            runs[-1][1].append(line)
+            if run:
+                yield _run(first, run, parse)
+            run, first, size, dropping = [line], number, len(line), False
+        elif dropping:
+            continue
+        elif run:
+            run.append(line)
+            size += len(line) + 1
+            if size > MAX_RUN:
+                yield BadLine(first, f"{what} longer than {MAX_RUN >> 20} MiB, so not one run")
+                run, dropping = [], True
         elif line.strip():
-            bad.append(BadLine(number, f"not part of {what}: {line.strip()[:60]!r}"))
-    return [(n, "\n".join(lines) + "\n") for n, lines in runs], bad
-
-
-def _parse_runs(
-    name: str,
-    text: str,
-    start: re.Pattern[str],
-    what: str,
-    parse: Parser,
-) -> Parsed:
-    runs, bad = _split(text, start, what)
-    samples = []
-    for line, chunk in runs:
-        try:
-            samples.append(Sample(line=line, metrics=parse(chunk)))
-        except ParseError as err:
-            bad.append(BadLine(line, str(err)))
-    return Parsed(name, samples, sorted(bad, key=lambda b: b.line))
+            yield BadLine(number, f"not part of {what}: {line.strip()[:60]!r}")
+    if run:
+        yield _run(first, run, parse)
 
 
 _SYSBENCH_BANNER = re.compile(r"^sysbench [0-9]")
 
 
+def sysbench_samples(lines: Iterable[str]) -> Iterator[Item]:
+    return run_samples(lines, _SYSBENCH_BANNER, "a sysbench report", parse_sysbench_memory)
+
+
 def read_sysbench(text: str) -> Parsed:
-    return _parse_runs("sysbench", text, _SYSBENCH_BANNER, "a sysbench report",
-                       parse_sysbench_memory)  # fmt: skip
+    return collect("sysbench", sysbench_samples(io.StringIO(text)))
 
 
 _IPERF3_START = re.compile(r"^Connecting to host ")
@@ -148,12 +162,12 @@ def parse_iperf3_text(text: str) -> dict[str, float]:
     return out
 
 
+def iperf3_text_samples(lines: Iterable[str]) -> Iterator[Item]:
+    return run_samples(lines, _IPERF3_START, "an iperf3 run", parse_iperf3_text)
+
+
 def read_iperf3_text(text: str) -> Parsed:
-    return _parse_runs("iperf3", text, _IPERF3_START, "an iperf3 run", parse_iperf3_text)
-
-
-def _line_of(text: str, index: int) -> int:
-    return text.count("\n", 0, index) + 1
+    return collect("iperf3", iperf3_text_samples(io.StringIO(text)))
 
 
 def _started(obj: object) -> float | None:
@@ -163,33 +177,83 @@ def _started(obj: object) -> float | None:
         return None
 
 
-def read_iperf3_json(text: str) -> Parsed:
-    decoder = json.JSONDecoder()
-    samples: list[Sample] = []
-    bad: list[BadLine] = []
-    index = 0
-    while True:
-        while index < len(text) and text[index].isspace():
-            index += 1
-        if index >= len(text):
-            break
-        line = _line_of(text, index)
-        try:
-            obj, end = decoder.raw_decode(text, index)
-        except (ValueError, RecursionError) as err:
-            why = "nested too deeply" if isinstance(err, RecursionError) else str(err)[:80]
-            bad.append(BadLine(line, f"not a JSON object from iperf3 -J ({why})"))
-            # resynchronise at the next object that starts a line
-            following = text.find("\n{", index + 1)
-            if following < 0:
+class _Objects:
+    """``iperf3 -J`` objects one after another, decoded as their text comes.
+
+    A decode is tried where one may have ended: before a line that starts with ``{`` after a
+    line that ends with ``}`` (how iperf3 prints them), and at the end. An object cut short is
+    named at its first line, and decoding starts again at the next line that starts with ``{``.
+    """
+
+    def __init__(self) -> None:
+        self.decoder = json.JSONDecoder()
+        self.text = ""  # not decoded yet
+        self.line = 1  # of text's first character
+
+    def decode(self, final: bool) -> Iterator[Item]:
+        """The objects in ``text``; unless ``final``, one that may yet go on is kept."""
+        text, index = self.text, 0
+        counted, line = 0, self.line  # line is the line of text[counted]
+        while True:
+            while index < len(text) and text[index].isspace():
+                index += 1
+            if index >= len(text):
                 break
-            index = following + 1
+            line += text.count("\n", counted, index)
+            counted = index
+            try:
+                obj, end = self.decoder.raw_decode(text, index)
+            except (ValueError, RecursionError) as err:
+                cut = isinstance(err, json.JSONDecodeError) and err.pos >= len(text.rstrip())
+                if cut and not final:
+                    break  # the rest of it may still come
+                why = "nested too deeply" if isinstance(err, RecursionError) else str(err)[:80]
+                yield BadLine(line, f"not a JSON object from iperf3 -J ({why})")
+                following = text.find("\n{", index + 1)  # start again at the next object
+                index = len(text) if following < 0 else following + 1
+                continue
+            try:
+                metrics = parse_iperf3_json(text[index:end])
+            except ParseError as err:
+                yield BadLine(line, str(err))
+            else:
+                yield Sample(line=line, metrics=metrics, started=_started(obj))
+            index = end
+        self.line = line + text.count("\n", counted, index)
+        self.text = text[index:]
+
+
+def iperf3_json_samples(lines: Iterable[str]) -> Iterator[Item]:
+    objects = _Objects()
+    pending: list[str] = []  # lines since the last decode
+    size = 0  # characters not decoded yet
+    ended = False  # the last non-blank line ends with "}"
+    dropping = False  # inside an object too long: its lines are left out up to the next one
+    for number, line in enumerate(lines, start=1):
+        if line.startswith("{") and (ended or dropping):
+            if dropping:
+                objects.line, dropping = number, False
+            objects.text += "".join(pending)
+            pending = []
+            yield from objects.decode(final=False)
+            size = len(objects.text)
+        if dropping:
             continue
-        try:
-            metrics = parse_iperf3_json(text[index:end])
-        except ParseError as err:
-            bad.append(BadLine(line, str(err)))
-        else:
-            samples.append(Sample(line=line, metrics=metrics, started=_started(obj)))
-        index = end
-    return Parsed("iperf3-json", samples, bad)
+        pending.append(line)
+        size += len(line)
+        if size > MAX_RUN:
+            objects.text += "".join(pending)
+            pending = []
+            yield from objects.decode(final=False)
+            if len(objects.text) > MAX_RUN:
+                yield BadLine(objects.line, f"an iperf3 -J object longer than {MAX_RUN >> 20} MiB")
+                objects.text, dropping = "", True
+            size = len(objects.text)
+        if line.strip():
+            ended = line.rstrip().endswith("}")
+    objects.text += "".join(pending)
+    yield from objects.decode(final=True)
+
+
+def read_iperf3_json(text: str) -> Parsed:
+    return collect("iperf3-json", iperf3_json_samples(io.StringIO(text)))

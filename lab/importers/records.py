@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import NamedTuple
 
 from lab.store import Direction
 
+NO_UNITS: Mapping[str, str] = MappingProxyType({})  # what a file that gives none has
+NO_DIRECTIONS: Mapping[str, Direction] = MappingProxyType({})
 
-@dataclass(frozen=True)
-class Sample:
+
+class Sample(NamedTuple):
     """One run read from a file: its metrics and whatever context the file gave.
 
     Fields left ``None`` are filled from the command line (``--variant``, ``--workload`` ...).
+    A tuple rather than a frozen dataclass: a large import makes millions, and a tuple is made
+    four times faster.
     """
 
     line: int
@@ -24,8 +31,8 @@ class Sample:
     study: str | None = None
     iteration: int | None = None
     started: float | None = None
-    units: dict[str, str] = field(default_factory=dict)
-    directions: dict[str, Direction] = field(default_factory=dict)
+    units: Mapping[str, str] = NO_UNITS
+    directions: Mapping[str, Direction] = NO_DIRECTIONS
 
 
 @dataclass(frozen=True)
@@ -34,13 +41,27 @@ class BadLine:
     message: str
 
 
+Item = Sample | BadLine  # what a reader yields, in the order of the lines
+
+
 @dataclass(frozen=True)
 class Parsed:
-    """A whole file read: the samples and the malformed lines, each with its line number."""
+    """A whole text read: the samples and the malformed lines, each with its line number."""
 
     format: str
     samples: list[Sample]
     bad: list[BadLine]
+
+
+def collect(fmt: str, items: Iterable[Item]) -> Parsed:
+    """A reader's items of a small text, kept: for tests and tables, not for a large input."""
+    parsed = Parsed(fmt, [], [])
+    for item in items:
+        if isinstance(item, BadLine):
+            parsed.bad.append(item)
+        else:
+            parsed.samples.append(item)
+    return parsed
 
 
 # Units and directions of the metrics the tool parsers return, by name.

@@ -3,6 +3,9 @@
 Optional columns: iteration, timestamp (epoch seconds or ISO 8601; ``started`` is the same),
 unit, direction (lower or higher), guest, host and study. The columns ``lab export`` adds
 (run, params, attempt, ended, source) are accepted and ignored, so an export imports back.
+
+:func:`csv_samples` and :func:`jsonl_samples` read lines as they come and yield each row's
+sample or malformed line in turn; :func:`read_csv` and :func:`read_jsonl` read a whole text.
 """
 
 from __future__ import annotations
@@ -11,12 +14,12 @@ import csv
 import io
 import json
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
 from lab.core.errors import UsageError
-from lab.importers.records import BadLine, Parsed, Sample
+from lab.importers.records import NO_DIRECTIONS, NO_UNITS, BadLine, Item, Parsed, Sample, collect
 
 REQUIRED = ("variant", "workload", "metric", "value")
 OPTIONAL = ("iteration", "timestamp", "started", "unit", "direction", "guest", "host", "study")
@@ -30,14 +33,6 @@ class RowError(ValueError):
     """One row cannot be read; the message says which column and why."""
 
 
-def _text(row: Mapping[str, Any], key: str) -> str | None:
-    value = row.get(key)
-    if value is None:
-        return None
-    text = str(value).strip()
-    return text or None
-
-
 def _timestamp(text: str) -> float:
     try:
         return float(text)
@@ -49,25 +44,29 @@ def _timestamp(text: str) -> float:
         raise RowError(f"timestamp {text!r} is neither epoch seconds nor ISO 8601") from None
 
 
-def sample_from_row(
-    row: Mapping[str, Any], line: int, defaults: Mapping[str, str | None]
-) -> Sample:
-    """A Sample from one row; ``defaults`` fill variant/workload/... the row leaves empty."""
-    fields = {key: _text(row, key) or defaults.get(key) for key in REQUIRED + OPTIONAL}
-    missing = [key for key in REQUIRED if not fields[key]]
-    if missing:
+def _fields(defaults: Defaults) -> dict[str, str | None]:
+    """A row's fields before its values: the command line's, else None."""
+    return {key: defaults.get(key) for key in REQUIRED + OPTIONAL}
+
+
+def _sample(fields: Mapping[str, str | None], line: int) -> Sample:
+    """A Sample from one row's fields (stripped, non-empty text, or the default)."""
+    variant, workload, metric, text = (
+        fields["variant"], fields["workload"], fields["metric"], fields["value"],
+    )  # fmt: skip
+    if not (variant and workload and metric and text):
+        missing = [key for key in REQUIRED if not fields[key]]
         raise RowError(f"no {', '.join(missing)}")
-    metric = str(fields["metric"])
     try:
-        value = float(str(fields["value"]))
+        value = float(text)
     except ValueError:
-        raise RowError(f"value {fields['value']!r} is not a number") from None
+        raise RowError(f"value {text!r} is not a number") from None
     if not math.isfinite(value):
-        raise RowError(f"value {fields['value']!r} is not a finite number")
+        raise RowError(f"value {text!r} is not a finite number")
     iteration = None
     if fields["iteration"] is not None:
         try:
-            iteration = int(str(fields["iteration"]))
+            iteration = int(fields["iteration"])
         except ValueError:
             raise RowError(f"iteration {fields['iteration']!r} is not a whole number") from None
         if iteration < 1:
@@ -76,19 +75,31 @@ def sample_from_row(
     if direction is not None and direction not in ("lower", "higher"):
         raise RowError(f"direction {direction!r} is neither 'lower' nor 'higher'")
     stamp = fields["timestamp"] or fields["started"]
+    unit = fields["unit"]
     return Sample(
-        line=line,
-        metrics={metric: value},
-        variant=fields["variant"],
-        workload=fields["workload"],
-        guest=fields["guest"],
-        host=fields["host"],
-        study=fields["study"],
-        iteration=iteration,
-        started=_timestamp(stamp) if stamp else None,
-        units={metric: fields["unit"]} if fields["unit"] else {},
-        directions={metric: "lower" if direction == "lower" else "higher"} if direction else {},
+        line,
+        {metric: value},
+        variant,
+        workload,
+        fields["guest"],
+        fields["host"],
+        fields["study"],
+        iteration,
+        _timestamp(stamp) if stamp else None,
+        {metric: unit} if unit else NO_UNITS,
+        {metric: "lower" if direction == "lower" else "higher"} if direction else NO_DIRECTIONS,
     )
+
+
+def _row_sample(row: Mapping[str, Any], line: int, blank: Mapping[str, str | None]) -> Sample:
+    """A Sample from one JSON row; ``blank`` holds the defaults of what it leaves empty."""
+    fields = dict(blank)
+    for key, value in row.items():
+        if value is not None and key in fields:
+            text = str(value).strip()
+            if text:
+                fields[key] = text
+    return _sample(fields, line)
 
 
 def _check_columns(columns: list[str], where: str) -> None:
@@ -100,21 +111,11 @@ def _check_columns(columns: list[str], where: str) -> None:
         )
 
 
-def _rows(reader: csv.DictReader[str], bad: list[BadLine]) -> Iterator[dict[Any, Any]]:
-    """The reader's rows; a row the csv module cannot read at all is a bad line, not a crash."""
-    while True:
-        try:
-            yield next(reader)
-        except StopIteration:
-            return
-        except csv.Error as err:  # e.g. a field past the csv module's size limit
-            bad.append(BadLine(reader.line_num + 1, f"not readable as CSV ({err})"))
-
-
-def read_csv(text: str, name: str, defaults: Defaults) -> Parsed:
-    reader = csv.DictReader(io.StringIO(text))
+def csv_samples(lines: Iterable[str], name: str, defaults: Defaults) -> Iterator[Item]:
+    """Each row of a CSV text, read line by line, as a Sample or a BadLine (its last line)."""
+    reader = csv.reader(lines)
     try:
-        header = reader.fieldnames or []
+        header = next(reader, [])
     except csv.Error as err:
         raise UsageError(
             f"{name}:1: the header is not readable as CSV ({err})",
@@ -122,54 +123,72 @@ def read_csv(text: str, name: str, defaults: Defaults) -> Parsed:
         ) from None
     columns = [c.strip() for c in header]
     _check_columns(columns, f"{name}:1")
-    reader.fieldnames = columns
-    samples: list[Sample] = []
-    bad: list[BadLine] = []
-    for row in _rows(reader, bad):
-        line = reader.line_num
-        if None in row:
-            bad.append(BadLine(line, f"{len(row[None])} more field(s) than the header has"))
+    width = len(columns)
+    blank = _fields(defaults)
+    line = reader.line_num  # the last line of the last row read
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:  # e.g. a field past the csv module's size limit
+            yield BadLine(line + 1, f"not readable as CSV ({err})")
+            line = reader.line_num
             continue
-        if all(not (v or "").strip() for v in row.values()):
+        line = reader.line_num
+        if len(row) > width:
+            yield BadLine(line, f"{len(row) - width} more field(s) than the header has")
+            continue
+        fields = blank.copy()
+        filled = False
+        for key, value in zip(columns, row, strict=False):  # a short row: the rest defaults
+            text = value.strip()
+            if text:
+                fields[key] = text
+                filled = True
+        if not filled:
             continue
         try:
-            samples.append(sample_from_row(row, line, defaults))
+            yield _sample(fields, line)
         except RowError as err:
-            bad.append(BadLine(line, str(err)))
-    return Parsed("csv", samples, bad)
+            yield BadLine(line, str(err))
 
 
-def _json_lines(text: str) -> Iterator[tuple[int, str]]:
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            yield number, line
+def read_csv(text: str, name: str, defaults: Defaults) -> Parsed:
+    return collect("csv", csv_samples(io.StringIO(text), name, defaults))
 
 
 ENVIRONMENT = "environment"  # the "record" of lab export's environment lines
 
 
-def read_jsonl(text: str, name: str, defaults: Defaults) -> Parsed:
-    samples, bad = [], []
-    for line, raw in _json_lines(text):
+def jsonl_samples(lines: Iterable[str], defaults: Defaults) -> Iterator[Item]:
+    """Each non-blank line of a JSON-lines text as a Sample or a BadLine."""
+    blank = _fields(defaults)
+    for line, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
         try:
             row = json.loads(raw)
         except ValueError as err:
-            bad.append(BadLine(line, f"not JSON ({err.args[0] if err.args else err})"))
+            yield BadLine(line, f"not JSON ({err.args[0] if err.args else err})")
             continue
         except RecursionError:
-            bad.append(BadLine(line, "not a sample: JSON nested too deeply"))
+            yield BadLine(line, "not a sample: JSON nested too deeply")
             continue
         if not isinstance(row, dict):
-            bad.append(BadLine(line, "not a JSON object"))
+            yield BadLine(line, "not a JSON object")
             continue
         if row.get("record") == ENVIRONMENT:  # lab export's environment lines: no sample
             continue
         unknown = [k for k in row if k not in KNOWN]
         if unknown:
-            bad.append(BadLine(line, f"unknown key(s) {', '.join(unknown)}"))
+            yield BadLine(line, f"unknown key(s) {', '.join(unknown)}")
             continue
         try:
-            samples.append(sample_from_row(row, line, defaults))
+            yield _row_sample(row, line, blank)
         except RowError as err:
-            bad.append(BadLine(line, str(err)))
-    return Parsed("jsonl", samples, bad)
+            yield BadLine(line, str(err))
+
+
+def read_jsonl(text: str, name: str, defaults: Defaults) -> Parsed:
+    return collect("jsonl", jsonl_samples(io.StringIO(text), defaults))
