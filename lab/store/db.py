@@ -7,13 +7,14 @@ import math
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from lab.core.errors import StoreError, UsageError
+from lab.store.bulk import Bulk
 from lab.store.full import StoreFull, is_disk_full, store_full
 from lab.store.reads import Reads
 from lab.store.records import IterationRecord, MetricInfo
@@ -161,6 +162,13 @@ class Store(Reads):
         ``with store.transaction(): ensure_run(...); record(...); record(...)``
         """
         return Store._Tx(self)
+
+    @contextmanager
+    def bulk(self) -> Iterator[Bulk]:
+        """One transaction for samples by the million (:mod:`lab.store.bulk`): all of them
+        are stored, or none; ``ensure_*`` calls inside it are part of it."""
+        with self._transaction() as conn:
+            yield Bulk(conn)
 
     # -- writing -----------------------------------------------------------------------
 
