@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from lab.core.context import Context
+from lab.core.errors import UsageError
 from lab.store.cli import add_db_argument
 
 
@@ -19,7 +20,10 @@ def register(subparsers: Any) -> None:
         " file:line. A malformed line fails the import and nothing is stored, unless"
         " --skip-bad. Importing a file again adds only what was appended to it since.",
     )  # fmt: skip
-    parser.add_argument("files", nargs="+", metavar="FILE", help="results file(s) to import")
+    parser.add_argument(
+        "files", nargs="+", metavar="FILE",
+        help="results file(s) to import; - reads standard input (its samples' source is stdin)",
+    )  # fmt: skip
     parser.add_argument(
         "--format", default="auto",
         choices=("auto", "csv", "jsonl", "time", "sysbench", "iperf3", "iperf3-json"),
@@ -47,35 +51,42 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    from pathlib import Path
+    import sys
 
-    from lab.importers.ingest import ImportOptions, import_file, read_checked
-    from lab.store.cli import open_store
+    from lab.importers.ingest import ImportOptions, import_inputs, plan
+    from lab.store.cli import open_store_all_or_nothing
 
     options = ImportOptions(
         format=args.format, study=args.study, variant=args.variant, workload=args.workload,
         guest=args.guest, host=args.host, unit=args.unit, direction=args.direction,
         skip_bad=args.skip_bad,
     )  # fmt: skip
-    # Every file is read and checked before the store is opened: a bad one changes nothing.
-    parsed = {name: read_checked(Path(name), options) for name in args.files}
-    with open_store(args, ctx) as store:
-        for name in args.files:
-            summary = import_file(store, Path(name), options, parsed[name])
-            for bad in summary.bad:
-                ctx.warn(f"{name}:{bad.line}: {bad.message} (skipped)")
-            parts = [f"read {summary.read} sample(s) as {summary.format}"]
-            parts.append(f"stored {summary.stored} new iteration(s)")
-            parts.extend(
-                f"{study}/{workload} {variant}" + (f" ({guest})" if guest != variant else "")
-                + f": {n}"
-                for (study, workload, variant, guest), n in sorted(summary.groups.items())
-            )  # fmt: skip
-            if summary.already:
-                parts.append(f"{summary.already} sample(s) imported before, skipped")
-            if summary.duplicates:
-                parts.append(f"{summary.duplicates} iteration number(s) already stored, kept")
-            if summary.bad:
-                parts.append(f"skipped {len(summary.bad)} malformed line(s)")
-            ctx.out.print(f"{name}: " + "; ".join(parts), highlight=False, soft_wrap=True)
+    if args.files.count("-") > 1:
+        raise UsageError("standard input (-) is named twice", hint="Name it once")
+    # Every input is opened and its format told before the store is opened: a missing file,
+    # a folder or a binary file changes nothing. The samples are read as they are stored.
+    planned = plan(args.files, options, sys.stdin.buffer)
+    with open_store_all_or_nothing(args, ctx) as store:
+        summaries = import_inputs(store, planned, options)
+    for name, summary in zip(args.files, summaries, strict=True):
+        for bad in summary.bad:
+            ctx.warn(f"{name}:{bad.line}: {bad.message} (skipped)")
+        if summary.bad_count > len(summary.bad):
+            ctx.warn(
+                f"{name}: {summary.bad_count - len(summary.bad)} more malformed line(s) skipped"
+            )
+        parts = [f"read {summary.read} sample(s) as {summary.format}"]
+        parts.append(f"stored {summary.stored} new iteration(s)")
+        parts.extend(
+            f"{study}/{workload} {variant}" + (f" ({guest})" if guest != variant else "")
+            + f": {n}"
+            for (study, workload, variant, guest), n in sorted(summary.groups.items())
+        )  # fmt: skip
+        if summary.already:
+            parts.append(f"{summary.already} sample(s) imported before, skipped")
+        if summary.duplicates:
+            parts.append(f"{summary.duplicates} iteration number(s) already stored, kept")
+        if summary.bad_count:
+            parts.append(f"skipped {summary.bad_count} malformed line(s)")
+        ctx.out.print(f"{name}: " + "; ".join(parts), highlight=False, soft_wrap=True)
     return 0

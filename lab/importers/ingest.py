@@ -1,32 +1,48 @@
-"""Read a results file of any supported format and store it: everything, or nothing.
+"""Read results of any supported format and store them as they are read: everything, or nothing.
 
 Where the samples go: study ``--study`` (default ``imported``), a run keyed
 ``STUDY/import/WORKLOAD``, and one guest per variant (named after it unless the file or
 ``--guest`` names one). Iterations are the file's own when it has an iteration column, else
 numbered in file order after those already stored. Each iteration's source is
-``/absolute/path:line``; samples whose file:line is already in the store are skipped, so
-importing a file again after more runs were appended to it adds only the new runs.
+``/absolute/path:line`` (``stdin:line`` for standard input); samples whose file:line is already
+in the store are skipped, so importing a file again after more runs were appended to it adds
+only the new runs.
+
+Every input is read line by line (:mod:`lab.importers.inputs`) and its samples are stored
+:data:`BATCH` at a time, all inputs inside one transaction (``Store.bulk``): memory holds a
+batch, not a file, and an import that fails, or is killed, leaves the store as it was.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from lab.core.errors import UsageError
-from lab.importers.appended import read_iperf3_json, read_iperf3_text, read_sysbench, read_time
-from lab.importers.inputs import NotTextError
-from lab.importers.malformed import MalformedInputError
-from lab.importers.records import BadLine, Parsed, Sample, infer_direction, known_unit
-from lab.importers.tabular import Defaults, read_csv, read_jsonl
-from lab.store import Direction, IterationRecord, MetricInfo, Store
+from lab.importers.appended import (
+    iperf3_json_samples,
+    iperf3_text_samples,
+    sysbench_samples,
+    time_samples,
+)
+from lab.importers.inputs import Input, open_input
+from lab.importers.malformed import Malformed, MalformedInputError
+from lab.importers.records import BadLine, Item, Sample, infer_direction, known_unit
+from lab.importers.tabular import Defaults, csv_samples, jsonl_samples
+from lab.store import Direction, MetricInfo, Store
+from lab.store.bulk import Bulk
+
+__all__ = ["ImportOptions", "ImportSummary", "MalformedInputError", "detect_format", "import_file"]
 
 FORMATS = ("auto", "csv", "jsonl", "time", "sysbench", "iperf3", "iperf3-json")
 RAW_WORKLOAD = {
     "time": "time", "sysbench": "sysbench-memory", "iperf3": "iperf3", "iperf3-json": "iperf3",
 }  # fmt: skip
 DEFAULT_STUDY = "imported"
+BATCH = 20_000  # samples stored at a time: a few MiB of memory, few enough round trips
 
 
 @dataclass(frozen=True)
@@ -50,7 +66,8 @@ class ImportSummary:
     stored: int = 0  # new iterations stored
     already: int = 0  # samples whose file:line is already in the store (skipped)
     duplicates: int = 0  # iterations whose number was already stored (left as they were)
-    bad: list[BadLine] = field(default_factory=list)
+    bad: list[BadLine] = field(default_factory=list)  # the first malformed lines skipped
+    bad_count: int = 0  # every malformed line skipped
     groups: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
 
 
@@ -79,183 +96,306 @@ def detect_format(path: Path, text: str) -> str:
     )
 
 
-def read_text(path: Path) -> str:
-    """The file as text; a binary file (a NUL byte, or bytes that are not UTF-8) is refused."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except FileNotFoundError:
-        raise UsageError(
-            f"{path} does not exist", hint="Check the path of the results file"
-        ) from None
-    except OSError as err:
-        raise UsageError(
-            f"cannot read {path}: {err.strerror or err}", hint="Check the path and its permissions"
-        ) from None
-    if b"\0" in data:
-        raise NotTextError(path, f"it holds a NUL byte at offset {data.index(0)}")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise NotTextError(
-            path, f"byte {data[err.start]:#04x} at offset {err.start} is not UTF-8"
-        ) from None
+@dataclass
+class Planned:
+    """An input opened, its format known: what can be told before the store is opened."""
+
+    input: Input
+    format: str
 
 
-def read(path: Path, options: ImportOptions) -> Parsed:
-    text = read_text(path)
-    fmt = detect_format(path, text) if options.format == "auto" else options.format
+def plan(names: list[str], options: ImportOptions, stdin: BinaryIO | None = None) -> list[Planned]:
+    """Open every input and tell its format from its start, so that a missing file, a folder, a
+    binary file or a raw format without --variant is refused before anything is stored."""
+    opened: list[Input] = []
+    try:
+        planned = []
+        for name in names:
+            opened.append(open_input(name, stdin))
+            planned.append(Planned(opened[-1], _format(opened[-1], options)))
+        return planned
+    except BaseException:
+        for source in opened:
+            source.close()
+        raise
+
+
+def _format(source: Input, options: ImportOptions) -> str:
+    fmt = options.format
+    if fmt == "auto":
+        fmt = detect_format(source.path, source.head())
+    if fmt not in FORMATS[1:]:
+        raise UsageError(f"unknown format {fmt!r}", hint=f"Known formats: {', '.join(FORMATS)}")
+    if fmt in RAW_WORKLOAD and not options.variant:
+        raise UsageError(
+            f"{source.name} holds raw {fmt} output, which does not say which variant made it",
+            hint="Pass --variant V (and --workload W to name the workload)",
+        )
+    source.head()  # a binary start is refused now, before the store is opened
+    return fmt
+
+
+def samples(planned: Planned, options: ImportOptions, malformed: Malformed) -> Iterator[Item]:
+    """The input's samples and malformed lines, in the order of its lines, as they are read."""
+    lines = planned.input.lines(malformed.too_long)
     defaults: Defaults = {
         "variant": options.variant, "workload": options.workload, "guest": options.guest,
         "host": options.host, "study": options.study, "unit": options.unit,
         "direction": options.direction,
     }  # fmt: skip
+    fmt = planned.format
     if fmt == "csv":
-        return read_csv(text, str(path), defaults)
+        return csv_samples(lines, planned.input.name, defaults)
     if fmt == "jsonl":
-        return read_jsonl(text, str(path), defaults)
-    readers = {"time": read_time, "sysbench": read_sysbench, "iperf3": read_iperf3_text,
-               "iperf3-json": read_iperf3_json}  # fmt: skip
-    if fmt not in readers:
-        raise UsageError(f"unknown format {fmt!r}", hint=f"Known formats: {', '.join(FORMATS)}")
-    if not options.variant:
-        raise UsageError(
-            f"{path} holds raw {fmt} output, which does not say which variant made it",
-            hint="Pass --variant V (and --workload W to name the workload)",
-        )
-    return readers[fmt](text)
+        return jsonl_samples(lines, defaults)
+    raw = {"time": time_samples, "sysbench": sysbench_samples, "iperf3": iperf3_text_samples,
+           "iperf3-json": iperf3_json_samples}  # fmt: skip
+    return raw[fmt](lines)
 
 
 Group = tuple[str, str, str, str, str]  # study, workload, variant, guest, host
 
 
-def _group(sample: Sample, options: ImportOptions, fmt: str) -> Group:
-    variant = sample.variant or options.variant or ""
-    return (
-        sample.study or options.study or DEFAULT_STUDY,
-        sample.workload or options.workload or RAW_WORKLOAD.get(fmt, fmt),
-        variant,
-        sample.guest or options.guest or variant,
-        sample.host or options.host or "local",
-    )
+class _Target:
+    """Where one group's samples go: its run and guest, the metrics this import declared for
+    its run, and the highest iteration number stored or written (a number above it is new)."""
+
+    __slots__ = ("declared", "group", "guest_id", "high", "run_id", "run_key", "study_id")
+
+    def __init__(self, store: Store, group: Group) -> None:
+        study, workload, variant, guest, host = group
+        self.group = group
+        self.study_id = store.ensure_study(study, "imported with lab import")
+        self.run_key = f"{study}/import/{workload}"
+        self.run_id = store.ensure_run(
+            self.study_id, self.run_key, workload, {"imported": True}, None, None, []
+        )
+        self.guest_id = store.ensure_guest(self.study_id, guest, variant, host=host)
+        self.declared: set[str] = set()  # by this import: ensure_run checks each once
+        self.high = store.max_iteration(self.run_id, self.guest_id)
+
+    def declare(self, store: Store, info: MetricInfo) -> None:
+        workload = self.group[1]
+        store.ensure_run(
+            self.study_id, self.run_key, workload, {"imported": True}, None, None, [info]
+        )
+        self.declared.add(info.name)
 
 
-def _metric_infos(
-    path: Path, samples: list[Sample], options: ImportOptions
-) -> tuple[dict[str, MetricInfo], list[BadLine]]:
-    infos: dict[str, MetricInfo] = {}
-    bad: list[BadLine] = []
-    for s in samples:
-        for name in s.metrics:
-            unit = s.units.get(name) or options.unit or known_unit(name) or ""
-            direction = s.directions.get(name) or options.direction or infer_direction(name, unit)
-            if direction is None:
-                raise UsageError(
-                    f"{path}:{s.line}: cannot tell whether a lower or a higher {name!r} is better",
-                    hint="Pass --direction lower (times) or --direction higher (throughput),"
-                    " or add a direction column",
-                )
-            info = MetricInfo(name, unit, direction)
-            earlier = infos.setdefault(name, info)
-            if earlier != info:
-                message = (
-                    f"metric {name!r} has unit {unit!r} ({direction}), earlier"
-                    f" {earlier.unit!r} ({earlier.direction})"
-                )
-                bad.append(BadLine(s.line, message))
-    return infos, bad
+class _Route:
+    """A group's target as one input sees it: its numbering, and its lines stored before."""
+
+    __slots__ = ("counters", "first", "imported", "target")
+
+    def __init__(self, target: _Target, imported: bytearray | None) -> None:
+        self.target = target
+        self.first = target.high + 1
+        self.counters: dict[str, int] = {}
+        self.imported = imported
 
 
-def _already(store: Store, run_id: int, guest_id: int, path: str) -> set[int]:
-    lines: set[int] = set()
-    for source in store.sources(run_id, guest_id):
-        file, _, numbers = source.rpartition(":")
-        if file == path:
-            lines.update(int(n) for n in numbers.split(",") if n.isdigit())
-    return lines
+class _Batch:
+    """Samples numbered and waiting to be stored: those of new iterations, merged by number,
+    and those whose iteration may be stored already (left to ``Bulk.merge``)."""
 
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.fresh: dict[tuple[_Target, int], list[Any]] = {}  # [started, source, metrics]
+        self.maybe: list[tuple[int, int, int, int, float | None, dict[str, float]]] = []
+        self.size = 0
 
-def _iterations(samples: list[Sample], first: int, bad: list[BadLine]) -> dict[int, list[Sample]]:
-    """Samples by iteration: the file's own numbers, or file order after ``first - 1``."""
-    by_iteration: dict[int, list[Sample]] = defaultdict(list)
-    counters: dict[str, int] = defaultdict(int)
-    for s in samples:
-        if s.iteration is not None:
-            number = s.iteration
+    def add(self, target: _Target, number: int, sample: Sample, malformed: Malformed) -> None:
+        key = (target, number)
+        entry = self.fresh.get(key)
+        if entry is not None:
+            clash = [m for m in sample.metrics if m in entry[2]]
+            if clash:
+                message = f"a second {clash[0]!r} value for iteration {number}"
+                malformed.add(BadLine(sample.line, message))
+                return
+            entry[1] += f",{sample.line}"
+            entry[2] = {**entry[2], **sample.metrics}
+        elif number > target.high:
+            self.fresh[key] = [sample.started, f"{self.source}:{sample.line}", sample.metrics]
+            target.high = number
         else:
-            metric = next(iter(s.metrics))
-            number = first + counters[metric]
-            counters[metric] += 1
-        clash = [m for other in by_iteration[number] for m in other.metrics if m in s.metrics]
-        if clash:
-            bad.append(BadLine(s.line, f"a second {clash[0]!r} value for iteration {number}"))
-            continue
-        by_iteration[number].append(s)
-    return by_iteration
-
-
-def read_checked(path: Path, options: ImportOptions) -> Parsed:
-    """:func:`read`, refusing a file without samples, or with malformed lines unless
-    ``skip_bad``: what can be told without the store, so a bad file never opens one."""
-    parsed = read(path, options)
-    if parsed.bad and not options.skip_bad:
-        raise MalformedInputError(path, sorted(parsed.bad, key=lambda b: b.line))
-    if not parsed.samples:
-        raise UsageError(
-            f"no samples found in {path} (read as {parsed.format})",
-            hint="Check the file, or pass --format if it was detected wrongly",
-        )
-    return parsed
-
-
-def import_file(
-    store: Store, path: Path, options: ImportOptions, parsed: Parsed | None = None
-) -> ImportSummary:
-    """Read ``path`` (unless ``parsed`` is what it holds) and store its samples in one
-    transaction."""
-    if parsed is None:
-        parsed = read(path, options)
-    summary = ImportSummary(path=path, format=parsed.format, read=len(parsed.samples))
-    bad = list(parsed.bad)
-    infos, unit_bad = _metric_infos(path, parsed.samples, options)
-    bad.extend(unit_bad)
-    groups: dict[Group, list[Sample]] = defaultdict(list)
-    for s in parsed.samples:
-        if not any(b.line == s.line for b in unit_bad):
-            groups[_group(s, options, parsed.format)].append(s)
-    source_path = str(path.resolve())
-    with store.transaction():
-        for key, samples in sorted(groups.items()):
-            study, workload, variant, guest, host = key
-            study_id = store.ensure_study(study, "imported with lab import")
-            metrics = sorted({m for s in samples for m in s.metrics})
-            run_id = store.ensure_run(
-                study_id, f"{study}/import/{workload}", workload, {"imported": True}, None, None,
-                [infos[m] for m in metrics],
+            self.maybe.append(
+                (target.run_id, target.guest_id, number, sample.line, sample.started,
+                 sample.metrics)
             )  # fmt: skip
-            guest_id = store.ensure_guest(study_id, guest, variant, host=host)
-            done = _already(store, run_id, guest_id, source_path)
-            fresh = [s for s in samples if s.line not in done]
-            summary.already += len(samples) - len(fresh)
-            by_iteration = _iterations(fresh, store.max_iteration(run_id, guest_id) + 1, bad)
-            records = [
-                IterationRecord(
-                    iteration=number, attempt=1, ok=True, started=group[0].started,
-                    source=f"{source_path}:{','.join(str(s.line) for s in group)}",
-                    metrics={m: v for s in group for m, v in s.metrics.items()},
-                )
-                for number, group in sorted(by_iteration.items())
-            ]  # fmt: skip
-            new = store.record(run_id, guest_id, records)
-            summary.stored += new
-            summary.duplicates += len(records) - new
-            summary.groups[(study, workload, variant, guest)] = new
-        if bad and not options.skip_bad:
-            raise MalformedInputError(path, sorted(bad, key=lambda b: b.line))
-    if not parsed.samples:
-        raise UsageError(
-            f"no samples found in {path} (read as {parsed.format})",
-            hint="Check the file, or pass --format if it was detected wrongly",
+        self.size += 1
+
+    def store(self, bulk: Bulk, summary: ImportSummary, malformed: Malformed,
+              targets: Mapping[tuple[int, int], _Target]) -> None:  # fmt: skip
+        iterations: list[tuple[int, int, int, float | None, str]] = []
+        samples: list[tuple[int, int, int, str, float]] = []
+        add_iteration, add_sample = iterations.append, samples.append
+        for (target, number), (started, source, metrics) in self.fresh.items():
+            run_id, guest_id = target.run_id, target.guest_id
+            add_iteration((run_id, guest_id, number, started, source))
+            for metric, value in metrics.items():
+                add_sample((run_id, guest_id, number, metric, value))
+        bulk.insert(iterations, samples)
+        for target, made in Counter(target for target, _ in self.fresh).items():
+            _count(summary, target, made)
+        if self.maybe:
+            merged = bulk.merge(self.source, self.maybe)
+            for ids, made in merged.made.items():
+                _count(summary, targets[ids], made)
+            summary.duplicates += merged.kept
+            for line, message in merged.clashes:
+                malformed.add(BadLine(line, message))
+        self.fresh.clear()
+        self.maybe.clear()
+        self.size = 0
+
+
+def _count(summary: ImportSummary, target: _Target, made: int) -> None:
+    study, workload, variant, guest, _ = target.group
+    key = (study, workload, variant, guest)
+    summary.groups[key] = summary.groups.get(key, 0) + made
+    summary.stored += made
+
+
+class _Import:
+    """One `lab import`: its options, and the targets its inputs share."""
+
+    def __init__(self, store: Store, bulk: Bulk, options: ImportOptions) -> None:
+        self.store = store
+        self.bulk = bulk
+        self.options = options
+        self.targets: dict[Group, _Target] = {}
+        self.by_ids: dict[tuple[int, int], _Target] = {}
+
+    def group(self, sample: Sample, fmt: str) -> Group:
+        options = self.options
+        variant = sample.variant or options.variant or ""
+        return (
+            sample.study or options.study or DEFAULT_STUDY,
+            sample.workload or options.workload or RAW_WORKLOAD.get(fmt, fmt),
+            variant,
+            sample.guest or options.guest or variant,
+            sample.host or options.host or "local",
         )
-    summary.bad = sorted(bad, key=lambda b: b.line)
+
+    def route(self, sample: Sample, planned: Planned, summary: ImportSummary) -> _Route:
+        group = self.group(sample, planned.format)
+        target = self.targets.get(group)
+        if target is None:
+            target = self.targets[group] = _Target(self.store, group)
+            self.by_ids[(target.run_id, target.guest_id)] = target
+        summary.groups.setdefault(group[:4], 0)
+        imported = self.bulk.imported_lines(target.run_id, target.guest_id, planned.input.source)
+        return _Route(target, imported)
+
+    def read(self, planned: Planned) -> ImportSummary:
+        """Store one input's samples (inside the bulk write's transaction)."""
+        source = planned.input
+        options = self.options
+        summary = ImportSummary(source.path, planned.format)
+        malformed = Malformed(source.path, options.skip_bad)
+        routes: dict[tuple[str | None, ...], _Route] = {}
+        infos: dict[str, MetricInfo] = {}  # each metric's first unit and direction
+        checked: dict[tuple[str, str | None, str | None], MetricInfo | str] = {}
+        batch = _Batch(source.source)
+        for item in samples(planned, options, malformed):
+            if isinstance(item, BadLine):
+                malformed.add(item)
+                continue
+            sample = item
+            summary.read += 1
+            raw = (sample.study, sample.workload, sample.variant, sample.guest, sample.host)
+            route = routes.get(raw)
+            if route is None:
+                route = routes[raw] = self.route(sample, planned, summary)
+            target = route.target
+            refused = None
+            for name in sample.metrics:
+                key = (name, sample.units.get(name), sample.directions.get(name))
+                info = checked.get(key)
+                if info is None:
+                    info = checked[key] = self.metric(key, infos, source, sample.line)
+                if isinstance(info, str):
+                    refused = info
+                    break
+                if name not in target.declared:
+                    target.declare(self.store, info)
+            if refused is not None:
+                malformed.add(BadLine(sample.line, refused))
+                continue
+            line = sample.line
+            imported = route.imported
+            if (
+                imported is not None
+                and line >> 3 < len(imported)
+                and imported[line >> 3] >> (line & 7) & 1
+            ):
+                summary.already += 1
+                continue
+            number = sample.iteration
+            if number is None:
+                metric = next(iter(sample.metrics))
+                count = route.counters.get(metric, 0)
+                route.counters[metric] = count + 1
+                number = route.first + count
+            batch.add(target, number, sample, malformed)
+            if batch.size >= BATCH:
+                batch.store(self.bulk, summary, malformed, self.by_ids)
+        batch.store(self.bulk, summary, malformed, self.by_ids)
+        malformed.check()
+        if not summary.read:
+            raise UsageError(
+                f"no samples found in {source.name} (read as {planned.format})",
+                hint="Check the file, or pass --format if it was detected wrongly",
+            )
+        summary.bad = sorted(malformed.listed, key=lambda b: b.line)
+        summary.bad_count = malformed.count
+        return summary
+
+    def metric(
+        self,
+        key: tuple[str, str | None, str | None],
+        infos: dict[str, MetricInfo],
+        source: Input,
+        line: int,
+    ) -> MetricInfo | str:
+        """A metric's unit and direction as a sample gives them (else the options', else
+        what its name says); a unit or direction other than the input's first for that metric
+        is the reason the sample is malformed."""
+        name, given_unit, given_direction = key
+        options = self.options
+        unit = given_unit or options.unit or known_unit(name) or ""
+        direction = given_direction or options.direction or infer_direction(name, unit)
+        if direction is None:
+            raise UsageError(
+                f"{source.name}:{line}: cannot tell whether a lower or a higher {name!r} is better",
+                hint="Pass --direction lower (times) or --direction higher (throughput),"
+                " or add a direction column",
+            )
+        info = MetricInfo(name, unit, direction)  # type: ignore[arg-type]
+        earlier = infos.setdefault(name, info)
+        if earlier != info:
+            return (
+                f"metric {name!r} has unit {unit!r} ({direction}), earlier"
+                f" {earlier.unit!r} ({earlier.direction})"
+            )
+        return info
+
+
+def import_inputs(
+    store: Store, planned: list[Planned], options: ImportOptions
+) -> list[ImportSummary]:
+    """Store every input's samples in one transaction: all of them, or (on any error) none."""
+    try:
+        with store.bulk() as bulk:
+            run = _Import(store, bulk, options)
+            return [run.read(p) for p in planned]
+    finally:
+        for p in planned:
+            p.input.close()
+
+
+def import_file(store: Store, path: Path, options: ImportOptions) -> ImportSummary:
+    """Import one file (in its own transaction)."""
+    (summary,) = import_inputs(store, plan([str(path)], options), options)
     return summary

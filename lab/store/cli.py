@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from lab.core.context import Context
@@ -61,6 +63,32 @@ def store_path(args: argparse.Namespace, ctx: Context) -> Path:
 def open_store(args: argparse.Namespace, ctx: Context, create: bool = True) -> Store:
     """The store --db names (or lab.toml's); ``create=False`` for commands that only read."""
     return Store.open(store_path(args, ctx), create=create)
+
+
+@contextmanager
+def open_store_all_or_nothing(args: argparse.Namespace, ctx: Context) -> Iterator[Store]:
+    """:func:`open_store`, for a command that stores all or nothing (``lab import``): a store
+    that it created is removed again when it fails, and so are the folders made for it, so a
+    failed first import leaves no file behind."""
+    path = store_path(args, ctx)
+    made = [] if path.exists() else [path, Path(f"{path}-wal"), Path(f"{path}-shm")]
+    folder = path.parent
+    while made and not folder.exists():  # the folders Store.open makes, deepest first
+        made.append(folder)
+        folder = folder.parent
+    store = open_store(args, ctx)
+    try:
+        yield store
+    except BaseException:
+        store.close()
+        for leftover in made:
+            if leftover.is_dir():
+                with contextlib.suppress(OSError):  # not empty: something else put files there
+                    leftover.rmdir()
+            else:
+                leftover.unlink(missing_ok=True)
+        raise
+    store.close()
 
 
 def variant_order(store: Store, study: str | None = None) -> list[str]:

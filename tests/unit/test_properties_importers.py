@@ -26,8 +26,9 @@ from lab.importers.appended import (
     read_sysbench,
     read_time,
 )
-from lab.importers.ingest import ImportOptions, detect_format, read
-from lab.importers.records import Parsed
+from lab.importers.ingest import ImportOptions, detect_format, plan, samples
+from lab.importers.malformed import Malformed
+from lab.importers.records import Parsed, collect
 from lab.importers.tabular import read_csv, read_jsonl
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "import"
@@ -64,6 +65,17 @@ def check(parsed: Parsed) -> None:
         assert sample.metrics
         assert all(isinstance(v, float) and math.isfinite(v) for v in sample.metrics.values())
     assert all(b.message and "\n" not in b.message for b in parsed.bad)
+
+
+def read(path: Path, options: ImportOptions) -> Parsed:
+    """`lab import`'s whole read path, short of the store: open, tell the format, read."""
+    (planned,) = plan([str(path)], options)
+    malformed = Malformed(path, skip=True)
+    try:
+        parsed = collect(planned.format, samples(planned, options, malformed))
+    finally:
+        planned.input.close()
+    return Parsed(parsed.format, parsed.samples, parsed.bad + malformed.listed)
 
 
 def read_any(fmt: str, text: str) -> Parsed:
