@@ -218,3 +218,29 @@ def test_sigkill_mid_import_leaves_the_store_as_it_was(tmp_path: Path) -> None:
     with Store.open(db) as store:
         assert store.integrity_check() == ["ok"]
         assert sum(s.values.size for s in store.values()) == before
+
+
+def test_rows_of_one_iteration_far_apart_merge_across_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long-format CSV sorted by metric (as pandas' melt writes it): iteration i's second
+    metric comes batches after its first, and still joins the same iteration."""
+    from lab.importers import ingest
+
+    monkeypatch.setattr(ingest, "BATCH", 3)
+    path = tmp_path / "melted.csv"
+    rows = [f"thp,w,{m},{v}.5,{i}" for m, v in (("t_s", 1), ("r_per_s", 2)) for i in range(1, 8)]
+    path.write_text(HEADER + "\n".join([*rows, "thp,w,t_s,9,3"]) + "\n")
+    store = Store.open(tmp_path / "lab.db")
+    with pytest.raises(MalformedInputError) as caught:
+        import_file(store, path, ImportOptions())
+    assert [(b.line, b.message) for b in caught.value.bad] == [
+        (16, "a second 't_s' value for iteration 3")
+    ]
+    summary = import_file(store, path, ImportOptions(skip_bad=True))
+    assert (summary.read, summary.stored, summary.bad_count) == (15, 7, 1)
+    rows_out = {(r.iteration, r.metric): (r.value, r.source) for r in store.export_rows()}
+    assert rows_out[(3, "t_s")] == (1.5, f"{path.resolve()}:4,11")
+    assert rows_out[(3, "r_per_s")] == (2.5, f"{path.resolve()}:4,11")
+    again = import_file(store, path, ImportOptions(skip_bad=True))
+    assert (again.stored, again.already, again.duplicates) == (0, 14, 1)
