@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable
-from typing import IO, TYPE_CHECKING, Any
+from typing import Any
 
 from lab.core.context import Context
 from lab.store.cli import add_db_argument, add_run_argument, add_study_argument
-
-if TYPE_CHECKING:
-    from lab.store import ExportRow, Store
 
 
 def register(subparsers: Any) -> None:
@@ -32,43 +28,6 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def _environment_lines(out: IO[str], store: Store, study: str | None, workload: str | None,
-                       run: str | None) -> None:  # fmt: skip
-    """Each selected run's environment records as JSON lines (``lab.run.environment``)."""
-    import json  # deferred, as in _write: the parser is built for every command
-
-    for r in store.runs(study):
-        if workload in (None, r.workload) and run in (None, r.key):
-            for e in store.environment(r.id):
-                out.write(json.dumps({
-                    "record": "environment", "study": r.study, "run": r.key, "scope": e.scope,
-                    "name": e.name, "recorded": e.recorded, "facts": e.facts,
-                }, ensure_ascii=False) + "\n")  # fmt: skip
-
-
-def _write(out: IO[str], rows: Iterable[ExportRow], fmt: str) -> int:
-    import csv
-    import json
-    import math
-
-    from lab.store import EXPORT_COLUMNS
-
-    count = 0
-    if fmt == "csv":
-        writer = csv.DictWriter(out, EXPORT_COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow(row.as_dict())
-            count += 1
-        return count
-    for row in rows:
-        data = {k: None if isinstance(v, float) and not math.isfinite(v) else v
-                for k, v in row.as_dict().items()}  # fmt: skip
-        out.write(json.dumps(data, ensure_ascii=False) + "\n")
-        count += 1
-    return count
-
-
 def run(args: argparse.Namespace, ctx: Context) -> int:
     import contextlib
     import sys
@@ -76,6 +35,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
     from lab.app.runs import find_run
     from lab.core.errors import UsageError
+    from lab.report.export import environment_lines, write_rows
     from lab.store.cli import open_store
 
     with open_store(args, ctx, create=False) as store:
@@ -87,8 +47,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             raise UsageError(f"cannot write {args.out}: {err}", hint="Pass another --out") from None
         with target or contextlib.nullcontext(sys.stdout) as out:
             if args.format == "jsonl":
-                _environment_lines(out, store, args.study, args.workload, run)
-            count = _write(out, rows, args.format)
+                environment_lines(out, store, args.study, args.workload, run)
+            count = write_rows(out, rows, args.format)
     if args.out:
         ctx.note(f"wrote {count:,} sample(s) to {args.out}")
     return 0

@@ -15,6 +15,7 @@ from typing import Any
 
 from lab.core.errors import StoreError, UsageError
 from lab.store.bulk import Bulk
+from lab.store.export import Export
 from lab.store.full import StoreFull, is_disk_full, store_full
 from lab.store.reads import Reads
 from lab.store.records import IterationRecord, MetricInfo
@@ -25,7 +26,7 @@ def _json(value: dict[str, Any] | None) -> str | None:
     return None if value is None else json.dumps(value, sort_keys=True)
 
 
-class Store(Reads):
+class Store(Reads, Export):
     """An open result store. Make one with :meth:`Store.open`; use it as a context manager.
 
     Safe to share between threads of one process (writes are serialised by a lock) and
