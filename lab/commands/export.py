@@ -11,14 +11,15 @@ from lab.store.cli import add_db_argument, add_run_argument, add_study_argument
 
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "export", help="write every sample with its context as CSV or JSON lines",
+        "export", help="write every sample with its context as CSV, JSON lines or Parquet",
         description="Write every stored sample, one per row, with its study, run, workload,"
         " parameters, variant, guest, host, iteration, attempt, metric, unit, direction,"
         " value, start and end time and source. As JSON lines, each run's recorded environment"
         " comes first, one line per host and guest and start (\"record\": \"environment\")."
-        " `lab import` reads either back (the environment lines it skips).",
+        " `lab import` reads either back (the environment lines it skips). Parquet (--out"
+        " only) is for pandas and polars, and needs pyarrow: pip install lab[parquet].",
     )  # fmt: skip
-    parser.add_argument("--format", choices=("csv", "jsonl"), default="csv",
+    parser.add_argument("--format", choices=("csv", "jsonl", "parquet"), default="csv",
                         help="output format (default: csv)")  # fmt: skip
     parser.add_argument("--out", metavar="FILE", help="write here instead of standard output")
     parser.add_argument("--workload", metavar="W", help="only this workload")
@@ -35,20 +36,40 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
     from lab.app.runs import find_run
     from lab.core.errors import UsageError
-    from lab.report.export import environment_lines, write_rows
+    from lab.report.export import (
+        PARQUET_BATCH,
+        environment_lines,
+        require_parquet,
+        write_csv,
+        write_jsonl,
+        write_parquet,
+    )
     from lab.store.cli import open_store
 
+    if args.format == "parquet":
+        if not args.out:
+            raise UsageError(
+                "Parquet is written to a file, not to standard output", hint="Pass --out FILE"
+            )
+        require_parquet()
     with open_store(args, ctx, create=False) as store:
         run = find_run(store, args.run_key, args.study).key if args.run_key else None
-        rows = store.export_rows(workload=args.workload, study=args.study, run=run)
-        try:
-            target = Path(args.out).open("w", newline="") if args.out else None  # noqa: SIM115
-        except OSError as err:
-            raise UsageError(f"cannot write {args.out}: {err}", hint="Pass another --out") from None
-        with target or contextlib.nullcontext(sys.stdout) as out:
-            if args.format == "jsonl":
-                environment_lines(out, store, args.study, args.workload, run)
-            count = write_rows(out, rows, args.format)
+        selected = {"workload": args.workload, "study": args.study, "run": run}
+        if args.format == "parquet":
+            batches = store.export_batches(**selected, size=PARQUET_BATCH)
+            count = write_parquet(Path(args.out), batches)
+        else:
+            try:
+                target = Path(args.out).open("w", newline="") if args.out else None  # noqa: SIM115
+            except OSError as err:
+                hint = "Pass another --out"
+                raise UsageError(f"cannot write {args.out}: {err}", hint=hint) from None
+            with target or contextlib.nullcontext(sys.stdout) as out:
+                if args.format == "jsonl":
+                    environment_lines(out, store, args.study, args.workload, run)
+                    count = write_jsonl(out, store.export_batches(**selected))
+                else:
+                    count = write_csv(out, store.export_batches(**selected))
     if args.out:
         ctx.note(f"wrote {count:,} sample(s) to {args.out}")
     return 0

@@ -1,14 +1,29 @@
-"""``lab export``'s formats: every sample with its context, as CSV or JSON lines."""
+"""``lab export``'s formats: every sample with its context, as CSV, JSON lines or Parquet.
+
+Each writes the store's export a batch at a time (``Store.export_batches``): memory holds a
+batch whatever the store's size, and a row is formatted from the tuple SQLite handed back,
+with what its batch shares (study to host, a metric's name, unit and direction) encoded once.
+Parquet needs pyarrow, an optional extra (``pip install lab[parquet]``).
+"""
 
 from __future__ import annotations
 
 import csv
+import importlib.util
+import io
 import json
 import math
+import re
 from collections.abc import Iterable
-from typing import IO
+from json.encoder import encode_basestring
+from pathlib import Path
+from typing import IO, Any
 
-from lab.store import EXPORT_COLUMNS, ExportRow, Store
+from lab.core.errors import UsageError
+from lab.store import EXPORT_COLUMNS, Store
+from lab.store.export import ExportBatch
+
+PARQUET_BATCH = 20_000  # rows per row group: 212 MiB peak, 96 of them pyarrow (325 at 100,000)
 
 
 def environment_lines(out: IO[str], store: Store, study: str | None, workload: str | None,
@@ -23,18 +38,130 @@ def environment_lines(out: IO[str], store: Store, study: str | None, workload: s
                 }, ensure_ascii=False) + "\n")  # fmt: skip
 
 
-def write_rows(out: IO[str], rows: Iterable[ExportRow], fmt: str) -> int:
+def _csv_line(values: Iterable[Any]) -> str:
+    """Values as the csv module writes them (quoted where they need it), with no line end."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(values)  # "\n" in a value is then quoted
+    return out.getvalue()[:-1]
+
+
+_NEEDS_QUOTES = re.compile(r'[",\r\n]')
+
+
+def write_csv(out: IO[str], batches: Iterable[ExportBatch]) -> int:
+    """A header, then one row per sample, each as ``csv.writer`` writes it; returns the number
+    of samples. What a batch shares and each metric's three columns are encoded once: a row is
+    then its numbers and its source (through the csv module only where the source needs
+    quoting), about half the time ``writerows`` takes for all sixteen columns."""
+    out.write(_csv_line(EXPORT_COLUMNS) + "\n")
     count = 0
-    if fmt == "csv":
-        writer = csv.DictWriter(out, EXPORT_COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow(row.as_dict())
-            count += 1
-        return count
-    for row in rows:
-        data = {k: None if isinstance(v, float) and not math.isfinite(v) else v
-                for k, v in row.as_dict().items()}  # fmt: skip
-        out.write(json.dumps(data, ensure_ascii=False) + "\n")
-        count += 1
+    for batch in batches:
+        head = _csv_line(batch.context)
+        metrics: dict[tuple[str, str | None, str | None], str] = {}
+        lines = []
+        for (
+            iteration,
+            attempt,
+            metric,
+            unit,
+            direction,
+            value,
+            started,
+            ended,
+            source,
+        ) in batch.rows:
+            named = metrics.get((metric, unit, direction))
+            if named is None:
+                named = metrics[(metric, unit, direction)] = _csv_line((metric, unit, direction))
+            if source is None:
+                source = ""
+            elif _NEEDS_QUOTES.search(source):
+                source = _csv_line((source,))
+            lines.append(
+                f"{head},{iteration},{attempt},{named},{value!r},"
+                f"{'' if started is None else repr(started)},"
+                f"{'' if ended is None else repr(ended)},{source}\n"
+            )
+        out.write("".join(lines))
+        count += len(lines)
+    return count
+
+
+def _json(value: Any) -> str:
+    """One value as ``json.dumps(..., ensure_ascii=False)`` writes it; a number that is not
+    finite is null, as in every JSON line lab writes."""
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return encode_basestring(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return "null"
+    return repr(value)
+
+
+def write_jsonl(out: IO[str], batches: Iterable[ExportBatch]) -> int:
+    """One JSON object per sample, its keys in EXPORT_COLUMNS' order, as ``json.dumps`` of
+    the row would write it; returns the number of samples."""
+    count = 0
+    for batch in batches:
+        shared = zip(EXPORT_COLUMNS[:7], batch.context, strict=True)
+        head = "".join(f'"{key}": {_json(value)}, ' for key, value in shared)
+        metrics: dict[tuple[str, str | None, str | None], str] = {}
+        lines = []
+        for (
+            iteration,
+            attempt,
+            metric,
+            unit,
+            direction,
+            value,
+            started,
+            ended,
+            source,
+        ) in batch.rows:
+            named = metrics.get((metric, unit, direction))
+            if named is None:
+                named = metrics[(metric, unit, direction)] = (
+                    f'"metric": {_json(metric)}, "unit": {_json(unit)},'
+                    f' "direction": {_json(direction)}'
+                )
+            lines.append(
+                f'{{{head}"iteration": {iteration}, "attempt": {attempt}, {named},'
+                f' "value": {_json(value)}, "started": {_json(started)},'
+                f' "ended": {_json(ended)}, "source": {_json(source)}}}\n'
+            )
+        out.write("".join(lines))
+        count += len(lines)
+    return count
+
+
+def require_parquet() -> None:
+    """Refuse Parquet before anything is written when pyarrow is not installed."""
+    if importlib.util.find_spec("pyarrow") is None:
+        raise UsageError(
+            "--format parquet needs pyarrow, which is not installed",
+            hint="Install the extra with `pip install lab[parquet]` (or `pip install pyarrow`),"
+            " or export as csv or jsonl",
+        )
+
+
+def write_parquet(path: Path, batches: Iterable[ExportBatch]) -> int:
+    """One row group per batch, the columns typed (strings, int64, float64); returns the
+    number of samples. pandas reads it with ``pd.read_parquet``, polars with ``pl.read_parquet``."""
+    require_parquet()
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    text, integer, real = pa.string(), pa.int64(), pa.float64()
+    types = (text,) * 7 + (integer, integer, text, text, text, real, real, real, text)
+    schema = pa.schema(list(zip(EXPORT_COLUMNS, types, strict=True)))
+    count = 0
+    with pq.ParquetWriter(str(path), schema) as writer:
+        for batch in batches:
+            size = len(batch.rows)
+            shared = [pa.repeat(pa.scalar(value, text), size) for value in batch.context]
+            columns = zip(*batch.rows, strict=True)
+            own = [pa.array(column, kind) for column, kind in zip(columns, types[7:], strict=True)]
+            writer.write_table(pa.Table.from_arrays(shared + own, schema=schema))
+            count += size
     return count

@@ -78,3 +78,95 @@ def test_jsonl_carries_each_runs_environment_and_import_reads_the_samples_back(
     assert "skipped" not in capsys.readouterr().err  # no line refused: the environment is known
     with Store.open(again) as store:
         assert sum(s.values.size for s in store.values()) == 4
+
+
+@pytest.fixture
+def awkward(tmp_path: Path) -> Store:
+    """Values that need quoting, escaping or null: commas, quotes, newlines, non-ASCII, inf."""
+    store = Store.open(tmp_path / "awkward.db")
+    study = store.ensure_study('ştudy, "q"')
+    metrics = [MetricInfo("t", "s", "lower"), MetricInfo('r"x', "", "higher")]
+    run = store.ensure_run(study, "k/1", "w,x", {"a": "é", "b": [1, 2]}, None, None, metrics)
+    other = store.ensure_run(study, "k/0", "w,x", {}, None, None, metrics[:1])
+    for name, variant, host in (("g2", "thp", "h\nb"), ("g1", "thp", "a"), ("z", "shp1g", "l")):
+        guest = store.ensure_guest(study, name, variant, host=host)
+        store.record(run, guest, [
+            IterationRecord(1, 1, False, exit_status=1),
+            IterationRecord(1, 2, True, started=10.5, ended=float("inf"), source='a,b"c:3\n',
+                            metrics={"t": 0.1 + 0.2, 'r"x': 1e300}),
+            IterationRecord(2, 1, True, started=1, metrics={"t": -0.0, 'r"x': 5e-324}),
+            IterationRecord(3, 1, True, source="ünï:4", metrics={"t": 1.2345678901234567e17}),
+        ])  # fmt: skip
+        store.record(other, guest, [IterationRecord(7, 1, True, metrics={"t": 2.0})])
+    return store
+
+
+def test_csv_and_jsonl_are_what_the_csv_and_json_modules_write(awkward: Store) -> None:
+    """The writers format rows themselves, a batch at a time; the text must be the same as
+    csv.DictWriter's and json.dumps' of each row, whatever the batch size."""
+    import io
+    import math
+
+    from lab.report.export import write_csv, write_jsonl
+
+    want_csv, want_jsonl = io.StringIO(), io.StringIO()
+    writer = csv.DictWriter(want_csv, EXPORT_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in awkward.export_rows():
+        writer.writerow(row.as_dict())
+        data = {k: None if isinstance(v, float) and not math.isfinite(v) else v
+                for k, v in row.as_dict().items()}  # fmt: skip
+        want_jsonl.write(json.dumps(data, ensure_ascii=False) + "\n")
+    for size in (1, 2, 1000):
+        got_csv, got_jsonl = io.StringIO(), io.StringIO()
+        assert write_csv(got_csv, awkward.export_batches(size=size)) == 18
+        assert write_jsonl(got_jsonl, awkward.export_batches(size=size)) == 18
+        assert got_csv.getvalue() == want_csv.getvalue()
+        assert got_jsonl.getvalue() == want_jsonl.getvalue()
+
+
+def test_rows_come_in_study_workload_run_variant_host_guest_iteration_order(awkward: Store) -> None:
+    rows = [
+        (r.run, r.variant, r.host, r.guest, r.iteration, r.metric) for r in awkward.export_rows()
+    ]
+    assert rows == sorted(rows) and rows[0] == ("k/0", "shp1g", "l", "z", 7, "t")
+    assert len(list(awkward.export_rows(run="k/1"))) == 15
+    assert list(awkward.export_rows(study="nothing")) == []
+
+
+def test_parquet_without_pyarrow_says_what_to_install(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "pyarrow" else find_spec(name, *a),
+    )
+    out = tmp_path / "all.parquet"
+    assert main(["export", "--db", str(db), "--format", "parquet", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "needs pyarrow, which is not installed" in err and "pip install lab[parquet]" in err
+    assert not out.exists()
+
+
+def test_parquet_is_written_to_a_file_only(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", "--db", str(db), "--format", "parquet"]) == 2
+    assert "Pass --out FILE" in capsys.readouterr().err
+
+
+def test_parquet_reads_back_typed(awkward: Store, tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    out = tmp_path / "all.parquet"
+    assert (
+        main(["export", "--db", str(awkward.path), "--format", "parquet", "--out", str(out)]) == 0
+    )
+    table = pq.read_table(out)
+    assert table.column_names == list(EXPORT_COLUMNS)
+    assert str(table.schema.field("iteration").type) == "int64"
+    assert str(table.schema.field("value").type) == "double"
+    want = [tuple(getattr(r, c) for c in EXPORT_COLUMNS) for r in awkward.export_rows()]
+    got = list(zip(*(table.column(c).to_pylist() for c in EXPORT_COLUMNS), strict=True))
+    assert got == want
