@@ -294,7 +294,8 @@ class _Import:
         options = self.options
         summary = ImportSummary(source.path, planned.format)
         malformed = Malformed(source.path, options.skip_bad)
-        routes: dict[tuple[str | None, ...], _Route] = {}
+        read = 0
+        routes: dict[tuple[Any, ...], _Route] = {}
         infos: dict[str, MetricInfo] = {}  # each metric's first unit and direction
         checked: dict[tuple[str, str | None, str | None], MetricInfo | str] = {}
         batch = _Batch(source.source)
@@ -303,8 +304,8 @@ class _Import:
                 malformed.add(item)
                 continue
             sample = item
-            summary.read += 1
-            raw = (sample.study, sample.workload, sample.variant, sample.guest, sample.host)
+            read += 1
+            raw = sample[2:7]  # variant, workload, guest, host, study: as the file gives them
             route = routes.get(raw)
             if route is None:
                 route = routes[raw] = self.route(sample, planned, summary)
@@ -342,8 +343,9 @@ class _Import:
             if batch.size >= BATCH:
                 batch.store(self.bulk, summary, malformed, self.by_ids)
         batch.store(self.bulk, summary, malformed, self.by_ids)
+        summary.read = read
         malformed.check()
-        if not summary.read:
+        if not read:
             raise UsageError(
                 f"no samples found in {source.name} (read as {planned.format})",
                 hint="Check the file, or pass --format if it was detected wrongly",

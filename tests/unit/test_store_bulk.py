@@ -94,3 +94,12 @@ def test_inserts_beyond_one_statement(store: Store) -> None:
                     [(run, guest, i, "t", float(i)) for i in range(1, n + 1)])  # fmt: skip
     (series,) = store.values()
     assert series.values.tolist() == [float(i) for i in range(1, n + 1)]
+
+
+def test_foreign_keys_are_checked_again_after_the_bulk_write(store: Store) -> None:
+    run, guest = _ids(store)
+    with pytest.raises(RuntimeError), store.bulk():
+        raise RuntimeError("failed")
+    with store.bulk() as bulk:
+        bulk.insert([(run, guest, 1, None, "f:2")], [(run, guest, 1, "t", 1.0)])
+    assert store._conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
