@@ -96,7 +96,7 @@ def detect_format(path: Path, text: str) -> str:
     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class Planned:
     """An input opened, its format known: what can be told before the store is opened."""
 
@@ -398,6 +398,6 @@ def import_inputs(
 
 
 def import_file(store: Store, path: Path, options: ImportOptions) -> ImportSummary:
-    """Import one file (in its own transaction)."""
+    """Import one file, in a transaction of its own."""
     (summary,) = import_inputs(store, plan([str(path)], options), options)
     return summary

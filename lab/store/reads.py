@@ -91,14 +91,6 @@ class Reads:
         ).fetchone()
         return 0 if row[0] is None else int(row[0])
 
-    def sources(self, run_id: int, guest_id: int) -> set[str]:
-        """Every source (file:line) recorded for the run on the guest."""
-        cur = self._conn.execute(
-            "SELECT source FROM iteration WHERE run_id=? AND guest_id=? AND source IS NOT NULL",
-            (run_id, guest_id),
-        )
-        return {r[0] for r in cur}
-
     def values(
         self, workload: str | None = None, metric: str | None = None, study: str | None = None,
         run: str | None = None,
