@@ -15,7 +15,6 @@ batch, not a file, and an import that fails, or is killed, leaves the store as i
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -195,48 +194,54 @@ class _Route:
 
 
 class _Batch:
-    """Samples numbered and waiting to be stored: those of new iterations, merged by number,
-    and those whose iteration may be stored already (left to ``Bulk.merge``)."""
+    """Samples numbered and waiting to be stored: those of new iterations, as the rows
+    ``Bulk.insert`` takes (a second sample of an iteration joins its row), and those whose
+    iteration may be stored already (left to ``Bulk.merge``)."""
 
     def __init__(self, source: str) -> None:
         self.source = source
-        self.fresh: dict[tuple[_Target, int], list[Any]] = {}  # [started, source, metrics]
+        self.iterations: list[tuple[int, int, int, float | None, str]] = []
+        self.samples: list[tuple[int, int, int, str, float]] = []
+        # (target, number) -> the iteration's row in self.iterations, and its metrics
+        self.fresh: dict[tuple[_Target, int], tuple[int, dict[str, float]]] = {}
+        self.made: dict[_Target, int] = {}
         self.maybe: list[tuple[int, int, int, int, float | None, dict[str, float]]] = []
         self.size = 0
 
     def add(self, target: _Target, number: int, sample: Sample, malformed: Malformed) -> None:
         key = (target, number)
         entry = self.fresh.get(key)
+        run_id, guest_id, metrics = target.run_id, target.guest_id, sample.metrics
         if entry is not None:
-            clash = [m for m in sample.metrics if m in entry[2]]
+            index, before = entry
+            clash = [m for m in metrics if m in before]
             if clash:
                 message = f"a second {clash[0]!r} value for iteration {number}"
                 malformed.add(BadLine(sample.line, message))
                 return
-            entry[1] += f",{sample.line}"
-            entry[2] = {**entry[2], **sample.metrics}
+            row = self.iterations[index]
+            self.iterations[index] = (*row[:4], f"{row[4]},{sample.line}")
+            self.fresh[key] = (index, {**before, **metrics})
         elif number > target.high:
-            self.fresh[key] = [sample.started, f"{self.source}:{sample.line}", sample.metrics]
+            self.fresh[key] = (len(self.iterations), metrics)
+            source = f"{self.source}:{sample.line}"
+            self.iterations.append((run_id, guest_id, number, sample.started, source))
+            self.made[target] = self.made.get(target, 0) + 1
             target.high = number
         else:
-            self.maybe.append(
-                (target.run_id, target.guest_id, number, sample.line, sample.started,
-                 sample.metrics)
-            )  # fmt: skip
+            self.maybe.append((run_id, guest_id, number, sample.line, sample.started, metrics))
+            self.size += 1
+            return
+        add = self.samples.append
+        for metric, value in metrics.items():
+            add((run_id, guest_id, number, metric, value))
         self.size += 1
 
     def store(self, bulk: Bulk, summary: ImportSummary, malformed: Malformed,
               targets: Mapping[tuple[int, int], _Target]) -> None:  # fmt: skip
-        iterations: list[tuple[int, int, int, float | None, str]] = []
-        samples: list[tuple[int, int, int, str, float]] = []
-        add_iteration, add_sample = iterations.append, samples.append
-        for (target, number), (started, source, metrics) in self.fresh.items():
-            run_id, guest_id = target.run_id, target.guest_id
-            add_iteration((run_id, guest_id, number, started, source))
-            for metric, value in metrics.items():
-                add_sample((run_id, guest_id, number, metric, value))
-        bulk.insert(iterations, samples)
-        for target, made in Counter(target for target, _ in self.fresh).items():
+        """Write the batch; what it made, kept and refused goes into the summary."""
+        bulk.insert(self.iterations, self.samples)
+        for target, made in self.made.items():
             _count(summary, target, made)
         if self.maybe:
             merged = bulk.merge(self.source, self.maybe)
@@ -245,9 +250,6 @@ class _Batch:
             summary.duplicates += merged.kept
             for line, message in merged.clashes:
                 malformed.add(BadLine(line, message))
-        self.fresh.clear()
-        self.maybe.clear()
-        self.size = 0
 
 
 def _count(summary: ImportSummary, target: _Target, made: int) -> None:
@@ -342,6 +344,7 @@ class _Import:
             batch.add(target, number, sample, malformed)
             if batch.size >= BATCH:
                 batch.store(self.bulk, summary, malformed, self.by_ids)
+                batch = _Batch(source.source)
         batch.store(self.bulk, summary, malformed, self.by_ids)
         summary.read = read
         malformed.check()
