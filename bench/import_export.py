@@ -65,7 +65,9 @@ def write_csv(path: Path, samples: int) -> None:
 def run(argv: list[str], feed: bytes | None = None, endless: bool = False) -> Child:
     """Run ``lab ARGV`` from this checkout; ``endless`` feeds one line without end on stdin."""
     root = Path(lab.__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": str(root), "LAB_CONFIG": os.devnull}
+    paths = (str(root), os.environ.get("PYTHONPATH"))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+    env["LAB_CONFIG"] = os.devnull
     started = time.perf_counter()
     child = subprocess.Popen(
         [sys.executable, "-m", "lab", *argv], env=env, cwd=root, stdout=subprocess.DEVNULL,
