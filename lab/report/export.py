@@ -59,17 +59,8 @@ def write_csv(out: IO[str], batches: Iterable[ExportBatch]) -> int:
         head = _csv_line(batch.context)
         metrics: dict[tuple[str, str | None, str | None], str] = {}
         lines = []
-        for (
-            iteration,
-            attempt,
-            metric,
-            unit,
-            direction,
-            value,
-            started,
-            ended,
-            source,
-        ) in batch.rows:
+        for row in batch.rows:
+            iteration, attempt, metric, unit, direction, value, started, ended, source = row
             named = metrics.get((metric, unit, direction))
             if named is None:
                 named = metrics[(metric, unit, direction)] = _csv_line((metric, unit, direction))
@@ -101,34 +92,29 @@ def _json(value: Any) -> str:
 
 def write_jsonl(out: IO[str], batches: Iterable[ExportBatch]) -> int:
     """One JSON object per sample, its keys in EXPORT_COLUMNS' order, as ``json.dumps`` of
-    the row would write it; returns the number of samples."""
+    the row would write it; returns the number of samples. The row's numbers and source are
+    formatted inline, as ``json.dumps`` does (``repr`` of a finite float, else null)."""
+    finite, string = math.isfinite, encode_basestring
     count = 0
     for batch in batches:
         shared = zip(EXPORT_COLUMNS[:7], batch.context, strict=True)
         head = "".join(f'"{key}": {_json(value)}, ' for key, value in shared)
         metrics: dict[tuple[str, str | None, str | None], str] = {}
         lines = []
-        for (
-            iteration,
-            attempt,
-            metric,
-            unit,
-            direction,
-            value,
-            started,
-            ended,
-            source,
-        ) in batch.rows:
+        for row in batch.rows:
+            iteration, attempt, metric, unit, direction, value, started, ended, source = row
             named = metrics.get((metric, unit, direction))
             if named is None:
                 named = metrics[(metric, unit, direction)] = (
                     f'"metric": {_json(metric)}, "unit": {_json(unit)},'
                     f' "direction": {_json(direction)}'
                 )
+            begun = "null" if started is None or not finite(started) else repr(started)
+            over = "null" if ended is None or not finite(ended) else repr(ended)
             lines.append(
                 f'{{{head}"iteration": {iteration}, "attempt": {attempt}, {named},'
-                f' "value": {_json(value)}, "started": {_json(started)},'
-                f' "ended": {_json(ended)}, "source": {_json(source)}}}\n'
+                f' "value": {repr(value) if finite(value) else "null"}, "started": {begun},'
+                f' "ended": {over}, "source": {"null" if source is None else string(source)}}}\n'
             )
         out.write("".join(lines))
         count += len(lines)
