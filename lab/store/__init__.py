@@ -4,6 +4,8 @@ The file is opened in WAL mode with ``synchronous=FULL`` and foreign keys on, an
 :meth:`Store.record` call is one short transaction, so a ``SIGKILL`` at any moment leaves
 either the whole batch or none of it. Records are immutable: re-recording the same
 (run, guest, iteration, attempt) is ignored, which makes re-ingesting a journal idempotent.
+``lab import`` writes through :meth:`Store.bulk` (:mod:`lab.store.bulk`) instead: one
+transaction for all it imports, so that a failed or killed import leaves nothing either.
 
 Layout (``meta.schema_version``; history in :mod:`lab.store.schema`)::
 

@@ -244,3 +244,10 @@ def test_rows_of_one_iteration_far_apart_merge_across_batches(
     assert rows_out[(3, "r_per_s")] == (2.5, f"{path.resolve()}:4,11")
     again = import_file(store, path, ImportOptions(skip_bad=True))
     assert (again.stored, again.already, again.duplicates) == (0, 14, 1)
+
+
+def test_standard_input_named_twice_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["import", "-", "-", "--db", str(tmp_path / "lab.db")]) == 2
+    assert "standard input (-) is named twice" in capsys.readouterr().err
