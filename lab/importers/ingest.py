@@ -280,15 +280,23 @@ class _Import:
             sample.host or options.host or "local",
         )
 
-    def route(self, sample: Sample, planned: Planned, summary: ImportSummary) -> _Route:
+    def route(
+        self, sample: Sample, planned: Planned, summary: ImportSummary, routes: dict[Group, _Route]
+    ) -> _Route:
+        """The input's route to the sample's group: one per group, however the rows spell it
+        (an empty guest column and one naming the variant share the numbering)."""
         group = self.group(sample, planned.format)
-        target = self.targets.get(group)
-        if target is None:
-            target = self.targets[group] = _Target(self.store, group)
-            self.by_ids[(target.run_id, target.guest_id)] = target
-        summary.groups.setdefault(group[:4], 0)
-        imported = self.bulk.imported_lines(target.run_id, target.guest_id, planned.input.source)
-        return _Route(target, imported)
+        route = routes.get(group)
+        if route is None:
+            target = self.targets.get(group)
+            if target is None:
+                target = self.targets[group] = _Target(self.store, group)
+                self.by_ids[(target.run_id, target.guest_id)] = target
+            summary.groups.setdefault(group[:4], 0)
+            source = planned.input.source
+            imported = self.bulk.imported_lines(target.run_id, target.guest_id, source)
+            route = routes[group] = _Route(target, imported)
+        return route
 
     def read(self, planned: Planned) -> ImportSummary:
         """Store one input's samples (inside the bulk write's transaction)."""
@@ -297,7 +305,8 @@ class _Import:
         summary = ImportSummary(source.path, planned.format)
         malformed = Malformed(source.path, options.skip_bad)
         read = 0
-        routes: dict[tuple[Any, ...], _Route] = {}
+        routes: dict[tuple[Any, ...], _Route] = {}  # by the group as the file spells it
+        by_group: dict[Group, _Route] = {}
         infos: dict[str, MetricInfo] = {}  # each metric's first unit and direction
         checked: dict[tuple[str, str | None, str | None], MetricInfo | str] = {}
         batch = _Batch(source.source)
@@ -310,7 +319,7 @@ class _Import:
             raw = sample[2:7]  # variant, workload, guest, host, study: as the file gives them
             route = routes.get(raw)
             if route is None:
-                route = routes[raw] = self.route(sample, planned, summary)
+                route = routes[raw] = self.route(sample, planned, summary, by_group)
             target = route.target
             refused = None
             for name in sample.metrics:

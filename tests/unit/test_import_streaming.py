@@ -251,3 +251,17 @@ def test_standard_input_named_twice_is_refused(
 ) -> None:
     assert main(["import", "-", "-", "--db", str(tmp_path / "lab.db")]) == 2
     assert "standard input (-) is named twice" in capsys.readouterr().err
+
+
+def test_rows_that_name_a_default_share_its_numbering(tmp_path: Path) -> None:
+    """A guest column filled on some rows only, with the name it defaults to: one guest, and
+    one count of its iterations (each spelling once had its own, and clashed)."""
+    path = tmp_path / "r.csv"
+    rows = ["thp,w,t_s,1,", "thp,w,t_s,2,thp", "thp,w,t_s,3,", "thp,w,t_s,4,thp"]
+    path.write_text("variant,workload,metric,value,guest\n" + "\n".join(rows) + "\n")
+    store = Store.open(tmp_path / "lab.db")
+    summary = import_file(store, path, ImportOptions())
+    assert (summary.stored, summary.bad_count) == (4, 0)
+    (series,) = store.values()
+    assert series.iterations.tolist() == [1, 2, 3, 4]
+    assert series.values.tolist() == [1.0, 2.0, 3.0, 4.0]
