@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from lab.core.context import Context
 from lab.core.errors import LabError
+from lab.core.hostexec import Host
 from lab.guests.labstate import GuestRecord, LabState
 from lab.guests.ssh import GuestShell
 from lab.host.environment import host_environment
@@ -61,6 +62,8 @@ class Evidence:
         self.environment: dict[str, dict[str, str]] = {}  # guest -> facts of this start
         self.counter_events: tuple[str, ...] = ()  # the perf events that count on this host
         self.counting: dict[str, Counting] = {}  # guest -> its perf stat of this iteration
+        self.xml: dict[str, str | None] = {}  # guest -> its domain XML at this start
+        self.threads: dict[str, tuple[int, list[int]]] = {}  # guest -> (QEMU pid, vCPU tids)
 
     def record_environment(self) -> None:
         """Store each host's and guest's facts for this start of the run
@@ -88,10 +91,12 @@ class Evidence:
             output = self.with_guest(
                 guest, lambda g: g.shell.run(["sh", "-c", GUEST_SCRIPT], timeout=60).stdout
             )
-            xml = self.domain_xml(guest.record)
+            xml = self.xml[guest.record.name] = self.domain_xml(guest.record)
             facts = guest_environment(output or "", xml)
             facts.update(host=guest.record.host, variant=guest.record.variant)
             facts.update(self._backing(guest.record, xml))
+            facts["qemu_cmdline"] = json.dumps(qemu_cmdline(self._host(guest.record).read_text,
+                                                            guest.record.name))  # fmt: skip
             self.environment[guest.record.name] = facts
             self.store.record_environment(self.run_id, "guest", guest.record.name, facts)
 
@@ -122,8 +127,14 @@ class Evidence:
         }
 
     def _vcpu_threads(self, record: GuestRecord) -> list[int]:
+        """The guest's vCPU threads, listed again only when its QEMU is a new process (a
+        guest restarted by the run): the pid file is one read, the listing a command."""
         try:
-            return vcpu_threads(self.ctx.host, qemu_pid(self.ctx.host.read_text, record.name))
+            pid = qemu_pid(self.ctx.host.read_text, record.name)
+            known = self.threads.get(record.name)
+            if known is None or known[0] != pid:
+                known = self.threads[record.name] = (pid, vcpu_threads(self.ctx.host, pid))
+            return known[1]
         except (OSError, ValueError, LabError):
             return []
 
@@ -139,8 +150,9 @@ class Evidence:
         for guest in guests:
             threads = self._vcpu_threads(guest.record)
             if threads:
-                counting = Counting(self.ctx.host, self.counter_events, threads,
-                                    self._counter_file(guest.record.name))  # fmt: skip
+                out = self._counter_file(guest.record.name)
+                counting = Counting(self.ctx.host, self.counter_events, threads, out,
+                                    self.ctx.clock)  # fmt: skip
                 counting.start()
                 self.counting[guest.record.name] = counting
 
@@ -156,20 +168,20 @@ class Evidence:
                           if r.value is not None and e in self.counter_events}  # fmt: skip
                 self.store.record_samples(self.run_id, guest.guest_id, iteration, values)
 
+    def _host(self, record: GuestRecord) -> Host:
+        site = self.sites.get(record.host)
+        return site[0].ctx.host if site else self.ctx.host
+
     def _backing(self, record: GuestRecord, xml: str | None) -> dict[str, str]:
         """What backs the guest's memory now (``lab.run.backing``), read on its host."""
-        site = self.sites.get(record.host)
-        host = site[0].ctx.host if site else self.ctx.host
-        return {
-            **backing_facts(host.read_text, record.name, xml),
-            "qemu_cmdline": json.dumps(qemu_cmdline(host.read_text, record.name)),
-        }
+        return backing_facts(self._host(record).read_text, record.name, xml)
 
     def record_backing(self) -> None:
         """At the end of a start: the guests' facts again, with their memory backing now
-        that the work has faulted it in."""
+        that the work has faulted it in (the XML and QEMU's arguments are the start's)."""
         for guest in self.guests:
-            facts = self.environment.get(guest.record.name)
+            name = guest.record.name
+            facts = self.environment.get(name)
             if facts is not None:
-                facts = {**facts, **self._backing(guest.record, self.domain_xml(guest.record))}
-                self.store.record_environment(self.run_id, "guest", guest.record.name, facts)
+                facts = {**facts, **self._backing(guest.record, self.xml.get(name))}
+                self.store.record_environment(self.run_id, "guest", name, facts)
