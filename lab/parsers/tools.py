@@ -220,6 +220,63 @@ def parse_bash_time(text: str) -> dict[str, float]:
     return {field: found[field] for field in ("real_s", "user_s", "sys_s")}
 
 
+# -- lab-stream (lab/run/workloads/stream.c) -----------------------------------------------
+
+STREAM = "lab-stream"
+STREAM_VERSION = "1"
+STREAM_KERNELS = ("copy", "scale", "add", "triad")
+
+_STREAM_HEAD = re.compile(r"^lab-stream ([0-9]+)(?: .*)?$", _FLAGS)
+_STREAM_CHECK = re.compile(r"^check (.*)$", _FLAGS)
+_STREAM_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?", re.ASCII)
+
+
+def _stream_number(line: str, key: str) -> float | None:
+    """The value of ``key=NUMBER`` among the words of ``line``; None if absent."""
+    for word in line.split()[1:]:
+        name, _, value = word.partition("=")
+        if name == key:
+            if not _STREAM_NUMBER.fullmatch(value):
+                word = f"{line.split()[0]} {key}={value[:40]!r}"
+                raise ParseError(STREAM, f"{word} is not a number >= 0")
+            return _finite(STREAM, key, float(value))
+    return None
+
+
+def parse_lab_stream(text: str) -> dict[str, float]:
+    """The output of the lab's own STREAM program (version 1, see its source for the format).
+
+    Required, per kernel K of copy, scale, add and triad: ``K_mb_s`` (the best rate over the
+    counted repetitions, STREAM's own figure) and ``K_mean_mb_s`` (their mean rate), in MB/s
+    (10^6 bytes); and a final ``check ok`` line, which the program prints only when every
+    element holds what the kernels must leave there.
+    """
+    head = _last(_STREAM_HEAD, text)
+    if head is None:
+        raise ParseError(STREAM, "no 'lab-stream 1' line: not the output of lab-stream")
+    if head.group(1) != STREAM_VERSION:
+        raise ParseError(
+            STREAM, f"output version {head.group(1)}; this lab reads version {STREAM_VERSION}"
+        )
+    body = text[head.start() :]
+    lines = {line.split()[0]: line for line in body.splitlines() if line.split()}
+    check = _STREAM_CHECK.search(body)
+    if check is None:
+        raise ParseError(STREAM, "no 'check' line: the program stopped before its end")
+    if check.group(1).strip() != "ok":
+        raise ParseError(STREAM, f"check {check.group(1).strip()[:200]}")
+    out: dict[str, float] = {}
+    for kernel in STREAM_KERNELS:
+        if kernel not in lines:
+            raise ParseError(STREAM, f"no {kernel!r} line, so no {kernel}_mb_s")
+        for key, field in (("best_mb_s", f"{kernel}_mb_s"), ("mean_mb_s", f"{kernel}_mean_mb_s")):
+            value = _stream_number(lines[kernel], key)
+            if value is None:
+                raise ParseError(STREAM, f"no {key} on the {kernel!r} line, so no {field}")
+            out[field] = value
+    return out
+
+
 def parse_nothing(text: str) -> dict[str, float]:
     """For workloads whose only metrics are the runner's own timings."""
     return {}
@@ -229,5 +286,6 @@ PARSERS: dict[str, Parser] = {
     "sysbench-memory": parse_sysbench_memory,
     "iperf3": parse_iperf3_json,
     "time": parse_bash_time,
+    "lab-stream": parse_lab_stream,
     "none": parse_nothing,
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from lab.parsers.tools import (
     ParseError,
     parse_bash_time,
     parse_iperf3_json,
+    parse_lab_stream,
     parse_sysbench_memory,
 )
 
@@ -213,11 +215,55 @@ def test_bash_time_ignores_words_that_only_start_like_a_field() -> None:
         parse_bash_time("real world\nuser friendly\nsys admin\n")
 
 
+# -- lab-stream -----------------------------------------------------------------------------
+
+# `lab-stream 1000000 2 4` on a 2-CPU build host (gcc -O2 -fopenmp), not in a guest.
+STREAM_HOST = "stream-lab-host.txt"
+
+
+def test_lab_stream_capture_gives_best_and_mean_rates() -> None:
+    assert parse_lab_stream(capture(STREAM_HOST)) == {
+        "copy_mb_s": 1359.6, "copy_mean_mb_s": 1216.0,
+        "scale_mb_s": 1998.2, "scale_mean_mb_s": 1332.5,
+        "add_mb_s": 2946.2, "add_mean_mb_s": 2185.8,
+        "triad_mb_s": 3017.4, "triad_mean_mb_s": 2399.1,
+    }  # fmt: skip
+
+
+def test_lab_stream_reads_the_last_run_after_other_output() -> None:
+    text = "warming up\n" + capture(STREAM_HOST).replace("1359.6", "1.5") + capture(STREAM_HOST)
+    assert parse_lab_stream(text)["copy_mb_s"] == 1359.6
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (("triad best_mb_s=3017.4 ", "triad "), "no best_mb_s on the 'triad' line, so no triad"),
+        (("\nadd ", "\nsum "), "no 'add' line, so no add_mb_s"),
+        (("check ok\n", ""), "no 'check' line: the program stopped before its end"),
+        (("check ok", "check failed: element 7 is a=1"), "check failed: element 7 is a=1"),
+        (("lab-stream 1 ", "lab-stream 2 "), "output version 2; this lab reads version 1"),
+        (("best_mb_s=1998.2", "best_mb_s=inf"), "scale best_mb_s='inf' is not a number >= 0"),
+        (("best_mb_s=1998.2", "best_mb_s=-5"), "scale best_mb_s='-5' is not a number >= 0"),
+    ],
+)
+def test_lab_stream_damage_is_named(edit: tuple[str, str], message: str) -> None:
+    text = capture(STREAM_HOST).replace(*edit)
+    with pytest.raises(ParseError, match=re.escape(message)):
+        parse_lab_stream(text)
+
+
+def test_lab_stream_refuses_its_usage_message() -> None:
+    text = "lab-stream: ARRAY_SIZE must be a whole number from 1000 to 2000000000, not '9'\n"
+    with pytest.raises(ParseError, match="no 'lab-stream 1' line"):
+        parse_lab_stream(text)
+
+
 # -- the registry ---------------------------------------------------------------------------
 
 
 def test_registry_names_and_none() -> None:
-    assert sorted(PARSERS) == ["iperf3", "none", "sysbench-memory", "time"]
+    assert sorted(PARSERS) == ["iperf3", "lab-stream", "none", "sysbench-memory", "time"]
     assert PARSERS["none"]("anything at all") == {}
     assert PARSERS["time"] is parse_bash_time
 

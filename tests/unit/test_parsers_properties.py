@@ -25,6 +25,7 @@ REAL = {
     "sysbench-memory": (CAPTURES / "sysbench-1.0.20-memory-guest-tcg.txt").read_text(),
     "iperf3": (CAPTURES / "iperf3-3.12-client-J-guest-tcg.json").read_text(),
     "time": (CAPTURES / "bash-time-make-nfs-guest.txt").read_text(),
+    "lab-stream": (CAPTURES / "stream-lab-host.txt").read_text(),
     "none": "",
 }
 

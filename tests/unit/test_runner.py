@@ -359,7 +359,8 @@ def test_stop_when_nothing_runs(guest: GuestDir) -> None:
         ({"workload": "x", "end_iteration": 1}, "'argv' is missing"),
         ({"workload": "x", "argv": "true", "end_iteration": 1}, "'argv' must be a non-empty list"),
         ({"workload": "x", "argv": ["true"], "end_iteration": 1, "parser": "perf"},
-         "unknown parser 'perf'; known: ['iperf3', 'none', 'sysbench-memory', 'time']"),
+         "unknown parser 'perf'; known: ['iperf3', 'lab-stream', 'none', 'sysbench-memory',"
+         " 'time']"),
         ({"workload": "x", "argv": ["true"], "end_iteration": 1, "argvv": []},
          "unknown spec field(s) ['argvv']"),
         ({"workload": "x", "argv": ["true"], "end_iteration": 1, "timeout_s": 0}, "'timeout_s'"),
