@@ -35,8 +35,10 @@ def params_for(name: str) -> dict[str, object]:
     return {"source": GDB} if name == "gdb-build" else {}
 
 
-def test_the_five_workloads_are_found() -> None:
-    assert sorted(WORKLOADS) == ["demo-build", "gdb-build", "iperf3", "null", "sysbench-memory"]
+def test_the_built_in_workloads_are_found() -> None:
+    assert sorted(WORKLOADS) == [
+        "demo-build", "gdb-build", "iperf3", "null", "stream", "sysbench-memory",
+    ]  # fmt: skip
     assert all(w.description and w.metrics for w in WORKLOADS.values())
 
 
@@ -68,6 +70,10 @@ def test_metrics_units_and_directions() -> None:
         "gdb-build": [("wall_s", "s", "lower"), ("user_s", "s", "lower"), ("sys_s", "s", "lower")],
         "demo-build": [("wall_s", "s", "lower"), ("user_s", "s", "lower"), ("sys_s", "s", "lower")],
         "null": [("wall_s", "s", "lower")],
+        "stream": [
+            ("copy_mb_s", "MB/s", "higher"), ("scale_mb_s", "MB/s", "higher"),
+            ("add_mb_s", "MB/s", "higher"), ("triad_mb_s", "MB/s", "higher"),
+        ],
     }  # fmt: skip
 
 
