@@ -157,6 +157,8 @@ class Workload:
         argv: list[str],
         *,
         parser: str = "none",
+        parser_options: Mapping[str, str] | None = None,
+        parse_from: str = "stdout",
         metrics_from: Mapping[str, str] | None = None,
         clean_argv: list[str] | None = None,
         setup_argv: list[str] | None = None,
@@ -174,6 +176,8 @@ class Workload:
             cwd=cwd or guest.work_dir,
             env={"LC_ALL": "C"},  # one locale, so tools print numbers as the parsers read them
             parser=parser,
+            parser_options=dict(parser_options or {}),
+            parse_from=parse_from,
             metrics_from=dict(metrics_from),
             timeout_s=timeout_s,
         )

@@ -202,6 +202,19 @@ def test_parser_can_read_stderr(guest: GuestDir) -> None:
     assert guest.entries("t")[0].metrics == {"real": 1.5, "sys": 0.25}
 
 
+def test_a_configured_parser_reads_what_its_options_say(guest: GuestDir) -> None:
+    script = "echo 'run 1: 10 ops/s'; echo 'run 2: 12.5 ops/s in 3 s' >&2"
+    guest.start("rx", end_iteration=2, argv=["sh", "-c", script], parser="regex",
+                parser_options={"pattern": r"(?P<rate>[0-9.]+) ops/s in (?P<took>[0-9]+) s"},
+                parse_from="stderr", metrics_from={"rate": "rate", "took": "took",
+                                                   "wall_s": "wall_s"})  # fmt: skip
+    guest.finish("rx")
+    for entry in guest.entries("rx"):
+        assert entry.ok, entry
+        assert (entry.metrics["rate"], entry.metrics["took"]) == (12.5, 3.0)
+        assert entry.metrics["wall_s"] == entry.wall
+
+
 def test_parse_error_fails_the_attempt_with_the_parsers_message(guest: GuestDir) -> None:
     guest.start("pe", end_iteration=1, argv=["echo", "nothing"], parser="sysbench-memory",
                 metrics_from={"total_time_s": "total_time_s"})  # fmt: skip
@@ -359,8 +372,16 @@ def test_stop_when_nothing_runs(guest: GuestDir) -> None:
         ({"workload": "x", "end_iteration": 1}, "'argv' is missing"),
         ({"workload": "x", "argv": "true", "end_iteration": 1}, "'argv' must be a non-empty list"),
         ({"workload": "x", "argv": ["true"], "end_iteration": 1, "parser": "perf"},
-         "unknown parser 'perf'; known: ['iperf3', 'lab-stream', 'none', 'sysbench-memory',"
-         " 'time']"),
+         "unknown parser 'perf'; known: ['iperf3', 'json', 'lab-stream', 'none', 'regex',"
+         " 'sysbench-memory', 'time']"),
+        ({"workload": "x", "argv": ["true"], "end_iteration": 1, "parser_options": {"a": 1}},
+         "spec field 'parser_options' must be an object of strings"),
+        ({"workload": "x", "argv": ["true"], "end_iteration": 1, "parser": "regex",
+          "parser_options": {"pattern": "([0-9]+"}},
+         "spec field 'parser_options': regex '([0-9]+' does not compile: missing ), unterminated"),
+        ({"workload": "x", "argv": ["true"], "end_iteration": 1, "parser": "time",
+          "parser_options": {"pattern": "x"}},
+         "spec field 'parser_options': parser 'time' takes no options, not ['pattern']"),
         ({"workload": "x", "argv": ["true"], "end_iteration": 1, "argvv": []},
          "unknown spec field(s) ['argvv']"),
         ({"workload": "x", "argv": ["true"], "end_iteration": 1, "timeout_s": 0}, "'timeout_s'"),
