@@ -35,6 +35,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                 "metrics": [
                     {"name": m.name, "unit": m.unit, "direction": m.direction} for m in w.metrics
                 ],
+                "params_declare_metrics": w.params_declare_metrics,
                 "parameters": [
                     {"name": key, "default": p.default, "help": p.help}
                     for key, p in w.parameters.items()
@@ -58,6 +59,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         metrics = ", ".join(
             f"{m.name} ({m.unit}, {m.direction} is better)" for m in workload.metrics
         )
+        if workload.params_declare_metrics:
+            metrics += ", and the metrics its parameters declare"
         table.caption = f"records: {metrics}"
         ctx.out.print(table)
     return 0

@@ -160,7 +160,9 @@ class Controller:
             plan.swap_every,
         )
         study_id = store.ensure_study(plan.study, description="lab run")
-        self.metrics = [MetricInfo(m.name, m.unit, m.direction) for m in plan.workload.metrics]
+        self.metrics = [
+            MetricInfo(m.name, m.unit, m.direction) for m in plan.workload.metrics_for(plan.params)
+        ]
         self.run_id = store.ensure_run(
             study_id, self.key, plan.workload.name, plan.params, plan.schedule, plan.n, self.metrics
         )

@@ -95,7 +95,8 @@ class Workload:
     """Base class of workload plug-ins. Subclasses set the attributes and override :meth:`spec`.
 
     ``parameters`` declares each parameter as a :class:`Param` (default, help, type);
-    ``metrics`` lists what is recorded, the first being the one summaries lead with.
+    ``metrics`` lists what is recorded, the first being the one summaries lead with; a
+    workload whose parameters name further metrics also overrides :meth:`metrics_for`.
     """
 
     name: str = ""
@@ -141,6 +142,16 @@ class Workload:
     def host_servers(self, guests: Sequence[GuestInfo], state_dir: Path) -> list[list[str]]:
         """Commands that start (and detach) the host-side servers this workload talks to."""
         return []
+
+    def metrics_for(self, params: Mapping[str, object]) -> tuple[Metric, ...]:
+        """What a run with ``params`` records, the first leading: ``metrics`` unless the
+        parameters declare metrics of their own (``command``'s extracted numbers)."""
+        return self.metrics
+
+    @property
+    def params_declare_metrics(self) -> bool:
+        """Whether its parameters add metrics to ``metrics`` (see :meth:`metrics_for`)."""
+        return type(self).metrics_for is not Workload.metrics_for
 
     def metric(self, name: str) -> Metric:
         for metric in self.metrics:

@@ -113,6 +113,7 @@ def test_variants_and_workloads_as_json(capsys: pytest.CaptureFixture[str]) -> N
         "metrics"
     ]
     assert any(p["name"] == "block_size" for p in sysbench["parameters"])
+    assert sysbench["params_declare_metrics"] is False
 
 
 def test_status_as_json_with_no_lab_up(

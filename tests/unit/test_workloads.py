@@ -77,6 +77,13 @@ def test_metrics_units_and_directions() -> None:
     }  # fmt: skip
 
 
+def test_a_run_records_the_declared_metrics_unless_the_parameters_declare_more() -> None:
+    fixed = {name for name, w in WORKLOADS.items() if not w.params_declare_metrics}
+    assert fixed == set(WORKLOADS) - {"command"}
+    for name in fixed:
+        assert WORKLOADS[name].metrics_for(params_for(name)) == WORKLOADS[name].metrics
+
+
 def test_metric_direction_is_checked() -> None:
     with pytest.raises(ConfigError, match="neither 'lower' nor 'higher'"):
         Metric("x", "s", "faster")  # type: ignore[arg-type]
