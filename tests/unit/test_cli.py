@@ -114,6 +114,7 @@ def test_variants_and_workloads_as_json(capsys: pytest.CaptureFixture[str]) -> N
     ]
     assert any(p["name"] == "block_size" for p in sysbench["parameters"])
     assert sysbench["params_declare_metrics"] is False
+    assert workloads["command"]["params_declare_metrics"] is True
 
 
 def test_status_as_json_with_no_lab_up(

@@ -32,18 +32,18 @@ WORKLOADS = load_workloads()
 
 
 def params_for(name: str) -> dict[str, object]:
-    return {"source": GDB} if name == "gdb-build" else {}
+    return {"gdb-build": {"source": GDB}, "command": {"argv": "make -j2"}}.get(name, {})
 
 
 def test_the_built_in_workloads_are_found() -> None:
     assert sorted(WORKLOADS) == [
-        "demo-build", "gdb-build", "iperf3", "null", "stream", "sysbench-memory",
+        "command", "demo-build", "gdb-build", "iperf3", "null", "stream", "sysbench-memory",
     ]  # fmt: skip
     assert all(w.description and w.metrics for w in WORKLOADS.values())
 
 
 def test_get_workload_unknown_lists_the_known() -> None:
-    with pytest.raises(UnknownNameError, match="Known workloads: demo-build, gdb-build, iperf3"):
+    with pytest.raises(UnknownNameError, match="Known workloads: command, demo-build, gdb-build"):
         get_workload("fio")
     assert get_workload("null").name == "null"
 
@@ -51,7 +51,7 @@ def test_get_workload_unknown_lists_the_known() -> None:
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
 def test_every_spec_is_accepted_by_the_real_runner(name: str) -> None:
     spec = WORKLOADS[name].spec(params_for(name), GUEST).for_range(1, 20, attempt_base=2)
-    parsed = parse_spec(json.loads(spec.to_json()), tools.PARSERS)
+    parsed = parse_spec(json.loads(spec.to_json()), tools.parser_names())
     assert (parsed.workload, parsed.start_iteration, parsed.end_iteration) == (name, 1, 20)
     metric_names = sorted(m.name for m in WORKLOADS[name].metrics)
     assert sorted(parsed.metrics_from.values()) == metric_names
@@ -70,6 +70,7 @@ def test_metrics_units_and_directions() -> None:
         "gdb-build": [("wall_s", "s", "lower"), ("user_s", "s", "lower"), ("sys_s", "s", "lower")],
         "demo-build": [("wall_s", "s", "lower"), ("user_s", "s", "lower"), ("sys_s", "s", "lower")],
         "null": [("wall_s", "s", "lower")],
+        "command": [("wall_s", "s", "lower"), ("user_s", "s", "lower"), ("sys_s", "s", "lower")],
         "stream": [
             ("copy_mb_s", "MB/s", "higher"), ("scale_mb_s", "MB/s", "higher"),
             ("add_mb_s", "MB/s", "higher"), ("triad_mb_s", "MB/s", "higher"),
