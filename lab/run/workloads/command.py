@@ -10,8 +10,10 @@ in ``metrics`` with its unit and which way is better::
     lab run command --n 50 -p argv='make -C /src -j2' -p clean='make -C /src clean'
     lab run command --n 20 -p argv='sysbench cpu run' \\
         -p regex='events per second: *(?P<eps>[0-9.]+)' -p metrics=eps:events/s:higher
-    lab run command --n 10 -p argv='iperf3 -c 198.18.0.1 -J' \\
+    lab run command --n 10 -p argv='iperf3 -c 198.18.0.1 -p 5300 -J' \\
         -p json=bps=end.sum_sent.bits_per_second -p metrics=bps:bit/s:higher
+
+(the last against an iperf3 server started on the host by hand: command starts nothing there).
 
 Every parameter is checked when the run is asked for, before anything runs.
 """
