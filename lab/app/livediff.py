@@ -6,7 +6,7 @@ from __future__ import annotations
 from lab.core.context import Context
 from lab.core.errors import UsageError
 from lab.guests.sites import guests_of, require_up
-from lab.run.backing import qemu_cmdline
+from lab.host.qemuproc import qemu_cmdline
 from lab.run.qemuargs import QemuDifference, compare_cmdlines, parse_cmdline
 
 
