@@ -64,7 +64,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     table = Table("kind", "path", a, b, title=f"{a} vs {b}")
     for change in sorted(changes, key=lambda c: (c.kind != "variant", c.kind, c.path)):
         style = "bold red" if change.kind == "unexplained" else None
-        table.add_row(change.kind, change.path, change.a or "-", change.b or "-", style=style)
+        kind = f"variant ({change.by})" if change.by else change.kind
+        table.add_row(kind, change.path, change.a or "-", change.b or "-", style=style)
     ctx.out.print(table)
     unexplained = [c for c in changes if c.kind == "unexplained"]
     if unexplained:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from lxml import etree
 
@@ -10,6 +11,8 @@ from lxml import etree
 @dataclass(frozen=True)
 class KernelBoot:
     """Boot a kernel and initrd from host files; no bootloader inside the image."""
+
+    CMDLINE_XPATH: ClassVar[str] = "/domain/os/cmdline"
 
     kernel: str
     initrd: str

@@ -4,6 +4,7 @@ it is allocated (all of it as QEMU starts, or as the guest first touches it)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from lxml import etree
 
@@ -27,6 +28,8 @@ class MemoryBacking:
     """``allocation``: 'immediate' preallocates all guest RAM when QEMU starts, 'ondemand'
     faults it in as the guest touches it; None leaves libvirt's default (which
     preallocates hugetlb-backed RAM and faults the rest in)."""
+
+    XPATH: ClassVar[str] = "/domain/memoryBacking"
 
     hugepages: HugePages | None = None
     allocation: str | None = None

@@ -1,8 +1,9 @@
 """What a variant is: a declared delta on the common domain base, plus host requirements.
 
 A variant plug-in is one small file in ``domains/`` that defines ``VARIANT``. It never
-builds a domain of its own: it receives the common base and returns it changed, so the
-twins provably differ only where the variant says.
+builds a domain of its own: it receives the common base and returns it changed, and it
+declares which parts of the domain that change touches (:attr:`Variant.changes`), so
+``lab diff`` shows the twins differ only where their variants say.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ class Variant:
 
     name: str = ""
     description: str = ""
+    # The parts of the domain apply() changes, as paths of elements (the models' XPATH,
+    # e.g. "/domain/memoryBacking"): lab diff explains a difference inside them as this
+    # variant's, and reports any other as unexplained.
+    changes: tuple[str, ...] = ()
 
     def apply(self, base: DomainSpec) -> DomainSpec:
         """Return ``base`` with this variant's delta applied."""
@@ -38,6 +43,8 @@ class Variant:
 class TransparentHugePages(Variant):
     """Leave guest RAM to the host's transparent huge pages: no ``<memoryBacking>``."""
 
+    changes = (MemoryBacking.XPATH,)
+
     def __init__(self, name: str, description: str) -> None:
         self.name = name
         self.description = description
@@ -51,6 +58,8 @@ class TransparentHugePages(Variant):
 
 class StaticHugePages(Variant):
     """Back guest RAM with static huge pages of one size, reserved on the guest's node."""
+
+    changes = (MemoryBacking.XPATH,)
 
     def __init__(self, name: str, description: str, page_kib: int) -> None:
         self.name = name
