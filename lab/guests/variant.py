@@ -3,18 +3,48 @@
 A variant plug-in is one small file in ``domains/`` that defines ``VARIANT``. It never
 builds a domain of its own: it receives the common base and returns it changed, and it
 declares which parts of the domain that change touches (:attr:`Variant.changes`), so
-``lab diff`` shows the twins differ only where their variants say.
+``lab diff`` shows the twins differ only where their variants say. Once its guest is up,
+:meth:`Variant.verify` checks that the change took effect, from inside the guest or from
+its host.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
 
+from lab.core.hostexec import Result
 from lab.core.units import format_kib
 from lab.domainxml.domain import DomainSpec
 from lab.domainxml.memorybacking import HugePages, MemoryBacking
 from lab.host.hugepages import HugePageNeed
+
+
+class GuestCommands(Protocol):
+    """Commands in one guest: :class:`lab.guests.ssh.GuestShell`, or a test's fake."""
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        check: bool = True,
+        timeout: float | None = None,
+        sudo: bool = False,
+    ) -> Result: ...
+
+
+@dataclass(frozen=True)
+class RunningGuest:
+    """A guest just brought up, as :meth:`Variant.verify` sees it: what was declared
+    (``spec``), commands in the guest over its SSH (``shell``), and the files of its host
+    (``read_host``, for ``/proc`` of its QEMU process). Every side effect is handed in."""
+
+    name: str
+    spec: DomainSpec
+    shell: GuestCommands
+    read_host: Callable[[str], str]
 
 
 class Variant:
@@ -38,6 +68,13 @@ class Variant:
     def requirement_text(self) -> str:
         """A human summary of what this variant needs from the host, for ``lab variants``."""
         return "nothing beyond the base"
+
+    def verify(self, guest: RunningGuest) -> list[str]:
+        """Problems showing this variant did not take effect in ``guest``, booted and ready
+        (empty: it did). `lab up` fails on any, beside its own checks of every guest
+        (the live XML, the pinning, the huge pages). The shell connects on first use, so
+        a variant with nothing to check in the guest costs it nothing."""
+        return []
 
 
 class TransparentHugePages(Variant):

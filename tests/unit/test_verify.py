@@ -8,8 +8,12 @@ from typing import Any
 import pytest
 from lxml import etree
 
+from lab.core.hostexec import RecordingHost, Result
+from lab.guests.bringup import verify_variants
 from lab.guests.cpuplan import plan_cpus
+from lab.guests.ssh import GuestAddress, GuestShell
 from lab.guests.twins import build_twins
+from lab.guests.variant import RunningGuest, Variant
 from lab.guests.variants import load_variants
 from lab.guests.verify import (
     check_backing,
@@ -99,3 +103,50 @@ def test_a_live_domain_that_lost_its_huge_pages_or_its_pinning_is_named() -> Non
         ["CPU", "pinning"],
     ]
     assert "None, declared MemoryBacking(hugepages=HugePages(page_kib=1048576" in problems[0]
+
+
+# -- a variant's own check, through the guest's shell and its host's files ------------------
+
+
+class FakeShell(GuestShell):
+    """A guest that answers commands from a table and remembers what it ran."""
+
+    def __init__(self, name: str, answers: dict[tuple[str, ...], str]) -> None:
+        self.address = GuestAddress(name, "198.18.0.9", "", "lab", Path("/dev/null"))
+        self.answers = answers
+        self.ran: list[tuple[str, ...]] = []
+        self.closed = False
+
+    def run(self, argv, *, check=True, timeout=None, sudo=False) -> Result:  # type: ignore[no-untyped-def]
+        self.ran.append(tuple(argv))
+        return Result(tuple(argv), 0, self.answers[tuple(argv)], "")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class QuietKernel(Variant):
+    """Checks in the guest that its kernel was booted quiet, and names its QEMU's pid."""
+
+    name = "quiet"
+
+    def verify(self, guest: RunningGuest) -> list[str]:
+        cmdline = guest.shell.run(["cat", "/proc/cmdline"]).stdout
+        pid = guest.read_host(f"/run/libvirt/qemu/{guest.name}.pid").strip()
+        return [] if "quiet" in cmdline.split() else [f"{guest.name} (QEMU {pid}): not quiet"]
+
+
+def test_each_variant_checks_its_own_guest_through_the_shell_handed_in() -> None:
+    plan = plan_cpus(topology(1, 2), 2, 1, reserve_host_cpus=0)
+    guests = build_twins([load_variants()["thp"], QuietKernel()], settings(1), plan)
+    shells = {
+        "lab-thp": FakeShell("lab-thp", {}),
+        "lab-quiet": FakeShell("lab-quiet", {("cat", "/proc/cmdline"): "root=/dev/vda ro\n"}),
+    }
+    host = RecordingHost(files={"/run/libvirt/qemu/lab-quiet.pid": "4242\n"})
+    problems = verify_variants(guests, shells.__getitem__, host)
+    assert problems == ["lab-quiet (QEMU 4242): not quiet"]
+    assert shells["lab-thp"].ran == [] and shells["lab-quiet"].ran == [("cat", "/proc/cmdline")]
+    assert all(shell.closed for shell in shells.values())
+    shells["lab-quiet"].answers[("cat", "/proc/cmdline")] = "root=/dev/vda quiet\n"
+    assert verify_variants(guests, shells.__getitem__, host) == []
