@@ -69,7 +69,10 @@ def test_unknown_variant_is_one_line_with_the_known_names(
 ) -> None:
     assert main(["xml", "--variant", "shp3g"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["lab: error: unknown variant 'shp3g'. Known variants: shp1g, shp2m, thp"]
+    assert err == [
+        "lab: error: unknown variant 'shp3g'."
+        " Known variants: guest-thp-never, shp1g, shp2m, thp, thp-prealloc"
+    ]
 
 
 def test_debug_shows_the_traceback() -> None:

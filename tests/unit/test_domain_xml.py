@@ -74,8 +74,11 @@ def test_test_driver_round_trip_keeps_hugepages_and_pinning(variant, size) -> No
             assert page is not None
             expected_kib = {"shp1g": 1048576, "shp2m": 2048}[variant]
             assert int(page.get("size")) == expected_kib and page.get("unit") == "KiB"
-        else:
+        elif spec.memory_backing is None:
             assert back.find("memoryBacking") is None
+        else:  # thp-prealloc
+            assert back.find("memoryBacking/allocation").get("mode") == "immediate"
+        assert back.find("os/cmdline").text == spec.boot.cmdline
         dom.create()
         assert dom.isActive()
         dom.destroy()
