@@ -7,24 +7,27 @@ plus any the configuration adds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from lab.core.errors import UnknownNameError
 from lab.core.paths import DOMAINS_DIR
-from lab.core.plugins import PluginKind, load_plugins
+from lab.core.plugins import PluginKind, Plugins, load_plugins
 from lab.guests.variant import Variant
 
 DEFAULT_DIRS = (DOMAINS_DIR,)
 VARIANTS = PluginKind("variant", "VARIANT", Variant, "lab.guests.variant.Variant")
 
 
-def load_variants(dirs: Iterable[Path] = DEFAULT_DIRS) -> dict[str, Variant]:
+def load_variants(dirs: Iterable[Path] = DEFAULT_DIRS) -> Plugins[Variant]:
     """Load every variant plug-in found in ``dirs``; a later directory overrides an earlier."""
     return load_plugins(VARIANTS, dirs)
 
 
-def get_variant(name: str, variants: dict[str, Variant]) -> Variant:
+def get_variant(name: str, variants: Mapping[str, Variant]) -> Variant:
+    """The variant called ``name``; one whose file failed to load is that file's error."""
+    if isinstance(variants, Plugins):
+        return variants.pick(name)
     try:
         return variants[name]
     except KeyError:

@@ -20,7 +20,7 @@ from typing import Literal
 
 from lab.core.errors import ConfigError, UnknownNameError, UsageError
 from lab.core.hostexec import Host
-from lab.core.plugins import PluginKind, load_plugins
+from lab.core.plugins import PluginKind, Plugins, load_plugins
 from lab.inguest.spec import Spec
 
 Direction = Literal["lower", "higher"]
@@ -179,15 +179,18 @@ class Workload:
         )
 
 
-def load_workloads(dirs: Iterable[Path] = WORKLOAD_DIRS) -> dict[str, Workload]:
+def load_workloads(dirs: Iterable[Path] = WORKLOAD_DIRS) -> Plugins[Workload]:
     """Load every workload plug-in found in ``dirs``; a later directory overrides an earlier."""
     return load_plugins(WORKLOADS, dirs)
 
 
 def get_workload(name: str, workloads: Mapping[str, Workload] | None = None) -> Workload:
-    """The workload called ``name``, from ``workloads`` or, by default, the built-in ones."""
+    """The workload called ``name``, from ``workloads`` or, by default, the built-in ones;
+    one whose file failed to load is that file's error."""
     if workloads is None:
         workloads = load_workloads()
+    if isinstance(workloads, Plugins):
+        return workloads.pick(name)
     try:
         return workloads[name]
     except KeyError:

@@ -1,0 +1,88 @@
+"""Plug-ins that fail to load: the others load, and the broken one is an error naming its
+file and the cause when it is asked for by name (`lab up`, a study) or listed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lab.app.study import parse_study
+from lab.core.errors import ConfigError, PluginError, UnknownNameError
+from lab.core.paths import DOMAINS_DIR
+from lab.guests.variants import get_variant, load_variants
+from lab.run.workload import load_workloads
+
+GOOD = """\
+from lab.guests.variant import TransparentHugePages
+
+VARIANT = TransparentHugePages("{name}", "a THP twin under another name")
+"""
+CRASHES = """\
+from lab.guests.variant import Variant
+
+SHARE = 1 / 0
+"""
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "thp_again.py").write_text(GOOD.format(name="thp-again"))
+    (tmp_path / "crashes.py").write_text(CRASHES)
+    (tmp_path / "half_written.py").write_text("VARIANT = TransparentHugePages(\n")
+    return tmp_path
+
+
+def test_the_others_load_and_the_broken_ones_are_kept_with_their_cause(folder: Path) -> None:
+    found = load_variants([DOMAINS_DIR, folder])
+    assert {"thp", "shp1g", "thp-again"} <= set(found)
+    assert sorted(found.broken) == ["crashes", "half-written"]
+    crash = found.broken["crashes"]
+    assert crash.path == str(folder / "crashes.py")
+    assert crash.reason == "ZeroDivisionError: division by zero (line 3)"
+    assert found.broken["half-written"].reason.startswith("SyntaxError: ")
+    assert isinstance(crash.__cause__, ZeroDivisionError)
+
+
+def test_a_broken_plugin_asked_for_is_its_error_and_the_others_still_work(folder: Path) -> None:
+    found = load_variants([DOMAINS_DIR, folder])
+    assert get_variant("thp-again", found).name == "thp-again"
+    with pytest.raises(PluginError) as caught:
+        get_variant("crashes", found)
+    assert str(caught.value).startswith(
+        f"variant plug-in {folder / 'crashes.py'} failed to load: ZeroDivisionError: division"
+        " by zero (line 3)."
+    )
+    assert caught.value.exit_code == 2
+    with pytest.raises(UnknownNameError):  # a name no file gives is still unknown
+        get_variant("crashes2", found)
+
+
+def test_a_later_folder_overrides_and_a_broken_override_is_broken(tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    (first / "thp.py").write_text(CRASHES)
+    assert "thp" in load_variants([first]).broken
+    assert "thp" not in load_variants([first, DOMAINS_DIR]).broken  # mended by a later folder
+    assert load_variants([first, DOMAINS_DIR])["thp"].description.startswith("no <memoryBacking>")
+    (second / "thp.py").write_text(CRASHES)
+    shadowed = load_variants([DOMAINS_DIR, second])
+    assert "thp" not in shadowed and "thp" in shadowed.broken  # never the one it overrode
+
+
+def test_listing_refuses_once_every_broken_file_is_named(folder: Path) -> None:
+    found = load_variants([DOMAINS_DIR, folder])
+    with pytest.raises(ConfigError) as caught:
+        found.refuse_broken()
+    assert caught.value.message == (
+        f"2 variant plug-ins failed to load: {folder / 'crashes.py'}, {folder / 'half_written.py'}"
+    )
+    load_variants([DOMAINS_DIR]).refuse_broken()  # nothing broken: nothing raised
+
+
+def test_a_study_naming_a_broken_variant_names_its_file(folder: Path) -> None:
+    text = 'name = "s"\nvariants = ["thp", "crashes"]\nvcpus = 1\nmemory = "1G"\n'
+    text += '[[workload]]\nname = "null"\nn = 3\n'
+    with pytest.raises(ConfigError, match=r"crashes\.py failed to load: ZeroDivisionError"):
+        parse_study(text, "s.toml", load_workloads(), load_variants([DOMAINS_DIR, folder]))
