@@ -24,9 +24,9 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from rich.table import Table
     from rich.text import Text
 
-    from lab.guests.variants import load_variants
+    from lab.guests.variants import variants_for
 
-    variants = load_variants()
+    variants = variants_for(ctx.config)
     if args.json:
         found: list[dict[str, object]] = [
             {"name": name, "description": v.description, "needs": v.requirement_text()}

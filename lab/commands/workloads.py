@@ -26,9 +26,9 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from rich.table import Table
 
-    from lab.run.workload import load_workloads
+    from lab.run.workload import workloads_for
 
-    workloads = load_workloads()
+    workloads = workloads_for(ctx.config)
     if args.json:
         found: list[dict[str, object]] = [
             {

@@ -77,6 +77,19 @@ class Plugins(Mapping[str, T]):
             )
 
 
+def plugin_dirs(shipped: Iterable[Path], key: str, configured: Iterable[str]) -> list[Path]:
+    """The shipped folders, then those ``lab.toml``'s ``key`` names, in its order; a name
+    that is not a folder is an error naming the key."""
+    folders = [Path(d) for d in configured]
+    for folder in folders:
+        if not folder.is_dir():
+            raise ConfigError(
+                f"{key} names {folder}, which is not a folder",
+                hint=f"Fix {key} in lab.toml (`lab config` shows it and the file in use)",
+            )
+    return [*shipped, *folders]
+
+
 def load_plugins(kind: PluginKind[T], dirs: Iterable[Path]) -> Plugins[T]:
     """Every plug-in of ``kind`` in ``dirs``, by name; the files that fail, as broken."""
     found: dict[str, T] = {}
