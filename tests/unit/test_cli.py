@@ -206,3 +206,21 @@ def test_demo_runs_every_step_with_the_config_it_was_given(
     assert seen == [str(tmp_path / "state")]
     assert [type(r).__name__ for r in fake.requests][:2] == ["PrepareHostsRequest", "BuildRequest"]
     assert len(fake.requests) == 11
+
+
+def test_diff_as_json_shows_the_kernel_command_line_as_the_variants(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import json
+
+    assert main(["diff", "thp", "guest-thp-never", "--json"]) == 0
+    changes = json.loads(capsys.readouterr().out)
+    assert [c for c in changes if c["kind"] != "identity"] == [
+        {
+            "kind": "variant",
+            "path": "/domain/os/cmdline/text()",
+            "a": "root=/dev/vda rw console=ttyS0 quiet",
+            "b": "root=/dev/vda rw console=ttyS0 quiet transparent_hugepage=never",
+            "by": "guest-thp-never",
+        }
+    ]
