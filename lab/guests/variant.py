@@ -52,7 +52,8 @@ class RunningGuest:
 
 
 class Variant:
-    """Base class of variant plug-ins. Subclasses override :meth:`apply` (and maybe needs)."""
+    """Base class of variant plug-ins. Subclasses override :meth:`apply` and declare
+    :attr:`changes`; :meth:`needs` and :meth:`verify` where the variant has any."""
 
     name: str = ""
     description: str = ""
