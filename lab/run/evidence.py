@@ -20,8 +20,9 @@ from lab.guests.ssh import GuestShell
 from lab.host.environment import host_environment
 from lab.host.facts import read_hugepage_pools
 from lab.host.perf import counted, events_for, refused
+from lab.host.qemuproc import qemu_cmdline, qemu_pid
 from lab.host.site import SYSFS
-from lab.run.backing import backing_facts, qemu_cmdline, qemu_pid
+from lab.run.backing import backing_facts
 from lab.run.counters import Counting, probe, vcpu_threads
 from lab.run.environment import GUEST_SCRIPT, guest_environment, lab_facts
 from lab.store import MetricInfo, Store

@@ -3,7 +3,8 @@
 A workload plug-in is one small file in ``lab/run/workloads/`` that defines ``WORKLOAD``, an
 instance of :class:`Workload`, named like its file with ``-`` for ``_``
 (``sysbench_memory.py`` defines ``sysbench-memory``); files starting with ``_`` hold shared
-code. :func:`load_workloads` finds them, :func:`get_workload` picks one. A workload never runs
+code; ``lab.toml``'s ``workload_dirs`` adds folders of them (:func:`workloads_for`).
+:func:`load_workloads` finds them, :func:`get_workload` picks one. A workload never runs
 anything itself: :meth:`Workload.spec` describes, as a :class:`~lab.inguest.spec.Spec`, what
 the in-guest runner runs in one guest, and the host-side hooks (:meth:`Workload.host_prepare`,
 :meth:`Workload.host_servers`) receive the :class:`~lab.core.hostexec.Host` they act through.
@@ -18,9 +19,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
+from lab.core.config import Config
 from lab.core.errors import ConfigError, UnknownNameError, UsageError
 from lab.core.hostexec import Host
-from lab.core.plugins import PluginKind, load_plugins
+from lab.core.plugins import PluginKind, Plugins, load_plugins, plugin_dirs
 from lab.inguest.spec import Spec
 
 Direction = Literal["lower", "higher"]
@@ -194,15 +196,23 @@ class Workload:
         )
 
 
-def load_workloads(dirs: Iterable[Path] = WORKLOAD_DIRS) -> dict[str, Workload]:
+def load_workloads(dirs: Iterable[Path] = WORKLOAD_DIRS) -> Plugins[Workload]:
     """Load every workload plug-in found in ``dirs``; a later directory overrides an earlier."""
     return load_plugins(WORKLOADS, dirs)
 
 
+def workloads_for(config: Config) -> Plugins[Workload]:
+    """The shipped workloads and those of the folders ``config.workload_dirs`` names."""
+    return load_workloads(plugin_dirs(WORKLOAD_DIRS, "workload_dirs", config.workload_dirs))
+
+
 def get_workload(name: str, workloads: Mapping[str, Workload] | None = None) -> Workload:
-    """The workload called ``name``, from ``workloads`` or, by default, the built-in ones."""
+    """The workload called ``name``, from ``workloads`` or, by default, the built-in ones;
+    one whose file failed to load is that file's error."""
     if workloads is None:
         workloads = load_workloads()
+    if isinstance(workloads, Plugins):
+        return workloads.pick(name)
     try:
         return workloads[name]
     except KeyError:

@@ -144,7 +144,10 @@ def with_state(env: Lab) -> None:
 def test_unknown_variant(lab_env: Lab, capsys: pytest.CaptureFixture[str]) -> None:
     err = lab_env.lab(capsys, "up", "--pair", "thp,shp3g")
     assert lab_env.status == 2
-    assert err == "lab: error: unknown variant 'shp3g'. Known variants: shp1g, shp2m, thp"
+    assert err == (
+        "lab: error: unknown variant 'shp3g'."
+        " Known variants: guest-thp-never, shp1g, shp2m, thp, thp-prealloc"
+    )
 
 
 def test_unknown_workload(lab_env: Lab, capsys: pytest.CaptureFixture[str]) -> None:

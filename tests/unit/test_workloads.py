@@ -333,8 +333,10 @@ def test_demo_build_through_the_real_runner(tmp_path: Path) -> None:
 
 def test_plugin_without_workload_is_refused(tmp_path: Path) -> None:
     (tmp_path / "broken.py").write_text("X = 1\n")
+    found = load_workloads([tmp_path])
+    assert list(found) == [] and list(found.broken) == ["broken"]
     with pytest.raises(ConfigError, match="does not define WORKLOAD"):
-        load_workloads([tmp_path])
+        get_workload("broken", found)
 
 
 def test_plugin_named_unlike_its_file_is_refused(tmp_path: Path) -> None:
@@ -345,7 +347,7 @@ def test_plugin_named_unlike_its_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(
         ConfigError, match=r"Name the file fio_write\.py or the workload 'fio-read'"
     ):
-        load_workloads([tmp_path])
+        get_workload("fio-read", load_workloads([tmp_path]))
 
 
 def test_a_new_workload_is_one_small_file(tmp_path: Path) -> None:
