@@ -61,6 +61,10 @@ class Variant:
     # e.g. "/domain/memoryBacking"): lab diff explains a difference inside them as this
     # variant's, and reports any other as unexplained.
     changes: tuple[str, ...] = ()
+    # The facts of the guest's recorded environment (``lab.run.environment``'s GUEST_FACTS,
+    # e.g. "thp_enabled") this variant changes inside the guest: lab compare does not warn
+    # that the twins differ in them.
+    guest_facts: tuple[str, ...] = ()
 
     def apply(self, base: DomainSpec) -> DomainSpec:
         """Return ``base`` with this variant's delta applied."""
@@ -124,6 +128,7 @@ class GuestTHPMode(TransparentHugePages):
     Checked once up, in the guest: its sysfs says ``[MODE]``."""
 
     changes = (MemoryBacking.XPATH, KernelBoot.CMDLINE_XPATH)
+    guest_facts = ("thp_enabled",)
 
     def __init__(self, name: str, description: str, mode: str) -> None:
         super().__init__(name, description)
