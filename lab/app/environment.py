@@ -7,6 +7,7 @@ a different experiment). The facts are those ``lab run`` records at every start
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lab.app.analyse import Selection, store_path
@@ -29,7 +30,7 @@ from lab.run.qemuargs import (
     parse_cmdline,
 )
 from lab.store import Store
-from lab.store.records import RunRecord
+from lab.store.records import EvidenceSummary, RunRecord
 
 
 @dataclass(frozen=True)
@@ -51,11 +52,32 @@ def environment_report(ctx: Context, selection: Selection) -> EnvironmentReport:
                 notes += [f"run {run.key}: memory of {said}"] if said else []
                 wrong = problem(name, facts.get("variant", "?"), facts)
                 problems += [f"run {run.key}: {wrong}"] if wrong else []
+            notes += [f"run {run.key}: {line}" for line in per_iteration(store.evidence(run.id))]
             told, odd = qemu_told(now, declared_by_variants(ctx.config, now)[1])
             notes += [f"run {run.key}: {line}" for line in told]
             problems += [f"run {run.key}: {line}" for line in odd]
         warnings = environment_warnings(store, selection, ctx)
         return EnvironmentReport(notes, problems + warnings)
+
+
+def per_iteration(found: Sequence[EvidenceSummary]) -> list[str]:
+    """One line per guest: what backed its memory over the run's iterations (the
+    ``backing.*`` metrics): sizes as their mean and range, counters as a mean per iteration."""
+    by_guest: dict[str, list[EvidenceSummary]] = {}
+    for e in found:
+        by_guest.setdefault(e.guest, []).append(e)
+    lines = []
+    for guest, metrics in by_guest.items():
+        parts = []
+        for e in metrics:
+            name = e.metric.removeprefix("backing.")
+            if e.unit == "KiB":
+                parts.append(f"{name} {e.mean:,.0f} KiB ({e.low:,.0f}–{e.high:,.0f})")
+            else:
+                parts.append(f"{name} {e.mean:,.3g} per iteration")
+        n = max(e.n for e in metrics)
+        lines.append(f"{guest} over {n} iterations: {', '.join(parts)}")
+    return lines
 
 
 def qemu_told(

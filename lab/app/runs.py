@@ -143,7 +143,8 @@ def detail(
     return RunDetail(
         summary=_summary(store, run),
         metrics=tuple(
-            {"name": m.name, "unit": m.unit, "direction": m.direction} for m in run.metrics
+            {"name": m.name, "unit": m.unit, "direction": m.direction or "neither"}
+            for m in run.metrics
         ),
         warmup=store.warmup_declarations(run.study).get(run.id),
         placements=placements,

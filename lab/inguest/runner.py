@@ -14,6 +14,7 @@ import os
 import time
 from collections.abc import Callable
 
+from lab.inguest import backing
 from lab.inguest.child import Child, Children, boot_id
 from lab.inguest.history import History, Interrupted
 from lab.inguest.journal import JournalEntry
@@ -53,11 +54,15 @@ class Runner:
             if clean.error is not None:
                 error = f"clean command failed: {clean.error}"
                 return self.entry(iteration, attempt, Child(clean.started, clean.ended), {}, error)
+        before = backing.counters() if spec.backing else None  # untimed, like the journal
         journal.event("begin", iteration=iteration, attempt=attempt, boot_id=self.boot_id)
         child = children.run(spec.argv, self.cwd, env, spec.timeout_s)
         if child.error is not None:
             return self.entry(iteration, attempt, child, {}, child.error)
-        return self.entry(iteration, attempt, child, *self.metrics(child))
+        metrics, problem = self.metrics(child)
+        if before is not None and problem is None:
+            metrics.update(backing.after(before))
+        return self.entry(iteration, attempt, child, metrics, problem)
 
     def metrics(self, child: Child) -> tuple[dict[str, float], str | None]:
         """The spec's metrics from the parser's output and the runner's own timings."""

@@ -41,6 +41,7 @@ class Spec:
     metrics_from: dict[str, str] = field(default_factory=dict)  # source key -> metric name
     timeout_s: float | None = None  # per command, clean and timed
     max_failures: int | None = None  # failed attempts in this start after which it gives up
+    backing: bool = False  # read the guest's THP counters around each attempt (inguest.backing)
 
     def for_range(
         self, first: int, last: int, *, attempt_base: int = 1, max_failures: int | None = None
@@ -97,6 +98,7 @@ CHECKS: dict[str, tuple[str, Callable[[object], bool]]] = {
     "metrics_from": ("an object of strings", _is_map),
     "timeout_s": ("a positive number of seconds", _is_seconds),
     "max_failures": ("an integer >= 1", _is_int(1)),
+    "backing": ("true or false", lambda v: isinstance(v, bool)),
 }
 assert set(CHECKS) == {f.name for f in fields(Spec)}, "every field of Spec has a check"
 

@@ -25,7 +25,7 @@ from lab.guests.labstate import GuestRecord, LabState
 from lab.guests.seed import GUEST_USER
 from lab.guests.ssh import GuestShell
 from lab.inguest.journal import TERMINAL_EVENTS, JournalEntry, JournalEvent
-from lab.run.evidence import Evidence
+from lab.run.evidence import EVIDENCE_METRICS, Evidence
 from lab.run.guestrunner import GuestRunner
 from lab.run.hostside import guest_infos, nfs_source
 from lab.run.ingest import entry_to_record, new_pieces
@@ -160,12 +160,12 @@ class Controller:
             plan.swap_every,
         )
         study_id = store.ensure_study(plan.study, description="lab run")
-        self.metrics = [
-            MetricInfo(m.name, m.unit, m.direction) for m in plan.workload.metrics_for(plan.params)
-        ]
+        self.metrics = list(plan.workload.metrics_for(plan.params))
+        declared = [MetricInfo(m.name, m.unit, m.direction) for m in self.metrics]
         self.run_id = store.ensure_run(
-            study_id, self.key, plan.workload.name, plan.params, plan.schedule, plan.n, self.metrics
-        )
+            study_id, self.key, plan.workload.name, plan.params, plan.schedule, plan.n,
+            declared + list(EVIDENCE_METRICS),
+        )  # fmt: skip
         self.guests: list[GuestProgress] = []
         for record in guests:
             host_state = self.state_of(record)
@@ -236,7 +236,8 @@ class Controller:
         # The runner gives up once this start has spent what is left of --max-failures.
         budget = max(1, self.plan.max_failures - guest.failed_attempts + 1)
         spec = self.plan.workload.spec(self.plan.params, self.guest_info(guest))
-        guest.runner.start(spec.for_range(first, last, attempt_base=base, max_failures=budget))
+        spec = spec.for_range(first, last, attempt_base=base, max_failures=budget)
+        guest.runner.start(replace(spec, backing=True))  # the guest's THP counters too
         guest.runner_started = True
 
     def guest_info(self, guest: GuestProgress) -> GuestInfo:

@@ -20,8 +20,9 @@ from lab.guests.ssh import GuestShell
 from lab.host.environment import host_environment
 from lab.host.facts import read_hugepage_pools
 from lab.host.perf import counted, events_for, refused
-from lab.host.qemuproc import qemu_cmdline, qemu_pid
+from lab.host.qemuproc import parse_smaps, qemu_cmdline, qemu_pid
 from lab.host.site import SYSFS
+from lab.inguest import backing as guest_backing
 from lab.run.backing import backing_facts
 from lab.run.counters import Counting, probe, vcpu_threads
 from lab.run.environment import GUEST_SCRIPT, guest_environment, lab_facts
@@ -29,6 +30,22 @@ from lab.store import MetricInfo, Store
 
 if TYPE_CHECKING:
     from lab.guests.sites import Site
+
+
+# What backed each guest's memory, per iteration: the guest's own THP counters, read by its
+# runner (lab.inguest.backing), and under the sync and alternate schedules its QEMU's
+# memory on the host after each iteration (lab.run.backing). Evidence, not performance:
+# their direction is None, so they are stored and exported but never given a verdict.
+HOST_BACKING = {  # metric -> the smaps_rollup fields it sums, in KiB
+    "backing.qemu_rss_kib": ("Rss",),
+    "backing.qemu_anon_huge_kib": ("AnonHugePages",),
+    "backing.qemu_hugetlb_kib": ("Shared_Hugetlb", "Private_Hugetlb"),
+}
+EVIDENCE_METRICS = (
+    *(MetricInfo(name, "KiB" if name.endswith("_kib") else "count", None)
+      for name in guest_backing.METRICS),
+    *(MetricInfo(name, "KiB", None) for name in HOST_BACKING),
+)  # fmt: skip
 
 
 class GuestProgress(Protocol):
@@ -158,16 +175,28 @@ class Evidence:
                 self.counting[guest.record.name] = counting
 
     def end_counting(self, iteration: int, guests: Sequence[GuestProgress]) -> None:
-        """Stop counting; the counts of an iteration that succeeded become its samples."""
+        """Stop counting; the counts of an iteration that succeeded become its samples, with
+        what backs its guest's memory now (:data:`HOST_BACKING`)."""
         for guest in guests:
             counting = self.counting.pop(guest.record.name, None)
-            if counting is None:
+            readings = counting.stop() if counting is not None else {}
+            if iteration not in guest.completed:
                 continue
-            readings = counting.stop()
-            if iteration in guest.completed:
-                values = {r.metric: r.value for e, r in readings.items()
-                          if r.value is not None and e in self.counter_events}  # fmt: skip
+            values = {r.metric: r.value for e, r in readings.items()
+                      if r.value is not None and e in self.counter_events}  # fmt: skip
+            values.update(self._host_backing(guest.record))
+            if values:
                 self.store.record_samples(self.run_id, guest.guest_id, iteration, values)
+
+    def _host_backing(self, record: GuestRecord) -> dict[str, float]:
+        """The guest's QEMU's memory now, by kind ({} where it cannot be read)."""
+        read = self._host(record).read_text
+        try:
+            fields = parse_smaps(read(f"/proc/{qemu_pid(read, record.name)}/smaps_rollup"))
+        except (OSError, ValueError):
+            return {}
+        return {metric: float(sum(fields.get(f, 0) for f in summed))
+                for metric, summed in HOST_BACKING.items()}  # fmt: skip
 
     def _host(self, record: GuestRecord) -> Host:
         site = self.sites.get(record.host)

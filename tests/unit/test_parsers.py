@@ -235,6 +235,18 @@ def test_lab_stream_capture_gives_best_and_mean_rates() -> None:
     }  # fmt: skip
 
 
+# `lab run stream --n 1` (defaults: 4,000,000 doubles, 1 thread, 3 repetitions) in lab-thp,
+# a 1-vCPU guest under TCG, built there by the workload's setup.
+STREAM_GUEST = "stream-lab-guest-tcg.txt"
+
+
+def test_lab_stream_guest_capture_gives_the_rates_the_run_stored() -> None:
+    parsed = parse_lab_stream(capture(STREAM_GUEST))
+    assert (parsed["copy_mb_s"], parsed["scale_mb_s"]) == (5365.4, 2039.0)
+    assert (parsed["add_mb_s"], parsed["triad_mb_s"]) == (3039.6, 614.3)
+    assert parsed["triad_mean_mb_s"] == 515.5
+
+
 def test_lab_stream_reads_the_last_run_after_other_output() -> None:
     text = "warming up\n" + capture(STREAM_HOST).replace("1359.6", "1.5") + capture(STREAM_HOST)
     assert parse_lab_stream(text)["copy_mb_s"] == 1359.6

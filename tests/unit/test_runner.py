@@ -419,3 +419,20 @@ def test_the_command_gets_only_stdin_stdout_stderr_and_default_sigpipe(guest: Gu
     fds, ignored = entry.output_tail.split("SigIgn:")
     assert entry.ok and sorted(fds.split()) == ["0", "1", "2"]
     assert not int(ignored.strip(), 16) & (1 << (signal.SIGPIPE - 1))
+
+
+def test_with_backing_an_ok_attempt_carries_the_guests_thp_counters(guest: GuestDir) -> None:
+    """The runner (the zipapp, as shipped) reads this machine's /proc around each attempt:
+    the counters' differences over the attempt, never negative, and a failed attempt none."""
+    guest.start("thp", end_iteration=2, backing=True,
+                argv=["sh", "-c", 'test "$LAB_ITERATION" = 1'])  # fmt: skip
+    guest.finish("thp")
+    ok, failed = sorted(guest.entries("thp"), key=lambda e: not e.ok)
+    assert ok.ok and not failed.ok
+    thp = {k: v for k, v in ok.metrics.items() if k.startswith("backing.guest_thp_")}
+    assert len(thp) == 4 and all(v >= 0 for v in thp.values())
+    assert ok.metrics["backing.guest_anon_huge_kib"] >= 0
+    assert failed.metrics == {}
+    guest.start("plain", end_iteration=1)
+    guest.finish("plain")
+    assert guest.entries("plain")[0].metrics == {}  # no backing asked: none read
