@@ -19,7 +19,7 @@ from lab.guests.labstate import GuestRecord, LabState
 from lab.guests.ssh import GuestShell
 from lab.host.environment import host_environment
 from lab.host.facts import read_hugepage_pools
-from lab.host.perf import counted, events_for, refused
+from lab.host.perf import counted, derived, events_for, per_kilo_instruction, refused
 from lab.host.qemuproc import parse_smaps, qemu_cmdline, qemu_pid
 from lab.host.site import SYSFS
 from lab.inguest import backing as guest_backing
@@ -136,8 +136,10 @@ class Evidence:
         readings = probe(self.ctx.host, wanted, threads, self._counter_file("probe"))
         self.counter_events = counted(readings, wanted)
         self.store.add_metrics(self.run_id, [
-            MetricInfo(readings[e].metric, readings[e].metric_unit, "lower")
-            for e in self.counter_events
+            *(MetricInfo(readings[e].metric, readings[e].metric_unit, "lower")
+              for e in self.counter_events),
+            *(MetricInfo(metric, "per 1,000 instructions", "lower")
+              for metric in per_kilo_instruction(self.counter_events).values()),
         ])  # fmt: skip
         return {
             "perf_counted": ",".join(self.counter_events) or "none",
@@ -184,6 +186,7 @@ class Evidence:
                 continue
             values = {r.metric: r.value for e, r in readings.items()
                       if r.value is not None and e in self.counter_events}  # fmt: skip
+            values.update(derived(readings, self.counter_events))
             values.update(self._host_backing(guest.record))
             if values:
                 self.store.record_samples(self.run_id, guest.guest_id, iteration, values)

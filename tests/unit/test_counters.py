@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lab.core.clock import Clock, ManualClock
-from lab.host.perf import HARDWARE, SOFTWARE, events_for, parse_perf_csv
+from lab.host.perf import HARDWARE, SOFTWARE, derived, events_for, parse_perf_csv
 from lab.run.counters import READY_S, Counting
 
 CAPTURE = Path(__file__).parents[1] / "fixtures" / "captures" / "perf-6.1-stat-x-vcpu-tcg.csv"
@@ -32,6 +32,16 @@ def test_software_events_count_and_hardware_ones_are_not_supported_here() -> Non
     assert clock.metric_unit == "ms" and found["page-faults"].metric_unit == "count"
     assert found["context-switches"].value == 27
     assert all(found[e].value is None and found[e].note == "<not supported>" for e in HARDWARE)
+
+
+def test_tlb_misses_per_1000_instructions_where_both_are_counted() -> None:
+    found = parse_perf_csv(HARDWARE_LINES)
+    counted = ("cycles", "instructions", "dTLB-load-misses")  # iTLB was <not counted>
+    assert derived(found, counted) == {
+        "perf.dTLB_load_misses_per_kinstr": pytest.approx(1000 * 1234567 / 2894512345)
+    }
+    assert derived(found, ("cycles", "dTLB-load-misses")) == {}  # no instructions counted
+    assert derived(parse_perf_csv(CAPTURE.read_text()), SOFTWARE) == {}  # this host: no PMU
 
 
 def test_hardware_lines_in_perfs_documented_format() -> None:
