@@ -7,10 +7,11 @@ a different experiment). The facts are those ``lab run`` records at every start
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lab.app.analyse import Selection, store_path
-from lab.app.runs import find_run
+from lab.app.runs import declared_by_variants, find_run
 from lab.core.context import Context
 from lab.run.backing import describe, problem
 from lab.run.environment import (
@@ -21,9 +22,15 @@ from lab.run.environment import (
     latest,
     twin_differences,
 )
-from lab.run.qemuargs import CONSEQUENCE, UNEXPLAINED, compare_cmdlines, parse_cmdline
+from lab.run.qemuargs import (
+    CONSEQUENCE,
+    UNEXPLAINED,
+    compare_cmdlines,
+    declared_options,
+    parse_cmdline,
+)
 from lab.store import Store
-from lab.store.records import RunRecord
+from lab.store.records import EvidenceSummary, RunRecord
 
 
 @dataclass(frozen=True)
@@ -45,22 +52,47 @@ def environment_report(ctx: Context, selection: Selection) -> EnvironmentReport:
                 notes += [f"run {run.key}: memory of {said}"] if said else []
                 wrong = problem(name, facts.get("variant", "?"), facts)
                 problems += [f"run {run.key}: {wrong}"] if wrong else []
-            told, odd = qemu_told(now)
+            notes += [f"run {run.key}: {line}" for line in per_iteration(store.evidence(run.id))]
+            told, odd = qemu_told(now, declared_by_variants(ctx.config, now)[1])
             notes += [f"run {run.key}: {line}" for line in told]
             problems += [f"run {run.key}: {line}" for line in odd]
-        return EnvironmentReport(notes, problems + environment_warnings(store, selection))
+        warnings = environment_warnings(store, selection, ctx)
+        return EnvironmentReport(notes, problems + warnings)
 
 
-def qemu_told(now: dict[tuple[str, str], dict[str, str]]) -> tuple[list[str], list[str]]:
+def per_iteration(found: Sequence[EvidenceSummary]) -> list[str]:
+    """One line per guest: what backed its memory over the run's iterations (the
+    ``backing.*`` metrics): sizes as their mean and range, counters as a mean per iteration."""
+    by_guest: dict[str, list[EvidenceSummary]] = {}
+    for e in found:
+        by_guest.setdefault(e.guest, []).append(e)
+    lines = []
+    for guest, metrics in by_guest.items():
+        parts = []
+        for e in metrics:
+            name = e.metric.removeprefix("backing.")
+            if e.unit == "KiB":
+                parts.append(f"{name} {e.mean:,.0f} KiB ({e.low:,.0f}–{e.high:,.0f})")
+            else:
+                parts.append(f"{name} {e.mean:,.3g} per iteration")
+        n = max(e.n for e in metrics)
+        lines.append(f"{guest} over {n} iterations: {', '.join(parts)}")
+    return lines
+
+
+def qemu_told(
+    now: dict[tuple[str, str], dict[str, str]], declared: dict[str, tuple[str, ...]] | None = None
+) -> tuple[list[str], list[str]]:
     """What the twins' QEMU command lines say beyond the variant: the consequences libvirt
-    added (as notes) and anything unexplained (as warnings), from a run's last start."""
+    added (as notes) and anything unexplained (as warnings), from a run's last start.
+    ``declared``: variant name -> the parts of the domain it declares it changes."""
     guests = [(name, json.loads(f.get("qemu_cmdline", "[]") or "[]"))
               for (scope, name), f in now.items() if scope == "guest"]  # fmt: skip
     if len(guests) != 2 or not all(args for _, args in guests):
         return [], []
     (name_a, args_a), (name_b, args_b) = guests
     found = compare_cmdlines(parse_cmdline("\0".join(args_a)), parse_cmdline("\0".join(args_b)),
-                             name_a, name_b)  # fmt: skip
+                             name_a, name_b, declared_options(declared or {}))  # fmt: skip
     notes, odd = [], []
     for d in found:
         told = f"{d.option}: {name_a} {d.a}, {name_b} {d.b}"
@@ -71,7 +103,9 @@ def qemu_told(now: dict[tuple[str, str], dict[str, str]]) -> tuple[list[str], li
     return notes, odd
 
 
-def environment_warnings(store: Store, selection: Selection) -> list[str]:
+def environment_warnings(
+    store: Store, selection: Selection, ctx: Context | None = None
+) -> list[str]:
     """One line per difference that could change a result, for the runs ``selection`` names."""
     if selection.against:
         first = find_run(store, selection.run or "", selection.study)
@@ -83,8 +117,9 @@ def environment_warnings(store: Store, selection: Selection) -> list[str]:
     lines = []
     for run in _selected(store, selection):
         env = store.environment(run.id)
+        facts, _ = declared_by_variants(ctx.config if ctx else None, latest(env))
         lines += [f"run {run.key} ({run.workload}): the twins differ beyond their variant"
-                  f" in {d.text}" for d in twin_differences(env)]  # fmt: skip
+                  f" in {d.text}" for d in twin_differences(env, facts)]  # fmt: skip
         lines += [f"run {run.key} ({run.workload}) changed between its starts: {line}"
                   for line in changes(env)]  # fmt: skip
     return lines

@@ -6,8 +6,9 @@ from __future__ import annotations
 from lab.core.context import Context
 from lab.core.errors import UsageError
 from lab.guests.sites import guests_of, require_up
-from lab.run.backing import qemu_cmdline
-from lab.run.qemuargs import QemuDifference, compare_cmdlines, parse_cmdline
+from lab.guests.variants import variants_for
+from lab.host.qemuproc import qemu_cmdline
+from lab.run.qemuargs import QemuDifference, compare_cmdlines, declared_options, parse_cmdline
 
 
 def live_differences(ctx: Context, a: str, b: str) -> tuple[str, str, list[QemuDifference]]:
@@ -37,8 +38,9 @@ def live_differences(ctx: Context, a: str, b: str) -> tuple[str, str, list[QemuD
                 " on the guests' host",
             )
         args.append(parse_cmdline("\0".join(got)))
-    return (
-        chosen[0].name,
-        chosen[1].name,
-        compare_cmdlines(args[0], args[1], *[g.name for g in chosen]),
-    )
+    # What the twins' variants declare they change: a variant since removed, or whose file
+    # no longer loads, declares nothing, so its change shows as unexplained.
+    variants = variants_for(ctx.config)
+    declared = {g.variant: variants[g.variant].changes for g in chosen if g.variant in variants}
+    a, b = chosen[0].name, chosen[1].name
+    return a, b, compare_cmdlines(args[0], args[1], a, b, declared_options(declared))

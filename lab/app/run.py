@@ -6,6 +6,7 @@ that stopped (Ctrl-C, a lost guest) resumes when the same request is run again.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from lab.guests.labstate import GuestRecord, guest_named
 from lab.guests.sites import guests_of, require_up
 from lab.run.lock import run_lock
 from lab.run.placement import check_swap_plan, check_swap_schedule
-from lab.run.workload import Workload, get_workload
+from lab.run.workload import Workload, get_workload, workloads_for
 from lab.stats.verdict import Threshold
 from lab.stats.verdict import parse_threshold as read_threshold
 
@@ -79,8 +80,9 @@ def command_line(request: RunRequest) -> list[str]:
     return argv + (["--guests", ",".join(request.guests)] if request.guests else [])
 
 
-def check_request(request: RunRequest) -> Workload:
-    """Refuse what no lab could run (before any lab is needed); returns the workload."""
+def check_request(request: RunRequest, workloads: Mapping[str, Workload] | None = None) -> Workload:
+    """Refuse what no lab could run (before any lab is needed); returns the workload, one of
+    ``workloads`` (by default the shipped ones)."""
     if request.n < 1:
         raise UsageError(f"--n must be 1 or more, not {request.n}", hint="e.g. --n 30")
     if request.max_failures < 0:
@@ -98,7 +100,7 @@ def check_request(request: RunRequest) -> Workload:
     if request.swap_every is not None:
         check_swap_schedule(request.schedule, request.swap_every)
     parse_threshold(request.threshold)
-    workload = get_workload(request.workload)
+    workload = get_workload(request.workload, workloads)
     workload.resolve(dict(request.params))
     return workload
 
@@ -112,7 +114,7 @@ def run_workload(ctx: Context, request: RunRequest) -> RunOutcome:
     from lab.run.progress import RunProgress
     from lab.store import Store
 
-    workload = check_request(request)
+    workload = check_request(request, workloads_for(ctx.config))
     up = require_up(ctx, request.hosts)
     state = next((st for site, st in up if not site.remote), up[0][1])
     everyone = guests_of(up)

@@ -10,7 +10,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from lab.core.config import Config
 from lab.core.errors import UsageError
+from lab.guests.variants import variants_for
 from lab.run.environment import changes, latest, twin_differences
 from lab.store import Store
 from lab.store.records import FailedAttempt, GuestProgress, RunRecord
@@ -106,9 +108,30 @@ def find_run(store: Store, prefix: str, study: str | None = None) -> RunRecord:
     )
 
 
-def detail(store: Store, prefix: str, study: str | None = None) -> RunDetail:
+def declared_by_variants(
+    config: Config | None, now: dict[tuple[str, str], dict[str, str]]
+) -> tuple[frozenset[str], dict[str, tuple[str, ...]]]:
+    """What the variants of a start's guests (``now``, as ``latest`` gives it) declare they
+    change: the guest facts, and per variant the parts of the domain. A variant that no
+    longer loads declares nothing, so what it changed shows as a difference."""
+    if config is None:
+        return frozenset(), {}
+    variants = variants_for(config)
+    chosen = [variants[v] for (scope, _), facts in now.items()
+              if scope == "guest" and (v := facts.get("variant", "")) in variants]  # fmt: skip
+    return (
+        frozenset(fact for variant in chosen for fact in variant.guest_facts),
+        {variant.name: variant.changes for variant in chosen},
+    )
+
+
+def detail(
+    store: Store, prefix: str, study: str | None = None, config: Config | None = None
+) -> RunDetail:
+    """One run whole; with ``config``, its variants' declared changes are not differences."""
     run = find_run(store, prefix, study)
     env = store.environment(run.id)
+    declared_facts, _ = declared_by_variants(config, latest(env))
     placements: dict[str, dict[str, int]] = {}
     for (guest, label), count in store.placement_counts(run.id).items():
         placements.setdefault(guest, {})[label] = count
@@ -120,7 +143,8 @@ def detail(store: Store, prefix: str, study: str | None = None) -> RunDetail:
     return RunDetail(
         summary=_summary(store, run),
         metrics=tuple(
-            {"name": m.name, "unit": m.unit, "direction": m.direction} for m in run.metrics
+            {"name": m.name, "unit": m.unit, "direction": m.direction or "neither"}
+            for m in run.metrics
         ),
         warmup=store.warmup_declarations(run.study).get(run.id),
         placements=placements,
@@ -128,7 +152,7 @@ def detail(store: Store, prefix: str, study: str | None = None) -> RunDetail:
         command=run_command(run, store.path),
         environment={f"{scope} {name}": facts for (scope, name), facts in latest(env).items()},
         environment_changes=tuple(changes(env)),
-        twins_differ=tuple(d.text for d in twin_differences(env)),
+        twins_differ=tuple(d.text for d in twin_differences(env, declared_facts)),
     )
 
 

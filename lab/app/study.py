@@ -27,6 +27,7 @@ from typing import Any
 
 from lab.core.errors import ConfigError, LabError, UsageError
 from lab.core.names import check_name
+from lab.core.plugins import Plugins
 from lab.core.units import parse_size_kib
 from lab.guests.variants import load_variants
 from lab.run.workload import GuestInfo, ParamValue, Workload, get_workload, load_workloads
@@ -208,7 +209,7 @@ def parse_study(
     if workloads is None:
         workloads = load_workloads()
     if variants is None:
-        variants = list(load_variants())
+        variants = load_variants()
     name = _checked(source, "name", data["name"], _plain("study"))
     pair = _checked(source, "variants", data["variants"], _variants(variants))
     vcpus = _checked(source, "vcpus", data["vcpus"], _at_least(1))
@@ -394,6 +395,9 @@ def _variants(known: Collection[str]) -> Callable[[list[Any]], None]:
             raise ValueError('must be two variant names, e.g. ["thp", "shp1g"]')
         if value[0] == value[1]:
             raise ValueError("names the same variant twice: the twins must differ")
+        for name in value:
+            if isinstance(known, Plugins) and name not in known:
+                known.pick(name)  # a variant whose file failed to load: that file's error
         unknown = [v for v in value if v not in known]
         if unknown:
             raise ValueError(

@@ -28,6 +28,7 @@ from lab.core.context import Context
 from lab.core.errors import UsageError
 from lab.guests.labstate import LabState, load_state
 from lab.guests.plan import TwinRequest
+from lab.run.workload import workloads_for
 from lab.store import Store
 
 INTERRUPTED = 130  # a run stopped by Ctrl-C (128 + SIGINT), as `lab run` exits
@@ -188,8 +189,9 @@ def run_study(
     """
     actions = actions or real_actions(ctx)
     runs = [run_request(study, w, db) for w in study.workloads]
+    workloads = workloads_for(ctx.config)
     for request in runs:
-        check_request(request)
+        check_request(request, workloads)
     with Store.open(db) as store:
         record_study(store, study)
     state = actions.lab_state()

@@ -26,6 +26,9 @@ def register(subparsers: Any) -> None:
         " consequences libvirt adds (preallocated hugetlb memory, its hugetlbfs path), identity"
         " and anything unexplained",
     )  # fmt: skip
+    parser.add_argument(
+        "--json", action="store_true", help="print the differences as JSON, one object each"
+    )
     add_twin_arguments(parser)
     parser.set_defaults(run=run)
 
@@ -36,13 +39,17 @@ def run_live(args: argparse.Namespace, ctx: Context) -> int:
     from lab.app.livediff import live_differences  # deferred: libvirt, only with --live
 
     a, b, found = live_differences(ctx, args.a, args.b)
+    unexplained = [d for d in found if d.kind == "unexplained"]
+    if args.json:
+        ctx.print_json([{"kind": d.kind, "option": d.option, "a": d.a, "b": d.b,
+                         "meaning": d.meaning} for d in found])  # fmt: skip
+        return 1 if unexplained else 0
     table = Table("kind", "option", a, b, "meaning", title=f"QEMU: {a} vs {b}")
     order = {"variant": 0, "consequence": 1, "unexplained": 2, "identity": 3}
     for d in sorted(found, key=lambda d: (order.get(d.kind, 9), d.option)):
         style = "bold red" if d.kind == "unexplained" else None
         table.add_row(d.kind, d.option, d.a, d.b, d.meaning, style=style)
     ctx.out.print(table)
-    unexplained = [d for d in found if d.kind == "unexplained"]
     if unexplained:
         ctx.warn(f"{len(unexplained)} option(s) are neither the variant, its consequences nor"
                  " the identity")  # fmt: skip
@@ -61,12 +68,17 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     twins = plan_twins(ctx, request_from(args, ctx, [args.a, args.b]))
     changes = pair_changes(twins.guests[0], twins.guests[1])
     a, b = twins.guests[0].name, twins.guests[1].name
+    unexplained = [c for c in changes if c.kind == "unexplained"]
+    if args.json:
+        ctx.print_json([{"kind": c.kind, "path": c.path, "a": c.a, "b": c.b, "by": c.by}
+                        for c in changes])  # fmt: skip
+        return 1 if unexplained else 0
     table = Table("kind", "path", a, b, title=f"{a} vs {b}")
     for change in sorted(changes, key=lambda c: (c.kind != "variant", c.kind, c.path)):
         style = "bold red" if change.kind == "unexplained" else None
-        table.add_row(change.kind, change.path, change.a or "-", change.b or "-", style=style)
+        kind = f"variant ({change.by})" if change.by else change.kind
+        table.add_row(kind, change.path, change.a or "-", change.b or "-", style=style)
     ctx.out.print(table)
-    unexplained = [c for c in changes if c.kind == "unexplained"]
     if unexplained:
         ctx.warn(f"{len(unexplained)} difference(s) are neither the variant nor the identity")
         return 1

@@ -89,7 +89,7 @@ def run_show(args: argparse.Namespace, ctx: Context) -> int:
     from lab.app.runs import detail, open_existing  # deferred, as above
 
     with open_existing(store_path(args, ctx)) as store:
-        found = detail(store, args.key, args.study)
+        found = detail(store, args.key, args.study, ctx.config)
     if args.json:
         ctx.print_json(found.to_json())
         return 0

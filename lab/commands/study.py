@@ -18,6 +18,8 @@ from typing import Any
 from lab.app.study import Study, StudyWorkload, key_reference, load_study
 from lab.commands.show import ConsoleShow
 from lab.core.context import Context
+from lab.guests.variants import variants_for
+from lab.run.workload import workloads_for
 from lab.store.cli import add_db_argument, store_path
 
 
@@ -157,11 +159,12 @@ def run_check(args: argparse.Namespace, ctx: Context) -> int:
     from lab.app.run import check_request
     from lab.app.studyrun import run_request, stored_hash, stored_seconds
 
-    study = load_study(args.file)
+    workloads = workloads_for(ctx.config)
+    study = load_study(args.file, workloads, variants_for(ctx.config))
     db = store_path(args, ctx)
     image = f"{ctx.config.image} (lab.toml)"
     for workload in study.workloads:
-        check_request(run_request(study, workload, str(db)))
+        check_request(run_request(study, workload, str(db)), workloads)
     if args.json:
         text = plan_json(study, str(db), stored_seconds(db, study), ctx.config.image)
         ctx.out.out(text, highlight=False)
@@ -183,7 +186,7 @@ def run_run(args: argparse.Namespace, ctx: Context) -> int:
     from lab.app.studyrun import report_dir, run_study
     from lab.run.lock import run_lock
 
-    study = load_study(args.file)
+    study = load_study(args.file, workloads_for(ctx.config), variants_for(ctx.config))
     if study.image is not None:
         ctx.config = replace(ctx.config, image=study.image)
     db = str(store_path(args, ctx))

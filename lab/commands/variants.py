@@ -12,7 +12,9 @@ def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "variants",
         help="list the variants a twin can be",
-        description="List the variant plug-ins (domains/*.py): name, delta, host requirements.",
+        description="List the variant plug-ins (domains/*.py and lab.toml's variant_dirs): name,"
+        " delta, host requirements. A plug-in file that failed to load is listed with its error,"
+        " and the status is then 2.",
     )
     parser.add_argument("--json", action="store_true", help="print the variants as JSON")
     parser.set_defaults(run=run)
@@ -20,18 +22,28 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from rich.table import Table
+    from rich.text import Text
 
-    from lab.guests.variants import load_variants
+    from lab.guests.variants import variants_for
 
+    variants = variants_for(ctx.config)
     if args.json:
-        found = [
+        found: list[dict[str, object]] = [
             {"name": name, "description": v.description, "needs": v.requirement_text()}
-            for name, v in sorted(load_variants().items())
+            for name, v in sorted(variants.items())
+        ]
+        found += [
+            {"name": name, "broken": True, "file": err.path, "error": err.reason}
+            for name, err in sorted(variants.broken.items())
         ]
         ctx.print_json(found)
-        return 0
-    table = Table("variant", "what it changes", "needs from the host")
-    for name, variant in sorted(load_variants().items()):
-        table.add_row(name, variant.description, variant.requirement_text())
-    ctx.out.print(table)
+    else:
+        table = Table("variant", "what it changes", "needs from the host")
+        for name, variant in sorted(variants.items()):
+            table.add_row(name, variant.description, variant.requirement_text())
+        for name, err in sorted(variants.broken.items()):
+            broken = Text(f"BROKEN: {err.path}: {err.reason}")  # not markup: it is an error
+            table.add_row(name, broken, "-", style="bold red")
+        ctx.out.print(table)
+    variants.refuse_broken()
     return 0

@@ -12,9 +12,10 @@ def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "workloads",
         help="list the workloads, their metrics and parameters",
-        description="List the workload plug-ins (lab/run/workloads/*.py): what each runs, what it"
-        " records (unit, which way is better) and every parameter with its default;"
-        " set parameters with `lab run WORKLOAD -p KEY=VALUE`.",
+        description="List the workload plug-ins (lab/run/workloads/*.py and lab.toml's"
+        " workload_dirs): what each runs, what it records (unit, which way is better) and every"
+        " parameter with its default; set parameters with `lab run WORKLOAD -p KEY=VALUE`. A"
+        " plug-in file that failed to load is listed with its error, and the status is then 2.",
     )
     parser.add_argument(
         "--json", action="store_true", help="print the workloads, metrics and parameters as JSON"
@@ -25,26 +26,33 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from rich.table import Table
 
-    from lab.run.workload import load_workloads
+    from lab.run.workload import workloads_for
 
+    workloads = workloads_for(ctx.config)
     if args.json:
-        found = [
+        found: list[dict[str, object]] = [
             {
                 "name": name,
                 "description": w.description,
                 "metrics": [
                     {"name": m.name, "unit": m.unit, "direction": m.direction} for m in w.metrics
                 ],
+                "params_declare_metrics": w.params_declare_metrics,
                 "parameters": [
                     {"name": key, "default": p.default, "help": p.help}
                     for key, p in w.parameters.items()
                 ],
             }
-            for name, w in sorted(load_workloads().items())
+            for name, w in sorted(workloads.items())
+        ]
+        found += [
+            {"name": name, "broken": True, "file": err.path, "error": err.reason}
+            for name, err in sorted(workloads.broken.items())
         ]
         ctx.print_json(found)
+        workloads.refuse_broken()
         return 0
-    for name, workload in sorted(load_workloads().items()):
+    for name, workload in sorted(workloads.items()):
         table = Table(
             "parameter",
             "default",
@@ -58,6 +66,16 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         metrics = ", ".join(
             f"{m.name} ({m.unit}, {m.direction} is better)" for m in workload.metrics
         )
+        if workload.params_declare_metrics:
+            metrics += ", and the metrics its parameters declare"
         table.caption = f"records: {metrics}"
         ctx.out.print(table)
+    for name, err in sorted(workloads.broken.items()):
+        ctx.out.print(
+            f"{name}: BROKEN: {err.path}: {err.reason}",
+            style="bold red",
+            markup=False,
+            highlight=False,
+        )
+    workloads.refuse_broken()
     return 0

@@ -63,6 +63,22 @@ class Config:
     boot_timeout: int = field(
         default=600, metadata=_doc("seconds a guest may take to become ready")
     )
+    variant_dirs: list[str] = field(
+        default_factory=list,
+        metadata=_doc(
+            "more folders of variant plug-ins (NAME.py defining VARIANT), read after the"
+            " shipped domains/ (a later folder overrides a variant of the same name);"
+            " relative to lab.toml's folder"
+        ),
+    )
+    workload_dirs: list[str] = field(
+        default_factory=list,
+        metadata=_doc(
+            "more folders of workload plug-ins (NAME.py defining WORKLOAD), read after the"
+            " shipped lab/run/workloads/ (a later folder overrides a workload of the same"
+            " name); relative to lab.toml's folder"
+        ),
+    )
     hosts: dict[str, str] = field(
         default_factory=dict,
         metadata=_doc(
@@ -112,7 +128,25 @@ def load_config(path: Path | None, environ: Mapping[str, str] | None = None) -> 
     if uri and "libvirt_uri" not in data:
         config_from_mapping({"libvirt_uri": uri}, source="LIBVIRT_DEFAULT_URI")  # checks it
         data = {**data, "libvirt_uri": uri}
-    return config_from_mapping(data, source=str(path) if path else "config")
+    config = config_from_mapping(data, source=str(path) if path else "config")
+    if path is None:
+        return config
+    return replace(
+        config,
+        variant_dirs=[_beside(d, path.parent) for d in config.variant_dirs],
+        workload_dirs=[_beside(d, path.parent) for d in config.workload_dirs],
+    )
+
+
+# Keys that list folders: read as a list of strings, each relative to lab.toml's folder.
+FOLDER_LISTS = ("variant_dirs", "workload_dirs")
+
+
+def _beside(folder: str, base: Path) -> str:
+    """A folder lab.toml names: absolute, from the home directory (``~``), or relative to
+    the folder of lab.toml itself, so a project's lab.toml can sit beside its plug-ins."""
+    expanded = os.path.expanduser(folder)
+    return expanded if os.path.isabs(expanded) else str(base / expanded)
 
 
 def config_from_mapping(data: dict[str, Any], source: str = "config") -> Config:
@@ -126,6 +160,14 @@ def config_from_mapping(data: dict[str, Any], source: str = "config") -> Config:
         if key == "hosts":
             check_hosts(value, source)
             changes[key] = dict(value)
+            continue
+        if key in FOLDER_LISTS:
+            if not isinstance(value, list) or not all(isinstance(d, str) and d for d in value):
+                raise ConfigError(
+                    f"{source}: key {key!r} must be a list of folders, not {value!r}",
+                    hint=f"e.g. {key} = ['plugins']; {known[key].metadata['doc']}",
+                )
+            changes[key] = list(value)
             continue
         expected = type(known[key].default)
         if type(value) is not expected:

@@ -46,6 +46,23 @@ class ConfigError(UsageError):
     """A configuration file with an unknown key or a wrong type."""
 
 
+class PluginError(ConfigError):
+    """A plug-in file (a variant, a workload) that failed to load: its file and why;
+    ``name`` is the one its file gives it (``thp_prealloc.py``: ``thp-prealloc``)."""
+
+    def __init__(
+        self, kind: str, name: str, path: str, reason: str, *, hint: str | None = None
+    ) -> None:
+        self.kind = kind
+        self.name = name
+        self.path = path
+        self.reason = reason
+        super().__init__(
+            f"{kind} plug-in {path} failed to load: {reason}",
+            hint=hint or "Fix or remove that file; the other plug-ins are not affected",
+        )
+
+
 class PlanError(LabError):
     """A CPU or memory plan the host cannot satisfy."""
 

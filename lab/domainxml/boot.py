@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from lxml import etree
 
@@ -11,9 +12,22 @@ from lxml import etree
 class KernelBoot:
     """Boot a kernel and initrd from host files; no bootloader inside the image."""
 
+    CMDLINE_XPATH: ClassVar[str] = "/domain/os/cmdline"
+
     kernel: str
     initrd: str
     cmdline: str
+
+    def with_args(self, *args: str) -> KernelBoot:
+        """This boot with ``args`` added to the kernel command line, each one word; an
+        argument already there is not repeated."""
+        words = self.cmdline.split()
+        for arg in args:
+            if not arg or any(c.isspace() for c in arg):
+                raise ValueError(f"a kernel argument is one word, not {arg!r}")
+            if arg not in words:
+                words.append(arg)
+        return replace(self, cmdline=" ".join(words))
 
     def to_xml(self) -> etree._Element:
         root = _os_element()

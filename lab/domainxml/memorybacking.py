@@ -1,8 +1,10 @@
-"""``<memoryBacking>``: how guest RAM is backed on the host (huge pages or not)."""
+"""``<memoryBacking>``: how guest RAM is backed on the host (huge pages or not), and when
+it is allocated (all of it as QEMU starts, or as the guest first touches it)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from lxml import etree
 
@@ -18,9 +20,25 @@ class HugePages:
     nodeset: str | None = None
 
 
+ALLOCATION_MODES = ("immediate", "ondemand")
+
+
 @dataclass(frozen=True)
 class MemoryBacking:
+    """``allocation``: 'immediate' preallocates all guest RAM when QEMU starts, 'ondemand'
+    faults it in as the guest touches it; None leaves libvirt's default (which
+    preallocates hugetlb-backed RAM and faults the rest in)."""
+
+    XPATH: ClassVar[str] = "/domain/memoryBacking"
+
     hugepages: HugePages | None = None
+    allocation: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.allocation is not None and self.allocation not in ALLOCATION_MODES:
+            raise ValueError(
+                f"allocation must be one of {ALLOCATION_MODES}, not {self.allocation!r}"
+            )
 
     def to_xml(self) -> etree._Element:
         root = etree.Element("memoryBacking")
@@ -31,6 +49,8 @@ class MemoryBacking:
             page.set("unit", "KiB")
             if self.hugepages.nodeset is not None:
                 page.set("nodeset", self.hugepages.nodeset)
+        if self.allocation is not None:
+            etree.SubElement(root, "allocation").set("mode", self.allocation)
         return root
 
     @classmethod
@@ -39,19 +59,22 @@ class MemoryBacking:
         node = domain.find("memoryBacking")
         if node is None:
             return None
+        allocation = node.find("allocation")
+        mode = allocation.get("mode") if allocation is not None else None
         pages = node.find("hugepages")
         if pages is None:
-            return cls()
+            return cls(allocation=mode)
         page = pages.find("page")
         if page is None:
             # <hugepages/> alone means the host's default huge page size; libvirt
             # expands it when the domain starts, so report it as unknown (0).
-            return cls(HugePages(page_kib=0))
+            return cls(HugePages(page_kib=0), allocation=mode)
         return cls(
             HugePages(
                 page_kib=_to_kib(int(page.get("size", "0")), page.get("unit", "KiB")),
                 nodeset=page.get("nodeset"),
-            )
+            ),
+            allocation=mode,
         )
 
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from lxml import etree
 
 
 @dataclass(frozen=True)
 class NUMATune:
+    XPATH: ClassVar[str] = "/domain/numatune"
+
     nodeset: str
     mode: str = "strict"
 

@@ -18,6 +18,7 @@ import libvirt
 
 from lab.core.context import Context
 from lab.core.errors import GuestError, RequirementError, UsageError
+from lab.core.hostexec import Host
 from lab.core.inventory import LOCAL, inventory
 from lab.core.waiting import wait_for
 from lab.guests.files import PlacedImage
@@ -29,6 +30,7 @@ from lab.guests.seed import GUEST_USER, SeedData
 from lab.guests.sites import Site, local_site
 from lab.guests.ssh import GuestAddress, GuestShell
 from lab.guests.twins import Guest
+from lab.guests.variant import RunningGuest
 from lab.guests.verify import (
     check_backing,
     check_live_domain,
@@ -380,8 +382,9 @@ def _bracketed(text: str) -> str:
 def verify_running(
     site: Site, guests: list[Guest], state: LabState, free_before: dict[int, int]
 ) -> list[str]:
-    """Compare what runs with what was declared: pinning, RAM backing, huge page pool drop.
-    QEMU's memory map and the pools are read on the guests' host, through its commands."""
+    """Compare what runs with what was declared: pinning, RAM backing, huge page pool drop,
+    and each variant's own check. QEMU's memory map and the pools are read on the guests'
+    host, through its commands; the variants' checks in the guests go over their SSH."""
 
     ctx = site.ctx
     problems: list[str] = []
@@ -405,6 +408,25 @@ def verify_running(
     for size, before in free_before.items():
         expected = sum(n.count for g in guests for n in g.needs if n.page_kib == size)
         problems += check_pool_drop(size, expected, before, site.free_pages(size))
+    records = {record.name: record for record in state.guests}
+    problems += verify_variants(guests, lambda name: shell_for(ctx, records[name]), ctx.host)
+    return problems
+
+
+def verify_variants(
+    guests: list[Guest], open_shell: Callable[[str], GuestShell], host: Host
+) -> list[str]:
+    """Each guest's variant's own check (:meth:`Variant.verify`), through a shell to that
+    guest (``open_shell(name)``, closed after) and the files of its ``host``."""
+    problems: list[str] = []
+    for guest in guests:
+        shell = open_shell(guest.name)
+        try:
+            problems += guest.variant.verify(
+                RunningGuest(guest.name, guest.spec, shell, host.read_text)
+            )
+        finally:
+            shell.close()
     return problems
 
 

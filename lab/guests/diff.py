@@ -2,13 +2,15 @@
 
 Each domain is flattened to ``path -> value`` pairs (elements indexed among same-tag
 siblings, attributes as ``/@name``, text as ``/text()``). Every differing path is then
-classified as the guest's identity, the variant's declared delta, or *unexplained*;
-twins must have no unexplained difference.
+classified as the guest's identity, a variant's declared delta (a path inside a part of the
+domain the variant says it changes), or *unexplained*; twins must have no unexplained
+difference.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from lxml import etree
@@ -34,6 +36,7 @@ class Change:
     a: str | None
     b: str | None
     kind: str  # "identity", "variant" or "unexplained"
+    by: str | None = None  # for "variant": the variant(s) whose declared parts hold the path
 
 
 def flatten(root: etree._Element) -> dict[str, str]:
@@ -64,29 +67,39 @@ def flatten(root: etree._Element) -> dict[str, str]:
     return out
 
 
+def within(path: str, part: str) -> bool:
+    """Whether flattened ``path`` is element ``part`` or lies inside it (``part`` is a path
+    without indexes, like ``/domain/os/cmdline``; ``path`` may index its elements)."""
+    bare = re.sub(r"\[\d+\]", "", path)
+    return bare == part or bare.startswith(part + "/")
+
+
 def diff_domains(
-    a: etree._Element, b: etree._Element, variant_paths: set[str] | None = None
+    a: etree._Element, b: etree._Element, declared: Mapping[str, Iterable[str]] | None = None
 ) -> list[Change]:
-    """Every path whose value differs between ``a`` and ``b``, classified."""
+    """Every path whose value differs between ``a`` and ``b``, classified; ``declared``
+    maps each variant's name to the parts of the domain it changes."""
     flat_a, flat_b = flatten(a), flatten(b)
-    variant_paths = variant_paths or set()
+    parts = [(name, part) for name, found in (declared or {}).items() for part in found]
     changes = []
     for path in sorted(set(flat_a) | set(flat_b)):
         va, vb = flat_a.get(path), flat_b.get(path)
         if va == vb:
             continue
+        names = sorted({name for name, part in parts if within(path, part)})
+        by = None
         if any(p.match(path) for p in IDENTITY_PATTERNS):
             kind = "identity"
-        elif path in variant_paths:
-            kind = "variant"
+        elif names:
+            kind, by = "variant", ", ".join(names)
         else:
             kind = "unexplained"
-        changes.append(Change(path=path, a=va, b=vb, kind=kind))
+        changes.append(Change(path=path, a=va, b=vb, kind=kind, by=by))
     return changes
 
 
 def variant_delta_paths(base: etree._Element, changed: etree._Element) -> set[str]:
-    """The paths a variant's ``apply`` changed on a base (its declared delta)."""
+    """The paths a variant's ``apply`` changed on a base: what it must have declared."""
     flat_base, flat_changed = flatten(base), flatten(changed)
     return {
         p for p in set(flat_base) | set(flat_changed) if flat_base.get(p) != flat_changed.get(p)

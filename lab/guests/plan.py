@@ -17,7 +17,7 @@ from lab.core.units import parse_size_kib
 from lab.domainxml.boot import Boot, KernelBoot
 from lab.guests.cpuplan import CPUPlan, plan_cpus
 from lab.guests.twins import GUEST_PREFIX, Guest, GuestSettings, build_twins
-from lab.guests.variants import get_variant, load_variants
+from lab.guests.variants import get_variant, variants_for
 from lab.host.accel import AccelChoice, AccelFacts, choose_accelerator, read_accel_facts
 from lab.host.topology import Cell, HostCPU, Topology, parse_capabilities
 
@@ -84,7 +84,7 @@ def plan_twins(
 ) -> Twins:
     """The twins for ``request`` on the host of ``ctx``; ``accel_facts`` read off another
     host (default: this machine's)."""
-    variants = load_variants()
+    variants = variants_for(ctx.config)
     chosen = [get_variant(name, variants) for name in request.variants]
     if request.vcpus < 1:
         raise UsageError(f"--vcpus must be 1 or more, not {request.vcpus}")

@@ -2,29 +2,38 @@
 
 Each plug-in file defines ``VARIANT``, an instance of :class:`lab.guests.variant.Variant`
 (:mod:`lab.core.plugins` says the rules). The directories are the project's ``domains/``
-plus any the configuration adds.
+plus any ``lab.toml``'s ``variant_dirs`` adds (:func:`variants_for`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from lab.core.config import Config
 from lab.core.errors import UnknownNameError
 from lab.core.paths import DOMAINS_DIR
-from lab.core.plugins import PluginKind, load_plugins
+from lab.core.plugins import PluginKind, Plugins, load_plugins, plugin_dirs
 from lab.guests.variant import Variant
 
 DEFAULT_DIRS = (DOMAINS_DIR,)
 VARIANTS = PluginKind("variant", "VARIANT", Variant, "lab.guests.variant.Variant")
 
 
-def load_variants(dirs: Iterable[Path] = DEFAULT_DIRS) -> dict[str, Variant]:
+def load_variants(dirs: Iterable[Path] = DEFAULT_DIRS) -> Plugins[Variant]:
     """Load every variant plug-in found in ``dirs``; a later directory overrides an earlier."""
     return load_plugins(VARIANTS, dirs)
 
 
-def get_variant(name: str, variants: dict[str, Variant]) -> Variant:
+def variants_for(config: Config) -> Plugins[Variant]:
+    """The shipped variants and those of the folders ``config.variant_dirs`` names."""
+    return load_variants(plugin_dirs(DEFAULT_DIRS, "variant_dirs", config.variant_dirs))
+
+
+def get_variant(name: str, variants: Mapping[str, Variant]) -> Variant:
+    """The variant called ``name``; one whose file failed to load is that file's error."""
+    if isinstance(variants, Plugins):
+        return variants.pick(name)
     try:
         return variants[name]
     except KeyError:

@@ -1,7 +1,9 @@
-"""Proof that each guest runs as declared, from facts read off the host and libvirt.
+"""Proof that each guest runs as declared, from facts read off the host, libvirt and the
+guest itself.
 
 Pure functions over captured text and libvirt's answers, so each check is tested on
-real captures; :mod:`lab.guests.bringup` gathers the facts and fails `lab up` on a mismatch.
+real captures; :mod:`lab.guests.bringup` gathers the facts (and the variants' own
+``verify()`` the facts they check) and fails `lab up` on a mismatch.
 """
 
 from __future__ import annotations
@@ -16,7 +18,11 @@ from lab.domainxml.cputune import CPUTune
 from lab.domainxml.domain import DomainSpec
 from lab.domainxml.memorybacking import MemoryBacking
 from lab.domainxml.numatune import NUMATune
+from lab.host.facts import parse_thp_mode
+from lab.host.qemuproc import parse_smaps
 
+GUEST_THP_ENABLED = "/sys/kernel/mm/transparent_hugepage/enabled"
+THP_MODES = ("always", "madvise", "never")
 _KPS = re.compile(r"kernelpagesize_kB=(\d+)")
 _NODE_PAGES = re.compile(r"\bN\d+=(\d+)")
 
@@ -120,3 +126,30 @@ def check_live_domain(name: str, live_xml: str, declared: DomainSpec) -> list[st
         for what, wanted, live in parts
         if live != wanted
     ]
+
+
+def check_guest_thp(name: str, mode: str, enabled: str) -> list[str]:
+    """Problems with the THP mode a guest's kernel runs in, from its sysfs ``enabled`` file
+    (``always madvise [never]``)."""
+    try:
+        running = parse_thp_mode(enabled)
+    except ValueError as err:
+        return [f"{name}: cannot tell its kernel's THP mode: {err}"]
+    if running != mode:
+        said = enabled.strip()
+        return [f"{name}: its kernel runs THP in mode {running!r} ({said}), declared {mode!r}"]
+    return []
+
+
+def check_preallocated(name: str, memory_kib: int, smaps_rollup: str) -> list[str]:
+    """Problems with a guest declared preallocated: right after boot its QEMU process must
+    already hold all guest RAM (``Rss``, plus hugetlb pages, which smaps counts apart),
+    where a guest that faults its RAM in holds only what it touched while booting."""
+    fields = parse_smaps(smaps_rollup)
+    held = fields.get("Rss", 0) + fields.get("Shared_Hugetlb", 0) + fields.get("Private_Hugetlb", 0)
+    if held < memory_kib:
+        return [
+            f"{name}: declared preallocated, but its QEMU holds {held} KiB of its"
+            f" {memory_kib} KiB of RAM"
+        ]
+    return []

@@ -52,6 +52,27 @@ def refused(readings: dict[str, Reading], events: tuple[str, ...]) -> list[str]:
             for e in events if e not in counts]  # fmt: skip
 
 
+TLB_MISSES = ("dTLB-load-misses", "dTLB-store-misses", "iTLB-load-misses")
+
+
+def per_kilo_instruction(events: tuple[str, ...]) -> dict[str, str]:
+    """The derived metrics ``events`` allow: each TLB miss count per 1,000 instructions
+    (``perf.dTLB_load_misses_per_kinstr``), by the miss event, where both are counted."""
+    if "instructions" not in events:
+        return {}
+    return {e: Reading(e, None, "").metric + "_per_kinstr" for e in TLB_MISSES if e in events}
+
+
+def derived(readings: dict[str, Reading], events: tuple[str, ...]) -> dict[str, float]:
+    """The values of :func:`per_kilo_instruction`'s metrics for one window's readings."""
+    instructions = readings.get("instructions", NO_READING).value
+    if not instructions:
+        return {}
+    return {metric: 1000.0 * value / instructions
+            for event, metric in per_kilo_instruction(events).items()
+            if (value := readings.get(event, NO_READING).value) is not None}  # fmt: skip
+
+
 def events_for(choice: str) -> tuple[str, ...]:
     if choice not in CHOICES:
         raise ValueError(f"counters {choice!r}: one of {', '.join(CHOICES)}")

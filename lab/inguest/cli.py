@@ -37,7 +37,7 @@ def cmd_start(files: RunFiles, args: argparse.Namespace) -> int:
         data = json.loads(Path(args.spec).read_text())
     except (OSError, ValueError) as err:
         raise SpecError(f"cannot read the spec {args.spec}: {err}") from None
-    runner = Runner(files, parse_spec(data, tools.PARSERS), log)
+    runner = Runner(files, parse_spec(data, tools.parser_names()), log)
     running, pid = lock_state(files)
     if running:
         emit(started=False, running=True, pid=pid, run_key=files.key)

@@ -14,12 +14,13 @@ import os
 import time
 from collections.abc import Callable
 
+from lab.inguest import backing
 from lab.inguest.child import Child, Children, boot_id
 from lab.inguest.history import History, Interrupted
 from lab.inguest.journal import JournalEntry
 from lab.inguest.journalfile import GROUP_S, JournalFile
 from lab.inguest.runfiles import RunFiles
-from lab.inguest.spec import Spec
+from lab.inguest.spec import Spec, SpecError
 from lab.parsers import tools
 
 TIMINGS = ("wall_s", "user_s", "sys_s")  # the runner's own measurements, usable as metrics
@@ -37,6 +38,10 @@ class Runner:
         self.children = Children(files, self.boot_id)
         self.cwd = files.dir / (spec.cwd or ".")  # an absolute cwd replaces DIR
         self.env = {**os.environ, **spec.env}
+        try:  # configured once per start: a regex compiles here, not at every sample
+            self.parse = tools.parser_for(spec.parser, spec.parser_options)
+        except tools.OptionsError as err:
+            raise SpecError(f"spec field 'parser_options': {err}") from None
 
     def iteration(self, journal: JournalFile, iteration: int, attempt: int) -> JournalEntry | None:
         """Run one attempt and return its journal record; None if stopped before it began."""
@@ -49,11 +54,15 @@ class Runner:
             if clean.error is not None:
                 error = f"clean command failed: {clean.error}"
                 return self.entry(iteration, attempt, Child(clean.started, clean.ended), {}, error)
+        before = backing.counters() if spec.backing else None  # untimed, like the journal
         journal.event("begin", iteration=iteration, attempt=attempt, boot_id=self.boot_id)
         child = children.run(spec.argv, self.cwd, env, spec.timeout_s)
         if child.error is not None:
             return self.entry(iteration, attempt, child, {}, child.error)
-        return self.entry(iteration, attempt, child, *self.metrics(child))
+        metrics, problem = self.metrics(child)
+        if before is not None and problem is None:
+            metrics.update(backing.after(before))
+        return self.entry(iteration, attempt, child, metrics, problem)
 
     def metrics(self, child: Child) -> tuple[dict[str, float], str | None]:
         """The spec's metrics from the parser's output and the runner's own timings."""
@@ -63,7 +72,7 @@ class Runner:
             scratch = self.children.scratch
             source = scratch.out if spec.parse_from == "stdout" else scratch.err
             try:
-                parsed.update(tools.PARSERS[spec.parser](scratch.read(source)))
+                parsed.update(self.parse(scratch.read(source)))
             except tools.ParseError as err:
                 return {}, f"parse error: {err}"
             except Exception as err:  # a parser bug must not end the run

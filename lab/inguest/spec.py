@@ -4,6 +4,10 @@ A workload describes its command as a :class:`Spec` without a range
 (:meth:`lab.run.workload.Workload.spec`); the controller adds the range and the attempt base
 with :meth:`Spec.for_range`, writes :meth:`Spec.to_json` into the guest, and the runner reads
 it back with :func:`parse_spec`, which names the field of any error.
+
+The spec has no version of its own: the runner that reads it is the one the same controller
+shipped (its zipapp is named by its hash). ``parser_options`` came with the ``command``
+workload; a spec without it is read as before.
 """
 
 from __future__ import annotations
@@ -31,11 +35,13 @@ class Spec:
     setup_argv: list[str] | None = None  # untimed, once per start, in DIR
     cwd: str | None = None  # relative to DIR; DIR if absent
     env: dict[str, str] = field(default_factory=dict)  # added to the inherited environment
-    parser: str = "none"  # a key of lab.parsers.tools.PARSERS
+    parser: str = "none"  # one of lab.parsers.tools.parser_names()
+    parser_options: dict[str, str] = field(default_factory=dict)  # for a configured parser
     parse_from: str = "stdout"  # or "stderr"
     metrics_from: dict[str, str] = field(default_factory=dict)  # source key -> metric name
     timeout_s: float | None = None  # per command, clean and timed
     max_failures: int | None = None  # failed attempts in this start after which it gives up
+    backing: bool = False  # read the guest's THP counters around each attempt (inguest.backing)
 
     def for_range(
         self, first: int, last: int, *, attempt_base: int = 1, max_failures: int | None = None
@@ -87,10 +93,12 @@ CHECKS: dict[str, tuple[str, Callable[[object], bool]]] = {
     "cwd": ("a non-empty string", _is_str),
     "env": ("an object of strings", _is_map),
     "parser": ("a non-empty string", _is_str),
+    "parser_options": ("an object of strings", _is_map),
     "parse_from": ("'stdout' or 'stderr'", lambda v: v in ("stdout", "stderr")),
     "metrics_from": ("an object of strings", _is_map),
     "timeout_s": ("a positive number of seconds", _is_seconds),
     "max_failures": ("an integer >= 1", _is_int(1)),
+    "backing": ("true or false", lambda v: isinstance(v, bool)),
 }
 assert set(CHECKS) == {f.name for f in fields(Spec)}, "every field of Spec has a check"
 

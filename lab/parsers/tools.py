@@ -7,6 +7,10 @@ was made.
 Every parser raises :class:`ParseError` -- and nothing else -- when the text is not what the
 tool prints, with a message naming the field it could not find. Values are finite floats;
 counts (operations, retransmits) are floats too, so every metric has one type.
+
+Most parsers read one tool's output (:data:`PARSERS`); the ``regex`` and ``json`` parsers
+(:data:`CONFIGURED`) read any command's, as the spec's ``parser_options`` say, and
+:func:`parser_for` builds either kind, refusing bad options with :class:`OptionsError`.
 """
 
 from __future__ import annotations
@@ -220,6 +224,63 @@ def parse_bash_time(text: str) -> dict[str, float]:
     return {field: found[field] for field in ("real_s", "user_s", "sys_s")}
 
 
+# -- lab-stream (lab/run/workloads/stream.c) -----------------------------------------------
+
+STREAM = "lab-stream"
+STREAM_VERSION = "1"
+STREAM_KERNELS = ("copy", "scale", "add", "triad")
+
+_STREAM_HEAD = re.compile(r"^lab-stream ([0-9]+)(?: .*)?$", _FLAGS)
+_STREAM_CHECK = re.compile(r"^check (.*)$", _FLAGS)
+_STREAM_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?", re.ASCII)
+
+
+def _stream_number(line: str, key: str) -> float | None:
+    """The value of ``key=NUMBER`` among the words of ``line``; None if absent."""
+    for word in line.split()[1:]:
+        name, _, value = word.partition("=")
+        if name == key:
+            if not _STREAM_NUMBER.fullmatch(value):
+                word = f"{line.split()[0]} {key}={value[:40]!r}"
+                raise ParseError(STREAM, f"{word} is not a number >= 0")
+            return _finite(STREAM, key, float(value))
+    return None
+
+
+def parse_lab_stream(text: str) -> dict[str, float]:
+    """The output of the lab's own STREAM program (version 1, see its source for the format).
+
+    Required, per kernel K of copy, scale, add and triad: ``K_mb_s`` (the best rate over the
+    counted repetitions, STREAM's own figure) and ``K_mean_mb_s`` (their mean rate), in MB/s
+    (10^6 bytes); and a final ``check ok`` line, which the program prints only when every
+    element holds what the kernels must leave there.
+    """
+    head = _last(_STREAM_HEAD, text)
+    if head is None:
+        raise ParseError(STREAM, "no 'lab-stream 1' line: not the output of lab-stream")
+    if head.group(1) != STREAM_VERSION:
+        raise ParseError(
+            STREAM, f"output version {head.group(1)}; this lab reads version {STREAM_VERSION}"
+        )
+    body = text[head.start() :]
+    lines = {line.split()[0]: line for line in body.splitlines() if line.split()}
+    check = _STREAM_CHECK.search(body)
+    if check is None:
+        raise ParseError(STREAM, "no 'check' line: the program stopped before its end")
+    if check.group(1).strip() != "ok":
+        raise ParseError(STREAM, f"check {check.group(1).strip()[:200]}")
+    out: dict[str, float] = {}
+    for kernel in STREAM_KERNELS:
+        if kernel not in lines:
+            raise ParseError(STREAM, f"no {kernel!r} line, so no {kernel}_mb_s")
+        for key, field in (("best_mb_s", f"{kernel}_mb_s"), ("mean_mb_s", f"{kernel}_mean_mb_s")):
+            value = _stream_number(lines[kernel], key)
+            if value is None:
+                raise ParseError(STREAM, f"no {key} on the {kernel!r} line, so no {field}")
+            out[field] = value
+    return out
+
+
 def parse_nothing(text: str) -> dict[str, float]:
     """For workloads whose only metrics are the runner's own timings."""
     return {}
@@ -229,5 +290,127 @@ PARSERS: dict[str, Parser] = {
     "sysbench-memory": parse_sysbench_memory,
     "iperf3": parse_iperf3_json,
     "time": parse_bash_time,
+    "lab-stream": parse_lab_stream,
     "none": parse_nothing,
 }
+
+
+# -- parsers the spec configures: a user's regular expression or JSON paths -----------------
+
+
+class OptionsError(ValueError):
+    """A parser's options (the spec's ``parser_options``) are not valid; ``str()`` says why."""
+
+
+REGEX = "regex"
+JSON = "json"
+
+
+def regex_parser(options: Mapping[str, str]) -> Parser:
+    """A parser of ``options["pattern"]``, a regular expression with named groups.
+
+    It is searched with ``re.MULTILINE`` and the last match counts; each named group is a
+    field named after it, and must have matched a number (Python's ``float`` syntax).
+    """
+    unknown = sorted(set(options) - {"pattern"})
+    if unknown:
+        raise OptionsError(f"regex: unknown option(s) {unknown}; it takes 'pattern'")
+    pattern = options.get("pattern", "")
+    if not pattern:
+        raise OptionsError("regex: no pattern")
+    try:
+        compiled = re.compile(pattern, re.MULTILINE)
+    except (re.error, OverflowError, RecursionError) as err:
+        raise OptionsError(f"regex {pattern[:100]!r} does not compile: {err}") from None
+    if not compiled.groupindex:
+        raise OptionsError(
+            f"regex {pattern[:100]!r} has no named group: name each number (?P<NAME>...)"
+        )
+    names = list(compiled.groupindex)
+
+    def parse(text: str) -> dict[str, float]:
+        match = _last(compiled, text)
+        if match is None:
+            raise ParseError(REGEX, f"{pattern[:100]!r} matches nothing in the output")
+        out: dict[str, float] = {}
+        for name in names:
+            value = match.group(name)
+            if value is None:
+                raise ParseError(REGEX, f"group {name} took part in no match, so no {name}")
+            try:
+                number = float(value)
+            except ValueError:
+                raise ParseError(
+                    REGEX, f"group {name} matched {value[:60]!r}, not a number"
+                ) from None
+            out[name] = _finite(REGEX, name, number)
+        return out
+
+    return parse
+
+
+def json_parser(options: Mapping[str, str]) -> Parser:
+    """A parser of output that is one JSON document: ``options`` maps each field to its
+    path, keys joined by dots, a number indexing a list (``results.0.ops_per_s``)."""
+    if not options:
+        raise OptionsError("json: no NAME=PATH")
+    paths: dict[str, list[str]] = {}
+    for name, path in options.items():
+        keys = path.split(".")
+        if not all(keys):
+            raise OptionsError(
+                f"json path {path!r} of {name} has an empty key: join keys with single dots,"
+                " e.g. end.sum_sent.bits_per_second"
+            )
+        paths[name] = keys
+
+    def parse(text: str) -> dict[str, float]:
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as err:
+            raise ParseError(JSON, f"the output is not JSON ({str(err)[:120]})") from None
+        return {name: _json_at(data, keys) for name, keys in paths.items()}
+
+    return parse
+
+
+def _json_at(data: object, keys: list[str]) -> float:
+    node = data
+    for depth, key in enumerate(keys, 1):
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            raise ParseError(JSON, f"the output has no {'.'.join(keys[:depth])}")
+    path = ".".join(keys)
+    if isinstance(node, bool) or not isinstance(node, int | float):
+        raise ParseError(JSON, f"{path} is not a number ({node!r:.60})")
+    try:
+        return _finite(JSON, path, float(node))
+    except OverflowError:
+        raise ParseError(JSON, f"{path} is too large") from None
+
+
+CONFIGURED: dict[str, Callable[[Mapping[str, str]], Parser]] = {
+    REGEX: regex_parser,
+    JSON: json_parser,
+}
+
+
+def parser_names() -> list[str]:
+    """Every parser a spec may name."""
+    return sorted({*PARSERS, *CONFIGURED})
+
+
+def parser_for(name: str, options: Mapping[str, str] | None = None) -> Parser:
+    """The parser ``name``, configured by ``options`` if it takes any; OptionsError if
+    they are not valid (checked here once, not at every sample)."""
+    options = options or {}
+    if name in CONFIGURED:
+        return CONFIGURED[name](options)
+    if name not in PARSERS:
+        raise OptionsError(f"unknown parser {name!r}; known: {parser_names()}")
+    if options:
+        raise OptionsError(f"parser {name!r} takes no options, not {sorted(options)}")
+    return PARSERS[name]

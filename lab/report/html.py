@@ -28,7 +28,7 @@ from lab.report.summary import HEADER, family_note, summary_rows
 from lab.report.tables import TableData, block_tables, blocks, notes
 from lab.stats.analysis import ALL, MetricComparison, with_paired
 from lab.stats.paired import synced_workloads
-from lab.store import GuestRecord, RunRecord, StudyRecord
+from lab.store import GuestRecord, MetricInfo, RunRecord, StudyRecord
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
@@ -184,7 +184,7 @@ def _metadata_html(meta: ReportMeta) -> str:
         + "".join(
             f"<tr><td>{_e(r.study)}</td><td>{_e(r.key)}</td><td>{_e(r.workload)}</td>"
             f"<td><code>{_e(json.dumps(r.params, sort_keys=True))}</code></td>"
-            f"<td>{_e(', '.join(f'{m.name} ({m.unit}, {m.direction})' for m in r.metrics))}</td>"
+            f"<td>{_e(', '.join(_metric_text(m) for m in r.metrics))}</td>"
             f"<td class=n>{_e(r.target_n if r.target_n is not None else '–')}</td></tr>"
             for r in meta.runs
         )
@@ -333,3 +333,7 @@ def render(
     index = out_dir / "index.html"
     index.write_text(page, encoding="utf-8")
     return index
+
+
+def _metric_text(m: MetricInfo) -> str:
+    return f"{m.name} ({m.unit}, {m.direction or 'neither: evidence'})"

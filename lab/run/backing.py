@@ -12,15 +12,13 @@ take effect.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 
 from lxml import etree
 
 from lab.host.environment import NOT_AVAILABLE
+from lab.host.qemuproc import parse_smaps, qemu_pid
 
-PID_FILE = "/run/libvirt/qemu/{name}.pid"
-_FIELD = re.compile(r"^(\w+):\s+(\d+) kB$", re.MULTILINE)
 # the facts, in KiB, as recorded
 ANON_HUGE, HUGETLB, RSS, DECLARED, MEMORY = (
     "qemu_anon_huge_kib", "qemu_hugetlb_kib", "qemu_rss_kib", "memory_backing_declared",
@@ -28,14 +26,6 @@ ANON_HUGE, HUGETLB, RSS, DECLARED, MEMORY = (
 )  # fmt: skip
 HUGETLB_DECLARED = "hugetlb"
 DEFAULT_DECLARED = "default (transparent huge pages where the host allows)"
-
-
-def parse_smaps(text: str) -> dict[str, int]:
-    """Every ``Name: N kB`` field of smaps or smaps_rollup, summed over the mappings."""
-    fields: dict[str, int] = {}
-    for name, value in _FIELD.findall(text):
-        fields[name] = fields.get(name, 0) + int(value)
-    return fields
 
 
 def declared_backing(domain_xml: str | None) -> str:
@@ -74,20 +64,6 @@ def backing_facts(read: Callable[[str], str], name: str, domain_xml: str | None)
         HUGETLB: str(hugetlb),
         RSS: str(fields.get("Rss", 0)),
     }
-
-
-def qemu_pid(read: Callable[[str], str], name: str) -> int:
-    """The PID of guest ``name``'s QEMU process, as libvirt wrote it (OSError, ValueError)."""
-    return int(read(PID_FILE.format(name=name)).strip())
-
-
-def qemu_cmdline(read: Callable[[str], str], name: str) -> list[str]:
-    """The arguments guest ``name``'s QEMU process was started with; [] when unreadable."""
-    try:
-        raw = read(f"/proc/{qemu_pid(read, name)}/cmdline")
-    except (OSError, ValueError):
-        return []
-    return [a for a in raw.split("\0") if a]
 
 
 def _kib(facts: Mapping[str, str], key: str) -> int | None:

@@ -24,14 +24,8 @@ from lab.core.inventory import LOCAL
 from lab.guests.labstate import GuestRecord, LabState
 from lab.guests.seed import GUEST_USER
 from lab.guests.ssh import GuestShell
-from lab.host.environment import host_environment
-from lab.host.facts import read_hugepage_pools
-from lab.host.perf import counted, events_for, refused
-from lab.host.site import SYSFS
 from lab.inguest.journal import TERMINAL_EVENTS, JournalEntry, JournalEvent
-from lab.run.backing import backing_facts, qemu_cmdline, qemu_pid
-from lab.run.counters import Counting, probe, vcpu_threads
-from lab.run.environment import GUEST_SCRIPT, guest_environment, lab_facts
+from lab.run.evidence import EVIDENCE_METRICS, Evidence
 from lab.run.guestrunner import GuestRunner
 from lab.run.hostside import guest_infos, nfs_source
 from lab.run.ingest import entry_to_record, new_pieces
@@ -155,9 +149,6 @@ class Controller:
         self.rule = self._stop_rule(guests)
         self.decision: Any = None  # lab.stats.sequential.Decision once the rule stopped the run
         self.waiting = ""  # why the rule may not look yet (warm-up, a block not yet whole)
-        self.environment: dict[str, dict[str, str]] = {}  # guest -> facts of this start
-        self.counter_events: tuple[str, ...] = ()  # the perf events that count on this host
-        self.counting: dict[str, Counting] = {}  # guest -> its perf stat of this iteration
         self.key = run_key(
             plan.study,
             plan.workload.name,
@@ -169,10 +160,12 @@ class Controller:
             plan.swap_every,
         )
         study_id = store.ensure_study(plan.study, description="lab run")
-        self.metrics = [MetricInfo(m.name, m.unit, m.direction) for m in plan.workload.metrics]
+        self.metrics = list(plan.workload.metrics_for(plan.params))
+        declared = [MetricInfo(m.name, m.unit, m.direction) for m in self.metrics]
         self.run_id = store.ensure_run(
-            study_id, self.key, plan.workload.name, plan.params, plan.schedule, plan.n, self.metrics
-        )
+            study_id, self.key, plan.workload.name, plan.params, plan.schedule, plan.n,
+            declared + list(EVIDENCE_METRICS),
+        )  # fmt: skip
         self.guests: list[GuestProgress] = []
         for record in guests:
             host_state = self.state_of(record)
@@ -200,6 +193,11 @@ class Controller:
             self.guests.append(progress)
         placement = Placement(ctx.libvirt, guests, state.emulator_cpus) if plan.swap_every else None
         self.swaps = SwapSchedule(placement, plan.swap_every or 0, store, self.run_id)
+        self.evidence = Evidence(
+            ctx, store, self.run_id, self.guests, counters=plan.counters,
+            schedule=plan.schedule, sites=self.sites, state_of=self.state_of,
+            domain_xml=self._domain_xml, with_guest=self.with_guest,
+        )  # fmt: skip
 
     def _stop_rule(self, guests: list[GuestRecord]) -> Any:
         if not self.plan.until:
@@ -238,7 +236,8 @@ class Controller:
         # The runner gives up once this start has spent what is left of --max-failures.
         budget = max(1, self.plan.max_failures - guest.failed_attempts + 1)
         spec = self.plan.workload.spec(self.plan.params, self.guest_info(guest))
-        guest.runner.start(spec.for_range(first, last, attempt_base=base, max_failures=budget))
+        spec = spec.for_range(first, last, attempt_base=base, max_failures=budget)
+        guest.runner.start(replace(spec, backing=True))  # the guest's THP counters too
         guest.runner_started = True
 
     def guest_info(self, guest: GuestProgress) -> GuestInfo:
@@ -346,120 +345,8 @@ class Controller:
             return None
         return statistics.median(guest.walls) * len(self.missing(guest))
 
-    def record_environment(self) -> None:
-        """Store each host's and guest's facts for this start of the run
-        (``lab.run.environment``); a fact that cannot be read is "not available"."""
-        hosts: dict[str, Any] = {}
-        for guest in self.guests:
-            hosts.setdefault(guest.record.host, guest.record)
-        for name, record in hosts.items():
-            site = self.sites.get(name)
-            ctx = site[0].ctx if site else self.ctx
-            state = self.state_of(record)
-            try:
-                conn: Any = ctx.libvirt
-            except LabError:
-                conn = None
-            pools = site[0].hugepage_pools() if site else read_hugepage_pools(SYSFS)
-            facts = host_environment(ctx.host.read_text, pools, conn)
-            facts.update(self._probe_counters(record, remote=site is not None and site[0].remote))
-            facts.update(
-                accelerator=state.accelerator, accelerator_reason=state.accel_reason,
-                image_hash=state.image_hash, **lab_facts(self.ctx.host),
-            )  # fmt: skip
-            self.store.record_environment(self.run_id, "host", name, facts)
-        for guest in self.guests:
-            output = self.with_guest(
-                guest, lambda g: g.shell.run(["sh", "-c", GUEST_SCRIPT], timeout=60).stdout
-            )
-            xml = self._domain_xml(guest.record)
-            facts = guest_environment(output or "", xml)
-            facts.update(host=guest.record.host, variant=guest.record.variant)
-            facts.update(self._backing(guest.record, xml))
-            self.environment[guest.record.name] = facts
-            self.store.record_environment(self.run_id, "guest", guest.record.name, facts)
-
-    def _probe_counters(self, record: GuestRecord, remote: bool) -> dict[str, str]:
-        """Which perf events count on this host, tried on ``record``'s vCPU threads; the run
-        gets a metric for each (``lab.run.counters``). Facts for the environment."""
-        wanted = events_for(self.plan.counters)
-        if not wanted:
-            return {"perf_counted": "none (--counters none)"}
-        if self.plan.schedule not in ("sync", "alternate") or remote:
-            why = "another host" if remote else f"the {self.plan.schedule} schedule"
-            return {"perf_counted": f"none: counted per iteration under sync and alternate"
-                    f" schedules on this machine, not on {why}"}  # fmt: skip
-        if self.ctx.host.which("perf") is None:
-            return {"perf_counted": "none: perf is not installed (apt install linux-perf)"}
-        threads = self._vcpu_threads(record)
-        if not threads:
-            return {"perf_counted": "none: the guest's QEMU vCPU threads cannot be read"}
-        readings = probe(self.ctx.host, wanted, threads, self._counter_file("probe"))
-        self.counter_events = counted(readings, wanted)
-        self.store.add_metrics(self.run_id, [
-            MetricInfo(readings[e].metric, readings[e].metric_unit, "lower")
-            for e in self.counter_events
-        ])  # fmt: skip
-        return {
-            "perf_counted": ",".join(self.counter_events) or "none",
-            "perf_not_counted": ", ".join(refused(readings, wanted)) or "none",
-        }
-
-    def _vcpu_threads(self, record: GuestRecord) -> list[int]:
-        try:
-            return vcpu_threads(self.ctx.host, qemu_pid(self.ctx.host.read_text, record.name))
-        except (OSError, ValueError, LabError):
-            return []
-
-    def _counter_file(self, name: str) -> Path:
-        folder = Path(self.ctx.config.state_dir) / "counters"
-        folder.mkdir(parents=True, exist_ok=True)
-        return folder / f"{name}.csv"
-
-    def begin_counting(self, guests: Sequence[GuestProgress]) -> None:
-        """Start counting each guest's vCPU threads for the coming iteration."""
-        if not self.counter_events:
-            return
-        for guest in guests:
-            threads = self._vcpu_threads(guest.record)
-            if threads:
-                counting = Counting(self.ctx.host, self.counter_events, threads,
-                                    self._counter_file(guest.record.name))  # fmt: skip
-                counting.start()
-                self.counting[guest.record.name] = counting
-
-    def end_counting(self, iteration: int, guests: Sequence[GuestProgress]) -> None:
-        """Stop counting; the counts of an iteration that succeeded become its samples."""
-        for guest in guests:
-            counting = self.counting.pop(guest.record.name, None)
-            if counting is None:
-                continue
-            readings = counting.stop()
-            if iteration in guest.completed:
-                values = {r.metric: r.value for e, r in readings.items()
-                          if r.value is not None and e in self.counter_events}  # fmt: skip
-                self.store.record_samples(self.run_id, guest.guest_id, iteration, values)
-
-    def _backing(self, record: GuestRecord, xml: str | None) -> dict[str, str]:
-        """What backs the guest's memory now (``lab.run.backing``), read on its host."""
-        site = self.sites.get(record.host)
-        host = site[0].ctx.host if site else self.ctx.host
-        return {
-            **backing_facts(host.read_text, record.name, xml),
-            "qemu_cmdline": json.dumps(qemu_cmdline(host.read_text, record.name)),
-        }
-
-    def record_backing(self) -> None:
-        """At the end of a start: the guests' facts again, with their memory backing now
-        that the work has faulted it in."""
-        for guest in self.guests:
-            facts = self.environment.get(guest.record.name)
-            if facts is not None:
-                facts = {**facts, **self._backing(guest.record, self._domain_xml(guest.record))}
-                self.store.record_environment(self.run_id, "guest", guest.record.name, facts)
-
     def run(self) -> None:
-        self.record_environment()
+        self.evidence.record_environment()
         for guest in self.guests:
             self.with_guest(guest, lambda g: g.runner.install())
             self.with_guest(guest, self.ingest)
@@ -467,10 +354,10 @@ class Controller:
             with self.swaps.in_force(self.ctx.warn):  # then back on their own CPUs
                 run_schedule(self.plan.schedule, self)
         finally:
-            for counting in self.counting.values():  # a perf stat left by an interruption
+            for counting in self.evidence.counting.values():  # left by an interruption
                 counting.stop()
             try:
-                self.record_backing()
+                self.evidence.record_backing()
             except Exception as err:
                 self.ctx.warn(f"could not record the guests' memory backing: {err}")
 
@@ -490,6 +377,12 @@ class Controller:
 
     def updated(self) -> None:
         self.on_update(self)
+
+    def begin_counting(self, guests: Sequence[GuestProgress]) -> None:
+        self.evidence.begin_counting(guests)
+
+    def end_counting(self, iteration: int, guests: Sequence[GuestProgress]) -> None:
+        self.evidence.end_counting(iteration, guests)
 
     def before_iteration(self, iteration: int, guests: Sequence[GuestProgress]) -> None:
         """Between iterations of a sync run no runner runs: the CPU sets of --swap-every."""

@@ -25,6 +25,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from lab.core.clock import Clock
 from lab.core.hostexec import Host
 from lab.host.perf import Reading, parse_perf_csv
 
@@ -58,18 +59,35 @@ def probe(
         return {}
 
 
+READY_S = 2.0  # how long start() waits for perf to begin counting
+
+
 class Counting:
     """One ``perf stat`` over one guest's vCPU threads, from :meth:`start` to :meth:`stop`."""
 
     def __init__(self, host: Host, events: Sequence[str], threads: Sequence[int],
-                 out: Path) -> None:  # fmt: skip
+                 out: Path, clock: Clock) -> None:  # fmt: skip
         self.host, self.events, self.threads, self.out = host, events, threads, out
+        self.clock = clock
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> None:
+    def start(self) -> bool:
+        """Start perf and wait until it counts (it writes its ``# started on`` line once its
+        options are read, just before it opens the counters), so that perf's own start-up,
+        on a host with few CPUs, is not inside the iteration it counts. False if perf did
+        not get there within READY_S (it may have failed; :meth:`stop` then reads {})."""
         self.out.unlink(missing_ok=True)
         argv = perf_argv(self.events, self.threads, self.out)
         self.proc = self.host.spawn(argv, self.out.with_suffix(".log"))
+        deadline = self.clock.monotonic() + READY_S
+        while self.proc.poll() is None and self.clock.monotonic() < deadline:
+            try:
+                if self.out.stat().st_size > 0:
+                    return True
+            except FileNotFoundError:
+                pass
+            self.clock.sleep(0.005)
+        return False
 
     def stop(self) -> dict[str, Reading]:
         """Stop counting (perf prints its counts on SIGINT) and read them; {} if it failed."""

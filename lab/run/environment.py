@@ -9,7 +9,7 @@ names every fact that differs between the twins beyond their variant (``differen
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from lab import __version__
@@ -111,14 +111,17 @@ def changes(records: Sequence[EnvironmentRecord]) -> list[str]:
     return lines
 
 
-def twin_differences(records: Sequence[EnvironmentRecord]) -> list[Difference]:
-    """The facts in which a run's guests differ beyond their variant (their XML), and those
-    of their hosts where they ran on different hosts, at the run's last start."""
+def twin_differences(
+    records: Sequence[EnvironmentRecord], declared: Iterable[str] = ()
+) -> list[Difference]:
+    """The facts in which a run's guests differ beyond their variant (their XML, and the
+    guest facts their variants ``declared`` they change), and those of their hosts where
+    they ran on different hosts, at the run's last start."""
     now = latest(records)
     guests = [(name, facts) for (scope, name), facts in now.items() if scope == "guest"]
     guest_facts = [(name, {k: v for k, v in f.items() if k not in ("host", "variant")})
                    for name, f in guests]  # fmt: skip
-    found = differences(guest_facts, "guest")
+    found = differences(guest_facts, "guest", IDENTITY | frozenset(declared))
     hosts = [(name, comparable_host(facts)) for (scope, name), facts in now.items()
              if scope == "host"]  # fmt: skip
     if len(hosts) > 1:

@@ -6,7 +6,8 @@ with ``"prealloc":true`` (and a thread context to preallocate with), the other t
 ``memory-backend-ram``. Preallocation is a confound of its own: the hugetlb twin never faults
 its RAM in during a run. So every difference is put in one of four kinds:
 
-- ``variant``: the declared delta itself (the memory backend's type);
+- ``variant``: the declared delta itself (the memory backend's type, and an option that a
+  part of the domain a variant declares it changes becomes: ``<cmdline>`` is ``-append``);
 - ``consequence``: what libvirt adds because of it (preallocation, the hugetlbfs path, the
   thread context that preallocates), each with what it means for the measurement;
 - ``identity``: the guests' names, UUIDs, MACs, file paths and descriptor numbers;
@@ -21,8 +22,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+
+from lab.domainxml.boot import KernelBoot
 
 VARIANT, CONSEQUENCE, IDENTITY, UNEXPLAINED = "variant", "consequence", "identity", "unexplained"
 
@@ -35,6 +38,8 @@ MEMORY_CONSEQUENCES = {
     "x-use-canonical-path-for-ramblock-id": "a migration detail of file-backed RAM",
 }
 THREAD_CONTEXT = "thread-context"  # the object libvirt adds to preallocate with
+# The QEMU option that a part of the domain a variant may declare (Variant.changes) becomes.
+OPTION_OF_PART = {KernelBoot.CMDLINE_XPATH: "-append"}
 
 _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 _MAC = re.compile(r"\b(?:[0-9a-f]{2}:){5}[0-9a-f]{2}\b")
@@ -106,12 +111,29 @@ def normalise(value: str, names: Sequence[str]) -> str:
     return _FD.sub(r"\1<fd>", value)
 
 
+def declared_options(declared: Mapping[str, Iterable[str]]) -> dict[str, str]:
+    """Option -> the variants (by name, comma-separated) whose declared parts of the domain
+    (``declared``: variant name -> its ``changes``) become that QEMU option."""
+    found: dict[str, list[str]] = {}
+    for name, parts in declared.items():
+        for part in parts:
+            if part in OPTION_OF_PART:
+                found.setdefault(OPTION_OF_PART[part], []).append(name)
+    return {option: ", ".join(sorted(set(names))) for option, names in found.items()}
+
+
 def compare_cmdlines(
-    a: Sequence[Option], b: Sequence[Option], name_a: str, name_b: str
+    a: Sequence[Option],
+    b: Sequence[Option],
+    name_a: str,
+    name_b: str,
+    declared: Mapping[str, str] | None = None,
 ) -> list[QemuDifference]:
-    """Every option that differs between two twins' command lines, with its kind."""
+    """Every option that differs between two twins' command lines, with its kind;
+    ``declared`` (:func:`declared_options`) names the options the variants change."""
     by_a = {o.key: o for o in a}
     by_b = {o.key: o for o in b}
+    declared = declared or {}
     found: list[QemuDifference] = []
     for key in sorted(set(by_a) | set(by_b)):
         oa, ob = by_a.get(key), by_b.get(key)
@@ -120,6 +142,9 @@ def compare_cmdlines(
             continue
         if oa and ob and normalise(va, [name_a]) == normalise(vb, [name_b]):
             found.append(QemuDifference(IDENTITY, key, va, vb))
+            continue
+        if key in declared:
+            found.append(QemuDifference(VARIANT, key, va, vb, f"declared by {declared[key]}"))
             continue
         fa, fb = _fields(va) if oa else {}, _fields(vb) if ob else {}
         if THREAD_CONTEXT in (fa.get("qom-type"), fb.get("qom-type")):

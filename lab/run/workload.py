@@ -3,7 +3,8 @@
 A workload plug-in is one small file in ``lab/run/workloads/`` that defines ``WORKLOAD``, an
 instance of :class:`Workload`, named like its file with ``-`` for ``_``
 (``sysbench_memory.py`` defines ``sysbench-memory``); files starting with ``_`` hold shared
-code. :func:`load_workloads` finds them, :func:`get_workload` picks one. A workload never runs
+code; ``lab.toml``'s ``workload_dirs`` adds folders of them (:func:`workloads_for`).
+:func:`load_workloads` finds them, :func:`get_workload` picks one. A workload never runs
 anything itself: :meth:`Workload.spec` describes, as a :class:`~lab.inguest.spec.Spec`, what
 the in-guest runner runs in one guest, and the host-side hooks (:meth:`Workload.host_prepare`,
 :meth:`Workload.host_servers`) receive the :class:`~lab.core.hostexec.Host` they act through.
@@ -18,9 +19,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
+from lab.core.config import Config
 from lab.core.errors import ConfigError, UnknownNameError, UsageError
 from lab.core.hostexec import Host
-from lab.core.plugins import PluginKind, load_plugins
+from lab.core.plugins import PluginKind, Plugins, load_plugins, plugin_dirs
 from lab.inguest.spec import Spec
 
 Direction = Literal["lower", "higher"]
@@ -95,7 +97,8 @@ class Workload:
     """Base class of workload plug-ins. Subclasses set the attributes and override :meth:`spec`.
 
     ``parameters`` declares each parameter as a :class:`Param` (default, help, type);
-    ``metrics`` lists what is recorded, the first being the one summaries lead with.
+    ``metrics`` lists what is recorded, the first being the one summaries lead with; a
+    workload whose parameters name further metrics also overrides :meth:`metrics_for`.
     """
 
     name: str = ""
@@ -142,6 +145,16 @@ class Workload:
         """Commands that start (and detach) the host-side servers this workload talks to."""
         return []
 
+    def metrics_for(self, params: Mapping[str, object]) -> tuple[Metric, ...]:
+        """What a run with ``params`` records, the first leading: ``metrics`` unless the
+        parameters declare metrics of their own (``command``'s extracted numbers)."""
+        return self.metrics
+
+    @property
+    def params_declare_metrics(self) -> bool:
+        """Whether its parameters add metrics to ``metrics`` (see :meth:`metrics_for`)."""
+        return type(self).metrics_for is not Workload.metrics_for
+
     def metric(self, name: str) -> Metric:
         for metric in self.metrics:
             if metric.name == name:
@@ -157,6 +170,8 @@ class Workload:
         argv: list[str],
         *,
         parser: str = "none",
+        parser_options: Mapping[str, str] | None = None,
+        parse_from: str = "stdout",
         metrics_from: Mapping[str, str] | None = None,
         clean_argv: list[str] | None = None,
         setup_argv: list[str] | None = None,
@@ -174,20 +189,30 @@ class Workload:
             cwd=cwd or guest.work_dir,
             env={"LC_ALL": "C"},  # one locale, so tools print numbers as the parsers read them
             parser=parser,
+            parser_options=dict(parser_options or {}),
+            parse_from=parse_from,
             metrics_from=dict(metrics_from),
             timeout_s=timeout_s,
         )
 
 
-def load_workloads(dirs: Iterable[Path] = WORKLOAD_DIRS) -> dict[str, Workload]:
+def load_workloads(dirs: Iterable[Path] = WORKLOAD_DIRS) -> Plugins[Workload]:
     """Load every workload plug-in found in ``dirs``; a later directory overrides an earlier."""
     return load_plugins(WORKLOADS, dirs)
 
 
+def workloads_for(config: Config) -> Plugins[Workload]:
+    """The shipped workloads and those of the folders ``config.workload_dirs`` names."""
+    return load_workloads(plugin_dirs(WORKLOAD_DIRS, "workload_dirs", config.workload_dirs))
+
+
 def get_workload(name: str, workloads: Mapping[str, Workload] | None = None) -> Workload:
-    """The workload called ``name``, from ``workloads`` or, by default, the built-in ones."""
+    """The workload called ``name``, from ``workloads`` or, by default, the built-in ones;
+    one whose file failed to load is that file's error."""
     if workloads is None:
         workloads = load_workloads()
+    if isinstance(workloads, Plugins):
+        return workloads.pick(name)
     try:
         return workloads[name]
     except KeyError:

@@ -12,6 +12,7 @@ import numpy as np
 from lab.stats.series import Series, SeriesKey
 from lab.store.records import (
     EnvironmentRecord,
+    EvidenceSummary,
     FailedAttempt,
     GuestProgress,
     GuestRecord,
@@ -138,10 +139,23 @@ class Reads:
             " WHERE s.run_id=r.id AND s.metric=m.name AND s.guest_id=g.id) AS any"
             " FROM run r JOIN study st ON st.id=r.study_id JOIN metric m ON m.run_id=r.id"
             " JOIN guest g ON g.study_id=r.study_id"
-            + (" WHERE " + " AND ".join(where) if where else "")
+            " WHERE m.direction IS NOT NULL"  # evidence (backing.*) is not compared
+            + "".join(" AND " + w for w in where)
             + " ORDER BY st.name, r.workload, m.name, g.variant, g.host, g.name, r.created, r.id",
             args,
         ).fetchall()
+
+    def evidence(self, run_id: int) -> list[EvidenceSummary]:
+        """Per guest and evidence metric (direction None) of a run: its samples' count,
+        mean, minimum and maximum."""
+        rows = self._conn.execute(
+            "SELECT g.name, s.metric, m.unit, COUNT(*), AVG(s.value), MIN(s.value), MAX(s.value)"
+            " FROM sample s JOIN metric m ON m.run_id=s.run_id AND m.name=s.metric"
+            " JOIN guest g ON g.id=s.guest_id WHERE s.run_id=? AND m.direction IS NULL"
+            " GROUP BY g.name, s.metric ORDER BY g.name, s.metric",
+            (run_id,),
+        ).fetchall()
+        return [EvidenceSummary(r[0], r[1], r[2] or "", int(r[3]), r[4], r[5], r[6]) for r in rows]
 
     def placement_labels(
         self, workload: str | None = None, metric: str | None = None, study: str | None = None,

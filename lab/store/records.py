@@ -11,14 +11,16 @@ from lab.stats.series import Direction
 
 @dataclass(frozen=True)
 class MetricInfo:
-    """What a run measures: ``direction`` says which way is better ('lower' or 'higher')."""
+    """What a run measures: ``direction`` says which way is better ('lower' or 'higher'),
+    or None for evidence rather than performance (``backing.*``: what backed the memory),
+    which is stored and exported but never compared for a verdict."""
 
     name: str
     unit: str
-    direction: Direction
+    direction: Direction | None
 
     def __post_init__(self) -> None:
-        if self.direction not in ("lower", "higher"):
+        if self.direction not in ("lower", "higher", None):
             raise StoreError(
                 f"metric {self.name!r}: direction {self.direction!r} is neither 'lower' nor"
                 " 'higher'",
@@ -143,3 +145,16 @@ class FailedAttempt:
     started: float | None
     exit_status: int | None
     output_tail: str  # the error first, then the end of the command's output
+
+
+@dataclass(frozen=True)
+class EvidenceSummary:
+    """One guest's samples of one evidence metric of a run (``Store.evidence``)."""
+
+    guest: str
+    metric: str
+    unit: str
+    n: int
+    mean: float
+    low: float
+    high: float

@@ -95,9 +95,17 @@ def pair(prepared_host: Lab) -> Iterator[Pair]:
 
 # The host and image tests run before any pair exists (one of them releases and
 # re-prepares the host, which it skips while guests run); then the checks of the fresh
-# pair, the tests that use it (in file order), `lab down`, and the unit tests last, with
-# no guests left to slow them down.
-ORDER = ("test_host_image.py", "test_pair.py", None, "test_zz_down.py")
+# pair, the tests that use it (in file order), `lab down`, the pairs of other variants (each
+# module brings its own up and down: one lab is up at a time), and the unit tests last,
+# with no guests left to slow them down.
+ORDER = (
+    "test_host_image.py",
+    "test_pair.py",
+    None,
+    "test_zz_down.py",
+    "test_variants_guest_thp_never.py",
+    "test_variants_thp_prealloc.py",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -75,6 +75,16 @@ def test_the_demo_study_runs_every_workload_stores_its_file_and_writes_the_repor
         assert [i for i, _ in clock[name]] == list(range(1, 6)), clock
         assert all(v > 0 for _, v in clock[name]) and len(faults[name]) == 5
     assert "perf.task_clock" in page
+    # what backed each twin's memory after every iteration, on the host and in the guest
+    hugetlb = samples(db, "demo-build", "backing.qemu_hugetlb_kib")
+    anon_huge = samples(db, "demo-build", "backing.qemu_anon_huge_kib")
+    assert [v for _, v in hugetlb["lab-shp1g"]] == [1024 * 1024] * 5  # all its RAM in 1 GiB
+    assert [v for _, v in hugetlb["lab-thp"]] == [0] * 5
+    assert all(v > 256 * 1024 for _, v in anon_huge["lab-thp"])  # THP backs the thp twin
+    for name in ("lab-thp", "lab-shp1g"):  # the guest kernel's own counters, every iteration
+        faults_in_guest = samples(db, "demo-build", "backing.guest_thp_fault_alloc")[name]
+        assert [i for i, _ in faults_in_guest] == list(range(1, 6))
+    assert "lab-thp over 5 iterations: guest_anon_huge_kib" in page
 
     # Running it again resumes: every run is complete, so nothing is added.
     pair.lab("study", "run", str(DEMO), "--db", str(db), timeout=1800)

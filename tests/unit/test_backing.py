@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lab.host.environment import NOT_AVAILABLE
+from lab.host.qemuproc import parse_smaps
 from lab.run.backing import (
     ANON_HUGE,
     DEFAULT_DECLARED,
@@ -13,7 +14,6 @@ from lab.run.backing import (
     HUGETLB_DECLARED,
     backing_facts,
     describe,
-    parse_smaps,
     problem,
 )
 

@@ -25,6 +25,7 @@ import pytest
 
 import lab.core.context
 from lab.cli import main
+from lab.commands.run import pair_items
 from lab.core.context import Context
 from lab.core.hostexec import RecordingHost
 from lab.guests.labstate import GuestRecord, LabState, save_state
@@ -143,7 +144,10 @@ def with_state(env: Lab) -> None:
 def test_unknown_variant(lab_env: Lab, capsys: pytest.CaptureFixture[str]) -> None:
     err = lab_env.lab(capsys, "up", "--pair", "thp,shp3g")
     assert lab_env.status == 2
-    assert err == "lab: error: unknown variant 'shp3g'. Known variants: shp1g, shp2m, thp"
+    assert err == (
+        "lab: error: unknown variant 'shp3g'."
+        " Known variants: guest-thp-never, shp1g, shp2m, thp, thp-prealloc"
+    )
 
 
 def test_unknown_workload(lab_env: Lab, capsys: pytest.CaptureFixture[str]) -> None:
@@ -220,6 +224,32 @@ def test_a_parameter_of_the_wrong_type(lab_env: Lab, capsys: pytest.CaptureFixtu
     with_state(lab_env)
     err = lab_env.lab(capsys, "run", "iperf3", "--n", "3", "-p", "duration=5; reboot")
     assert "parameter duration must be an integer, not '5; reboot'" in err
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        (["argv="], "command needs the command to time (argv)"),
+        (["argv=make 'all"], "command: argv=\"make 'all\": No closing quotation"),
+        (["argv=true", "regex=(?P<rate>[0-9]+", "metrics=rate:ops/s:higher"],
+         "does not compile"),
+        (["argv=true", "regex=([0-9]+) ops/s", "metrics=rate:ops/s:higher"],
+         "has no named group"),
+        (["argv=true", "regex=(?P<rate>[0-9]+)", "metrics=rate:ops/s:up"],
+         "rate's direction 'up' is neither lower nor higher"),
+        (["argv=true", "regex=(?P<rate>[0-9]+)", "metrics=rate:o p s:higher"],
+         "rate's unit 'o p s' is not a unit"),
+    ],
+)  # fmt: skip
+def test_a_command_that_cannot_run_is_refused_before_anything_runs(
+    lab_env: Lab, capsys: pytest.CaptureFixture[str], params: list[str], message: str
+) -> None:
+    with_state(lab_env)
+    argv = [arg for param in params for arg in ("-p", param)]
+    err = lab_env.lab(capsys, "run", "command", "--n", "5", *argv)
+    assert lab_env.status == 2
+    assert message in err
+    assert not lab_env.store.exists()
 
 
 # -- numbers out of range ----------------------------------------------------------------------
@@ -495,20 +525,31 @@ def test_parameters_become_one_argv_element_of_the_spec(tmp_path: Path, value: s
     assert spec.argv[-1] == value
 
 
+def nasty_argv(workload_name: str, out: Path, guest: Path) -> list[str]:
+    """A command that writes its arguments to ``out``, with NASTY among them, as the
+    workload's spec holds it: demo-build's target, or command's whole argv as a user types it."""
+    write = [sys.executable, "-c", WRITE_ARGV, str(out)]
+    workload = get_workload(workload_name)
+    if workload_name == "command":
+        ((key, value),) = pair_items([f"argv={shlex.join([*write, *NASTY])}"])
+        return workload.spec(workload.resolve({key: value}), guest_info(guest)).argv
+    argvs = [workload.spec(workload.resolve({"target": v}), guest_info(guest)).argv for v in NASTY]
+    return [*write, *[a[-1] for a in argvs]]
+
+
+@pytest.mark.parametrize("workload", ["demo-build", "command"])
 def test_parameters_reach_the_command_literally_through_the_shell_hop_and_the_runner(
-    tmp_path: Path,
+    tmp_path: Path, workload: str
 ) -> None:
     """The spec travels as the controller sends it (one argument of a command that an SSH
     server hands to ``sh -c``), and the real runner execs the argument list it holds."""
     guest = tmp_path / "guest"
     guest.mkdir()
     app = write_zipapp(guest)
-    workload = get_workload("demo-build")
-    argvs = [workload.spec(workload.resolve({"target": v}), guest_info(guest)).argv for v in NASTY]
     out = guest / "argv.json"
     spec = {
-        "workload": "demo-build",
-        "argv": [sys.executable, "-c", WRITE_ARGV, str(out), *[a[-1] for a in argvs]],
+        "workload": workload,
+        "argv": nasty_argv(workload, out, guest),
         "cwd": str(guest),
         "start_iteration": 1,
         "end_iteration": 1,

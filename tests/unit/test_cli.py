@@ -69,7 +69,10 @@ def test_unknown_variant_is_one_line_with_the_known_names(
 ) -> None:
     assert main(["xml", "--variant", "shp3g"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["lab: error: unknown variant 'shp3g'. Known variants: shp1g, shp2m, thp"]
+    assert err == [
+        "lab: error: unknown variant 'shp3g'."
+        " Known variants: guest-thp-never, shp1g, shp2m, thp, thp-prealloc"
+    ]
 
 
 def test_debug_shows_the_traceback() -> None:
@@ -113,6 +116,8 @@ def test_variants_and_workloads_as_json(capsys: pytest.CaptureFixture[str]) -> N
         "metrics"
     ]
     assert any(p["name"] == "block_size" for p in sysbench["parameters"])
+    assert sysbench["params_declare_metrics"] is False
+    assert workloads["command"]["params_declare_metrics"] is True
 
 
 def test_status_as_json_with_no_lab_up(
@@ -203,3 +208,21 @@ def test_demo_runs_every_step_with_the_config_it_was_given(
     assert seen == [str(tmp_path / "state")]
     assert [type(r).__name__ for r in fake.requests][:2] == ["PrepareHostsRequest", "BuildRequest"]
     assert len(fake.requests) == 11
+
+
+def test_diff_as_json_shows_the_kernel_command_line_as_the_variants(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import json
+
+    assert main(["diff", "thp", "guest-thp-never", "--json"]) == 0
+    changes = json.loads(capsys.readouterr().out)
+    assert [c for c in changes if c["kind"] != "identity"] == [
+        {
+            "kind": "variant",
+            "path": "/domain/os/cmdline/text()",
+            "a": "root=/dev/vda rw console=ttyS0 quiet",
+            "b": "root=/dev/vda rw console=ttyS0 quiet transparent_hugepage=never",
+            "by": "guest-thp-never",
+        }
+    ]

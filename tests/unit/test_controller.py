@@ -86,7 +86,23 @@ class ShellWorkload:
     params: dict[str, Any] = field(default_factory=dict)
 
     def spec(self, params: dict[str, Any], guest: Any) -> Spec:
-        return Spec(self.name, self.argv, metrics_from={"wall_s": "wall_s"})
+        return Spec(self.name, self.argv, metrics_from={m.name: m.name for m in self.metrics})
+
+    def metrics_for(self, params: dict[str, Any]) -> list[Metric]:
+        return self.metrics
+
+
+@dataclass
+class TimesWorkload(ShellWorkload):
+    """Its parameter ``times`` says which of the runner's timings it records."""
+
+    def spec(self, params: dict[str, Any], guest: Any) -> Spec:
+        return Spec(
+            self.name, self.argv, metrics_from={m.name: m.name for m in self.metrics_for(params)}
+        )
+
+    def metrics_for(self, params: dict[str, Any]) -> list[Metric]:
+        return [Metric(name, "s", "lower") for name in params["times"].split(",")]
 
 
 class FastClock(Clock):
@@ -102,6 +118,8 @@ def make(
     n: int,
     max_failures: int = 10,
     guests: tuple[str, ...] = ("lab-thp", "lab-shp1g"),
+    workload: Any = None,
+    params: dict[str, Any] | None = None,
 ) -> tuple[Controller, Store]:
     ctx = Context(config=Config(state_dir=str(tmp_path / "state")), clock=FastClock())
     ctx.__dict__["libvirt"] = None  # no hypervisor: domain XML is optional context
@@ -123,8 +141,8 @@ def make(
     store = Store.open(tmp_path / "lab.db")
     plan = RunPlan(
         "s",
-        ShellWorkload(argv),
-        {},
+        workload or ShellWorkload(argv),
+        params or {},
         n,
         "concurrent",
         max_failures,
@@ -188,6 +206,23 @@ def test_failed_iteration_is_repeated_until_it_succeeds(tmp_path: Path) -> None:
     assert sorted(guest.completed) == [1, 2, 3, 4]
     assert guest.failed_attempts == 1
     assert store.next_attempt(controller.run_id, guest.guest_id, 1) == 3  # attempts 1 and 2
+
+
+def test_the_run_records_the_metrics_its_parameters_declare(tmp_path: Path) -> None:
+    workload = TimesWorkload(["true"])
+    params = {"times": "user_s,sys_s"}
+    controller, store = make(
+        tmp_path, [], n=2, guests=("lab-thp",), workload=workload, params=params
+    )
+    controller.run()
+    (run,) = store.runs()
+    assert [(m.name, m.unit, m.direction) for m in run.metrics if m.direction] == [
+        ("sys_s", "s", "lower"), ("user_s", "s", "lower"),
+    ]  # fmt: skip
+    evidence = {m.name for m in run.metrics if m.direction is None}  # never given a verdict
+    assert {"backing.guest_thp_fault_alloc", "backing.qemu_hugetlb_kib"} <= evidence
+    assert [len(s.values) for s in store.values(metric="user_s")] == [2]
+    assert store.values(metric="wall_s") == []
 
 
 def test_run_key_depends_on_what_was_asked() -> None:

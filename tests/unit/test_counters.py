@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from lab.host.perf import HARDWARE, SOFTWARE, events_for, parse_perf_csv
-from lab.run.counters import Counting
+from lab.core.clock import Clock, ManualClock
+from lab.host.perf import HARDWARE, SOFTWARE, derived, events_for, parse_perf_csv
+from lab.run.counters import READY_S, Counting
 
 CAPTURE = Path(__file__).parents[1] / "fixtures" / "captures" / "perf-6.1-stat-x-vcpu-tcg.csv"
 # perf-stat(1), CSV FORMAT: value, unit, event, run time, percentage, metric value, metric unit
@@ -31,6 +32,16 @@ def test_software_events_count_and_hardware_ones_are_not_supported_here() -> Non
     assert clock.metric_unit == "ms" and found["page-faults"].metric_unit == "count"
     assert found["context-switches"].value == 27
     assert all(found[e].value is None and found[e].note == "<not supported>" for e in HARDWARE)
+
+
+def test_tlb_misses_per_1000_instructions_where_both_are_counted() -> None:
+    found = parse_perf_csv(HARDWARE_LINES)
+    counted = ("cycles", "instructions", "dTLB-load-misses")  # iTLB was <not counted>
+    assert derived(found, counted) == {
+        "perf.dTLB_load_misses_per_kinstr": pytest.approx(1000 * 1234567 / 2894512345)
+    }
+    assert derived(found, ("cycles", "dTLB-load-misses")) == {}  # no instructions counted
+    assert derived(parse_perf_csv(CAPTURE.read_text()), SOFTWARE) == {}  # this host: no PMU
 
 
 def test_hardware_lines_in_perfs_documented_format() -> None:
@@ -64,8 +75,8 @@ def test_a_counting_window_starts_perf_on_the_threads_and_reads_it_when_stopped(
     tmp_path: Path,
 ) -> None:
     host = FakeHost()
-    counting = Counting(host, SOFTWARE, [101, 102], tmp_path / "g.csv")  # type: ignore[arg-type]
-    counting.start()
+    counting = Counting(host, SOFTWARE, [101, 102], tmp_path / "g.csv", Clock())  # type: ignore[arg-type]
+    assert counting.start()  # perf wrote its first line: it counts
     assert host.argv[:4] == ["perf", "stat", "-x,", "-e"]
     assert host.argv[host.argv.index("-t") + 1] == "101,102"
     found = counting.stop()
@@ -88,3 +99,22 @@ def test_host_check_lists_the_events_this_host_counts() -> None:
     assert "instructions" in row.detail.split(";")[0] and "no hardware counters" not in row.detail
     missing = perf_row(CheckFacts(pair=[]))
     assert missing.state == "warn" and missing.fix == "apt-get install linux-perf"
+
+
+class SilentHost(FakeHost):
+    """A perf that starts but never writes its output (stuck, or failing slowly)."""
+
+    def spawn(self, argv: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
+        self.argv = list(argv)
+        return subprocess.Popen(["sleep", "30"])
+
+
+def test_start_waits_for_perf_only_up_to_its_bound_and_says_it_did_not_count(
+    tmp_path: Path,
+) -> None:
+    clock = ManualClock()
+    counting = Counting(SilentHost(), SOFTWARE, [7], tmp_path / "g.csv", clock)  # type: ignore[arg-type]
+    t0 = clock.monotonic()
+    assert counting.start() is False
+    assert READY_S <= clock.monotonic() - t0 < READY_S + 0.1
+    assert counting.stop() == {}  # no output: no counts, and the perf is ended

@@ -10,8 +10,9 @@ import libvirt
 import pytest
 from lxml import etree
 
+from lab.domainxml.boot import KernelBoot
 from lab.domainxml.cputune import CPUTune
-from lab.domainxml.memorybacking import MemoryBacking
+from lab.domainxml.memorybacking import HugePages, MemoryBacking
 from lab.domainxml.numatune import NUMATune
 from lab.guests.cpuplan import plan_cpus
 from lab.guests.twins import build_twins
@@ -73,8 +74,11 @@ def test_test_driver_round_trip_keeps_hugepages_and_pinning(variant, size) -> No
             assert page is not None
             expected_kib = {"shp1g": 1048576, "shp2m": 2048}[variant]
             assert int(page.get("size")) == expected_kib and page.get("unit") == "KiB"
-        else:
+        elif spec.memory_backing is None:
             assert back.find("memoryBacking") is None
+        else:  # thp-prealloc
+            assert back.find("memoryBacking/allocation").get("mode") == "immediate"
+        assert back.find("os/cmdline").text == spec.boot.cmdline
         dom.create()
         assert dom.isActive()
         dom.destroy()
@@ -102,3 +106,32 @@ def test_disk_bypasses_host_cache_and_console_is_logged() -> None:
     assert xml.find("devices/interface/model").get("type") == "virtio"
     assert xml.get("type") == "qemu"
     assert xml.find("os/kernel").text == "/images/vmlinuz"
+
+
+# -- the element models a variant changes ----------------------------------------------------
+
+
+def test_memory_allocation_round_trips_and_is_valid(relaxng: etree.RelaxNG) -> None:
+    from dataclasses import replace
+
+    for backing in (
+        MemoryBacking(allocation="immediate"),
+        MemoryBacking(HugePages(page_kib=2048), allocation="ondemand"),
+    ):
+        spec = replace(make_guest("thp", 1, 1024**2).spec, memory_backing=backing)
+        xml = spec.to_xml()
+        assert relaxng.validate(xml), relaxng.error_log
+        assert xml.find("memoryBacking/allocation").get("mode") == backing.allocation
+        assert MemoryBacking.from_domain(xml) == backing
+    with pytest.raises(ValueError, match="allocation must be one of"):
+        MemoryBacking(allocation="eager")
+
+
+def test_kernel_arguments_are_added_once_each_as_one_word() -> None:
+    boot = KernelBoot("/k", "/i", "root=/dev/vda rw  console=ttyS0")
+    more = boot.with_args("transparent_hugepage=never", "console=ttyS0")
+    assert more.cmdline == "root=/dev/vda rw console=ttyS0 transparent_hugepage=never"
+    assert more.with_args("transparent_hugepage=never") == more
+    assert boot.cmdline == "root=/dev/vda rw  console=ttyS0"  # a new value, the old one kept
+    with pytest.raises(ValueError, match="one word"):
+        boot.with_args("quiet splash")

@@ -76,8 +76,9 @@ def test_twins_differ_only_where_a_fact_differs_and_never_by_their_xml() -> None
     assert differences([("a", thp), ("b", dict(thp))], "guest") == []
 
 
-def stored(path: Path, thp_mode: str = "always", key: str = "k") -> None:
-    """A run of two twins whose recorded environment differs in ``thp_mode`` for shp1g."""
+def stored(path: Path, thp_mode: str = "always", key: str = "k", b: str = "shp1g") -> None:
+    """A run of two twins whose recorded environment differs in ``thp_mode`` for variant
+    ``b``'s guest (named lab-shp1g whatever its variant, so the QEMU captures fit)."""
     from tests.unit.test_compare_summary import RATE, TIME
 
     rng = np.random.default_rng(3)
@@ -85,7 +86,7 @@ def stored(path: Path, thp_mode: str = "always", key: str = "k") -> None:
         study = store.ensure_study("s")
         run = store.ensure_run(study, key, "w", {"k": key}, "concurrent", 30, [TIME, RATE])
         store.record_environment(run, "host", "local", {"kernel": "6.1", "lab_commit": key})
-        for name, variant, mode in (("lab-thp", "thp", "always"), ("lab-shp1g", "shp1g", thp_mode)):
+        for name, variant, mode in (("lab-thp", "thp", "always"), ("lab-shp1g", b, thp_mode)):
             guest = store.ensure_guest(study, name, variant)
             store.record_environment(run, "guest", name, {
                 "kernel": "6.1", "thp_enabled": mode, "host": "local", "variant": variant,
@@ -183,3 +184,32 @@ def test_compare_names_what_qemu_was_told_beyond_the_variant(
     assert "QEMU was told more than the variant, -object pc.ram prealloc: lab-thp (absent)," in err
     assert "lab-shp1g true (guest RAM preallocated" in err
     assert "command lines differ beyond the variant" not in err
+
+
+def test_what_a_variant_declares_it_changes_in_the_guest_is_not_a_difference(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """guest-thp-never changes the guest's THP mode and QEMU's -append: by declaration, so
+    compare and runs show say nothing; the same facts differing under shp1g are warned of."""
+    raw = (Path(__file__).parents[1] / "fixtures" / "captures"
+           / "qemu-7.2-cmdline-lab-thp-tcg.bin").read_text()  # fmt: skip
+    args = [a for a in raw.split("\0") if a]
+    never = [a.replace("quiet", "quiet transparent_hugepage=never") for a in args]
+    for b in ("guest-thp-never", "shp1g"):
+        db = tmp_path / f"{b}.db"
+        stored(db, thp_mode="never", b=b)
+        with Store.open(db) as store:
+            run = store.runs()[0].id
+            for e in store.environment(run):
+                if e.scope == "guest":
+                    told = never if e.name == "lab-shp1g" else args
+                    facts = {**e.facts, "qemu_cmdline": json.dumps(told)}
+                    store.record_environment(run, "guest", e.name, facts)
+        assert main(["compare", "--db", str(db)]) == 0
+        err = capsys.readouterr().err
+        assert main(["runs", "--db", str(db), "show", "k", "--json"]) == 0
+        shown = json.loads(capsys.readouterr().out)
+        declared = b == "guest-thp-never"
+        assert ("differ beyond their variant in guest thp_enabled" in err) is not declared
+        assert ("command lines differ beyond the variant, -append" in err) is not declared
+        assert any("thp_enabled" in d for d in shown["twins_differ"]) is not declared

@@ -40,7 +40,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     names = zipfile.ZipFile(wheel).namelist()
     for shipped in ("lab/shipped/domains/shp1g.py", "lab/shipped/guest/__main__.py",
                     "lab/inguest/cli.py", "lab/shipped/images/debian12/recipe.toml",
-                    "lab/parsers/tools.py"):  # fmt: skip
+                    "lab/parsers/tools.py", "lab/run/workloads/stream.c"):  # fmt: skip
         assert shipped in names
     subprocess.run([*pip, "install", "--no-deps", "--target", str(target), str(wheel)],
                    check=True, capture_output=True, timeout=300)  # fmt: skip
@@ -71,7 +71,7 @@ def test_the_installed_lab_lists_its_variants_and_workloads(installed: Path) -> 
         assert f"│ {name} " in variants.stdout
     workloads = lab_from_root(installed, "workloads")
     assert workloads.returncode == 0, workloads.stderr
-    for name in ("sysbench-memory", "iperf3", "gdb-build", "null"):
+    for name in ("sysbench-memory", "iperf3", "gdb-build", "null", "stream", "command"):
         assert name in workloads.stdout
 
 

@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from lab.parsers.tools import (
     PARSERS,
+    OptionsError,
     ParseError,
+    json_parser,
     parse_bash_time,
     parse_iperf3_json,
+    parse_lab_stream,
     parse_sysbench_memory,
+    parser_for,
+    parser_names,
+    regex_parser,
 )
 
 CAPTURES = Path(__file__).parent.parent / "fixtures" / "captures"
@@ -213,13 +220,160 @@ def test_bash_time_ignores_words_that_only_start_like_a_field() -> None:
         parse_bash_time("real world\nuser friendly\nsys admin\n")
 
 
+# -- lab-stream -----------------------------------------------------------------------------
+
+# `lab-stream 1000000 2 4` on a 2-CPU build host (gcc -O2 -fopenmp), not in a guest.
+STREAM_HOST = "stream-lab-host.txt"
+
+
+def test_lab_stream_capture_gives_best_and_mean_rates() -> None:
+    assert parse_lab_stream(capture(STREAM_HOST)) == {
+        "copy_mb_s": 1359.6, "copy_mean_mb_s": 1216.0,
+        "scale_mb_s": 1998.2, "scale_mean_mb_s": 1332.5,
+        "add_mb_s": 2946.2, "add_mean_mb_s": 2185.8,
+        "triad_mb_s": 3017.4, "triad_mean_mb_s": 2399.1,
+    }  # fmt: skip
+
+
+# `lab run stream --n 1` (defaults: 4,000,000 doubles, 1 thread, 3 repetitions) in lab-thp,
+# a 1-vCPU guest under TCG, built there by the workload's setup.
+STREAM_GUEST = "stream-lab-guest-tcg.txt"
+
+
+def test_lab_stream_guest_capture_gives_the_rates_the_run_stored() -> None:
+    parsed = parse_lab_stream(capture(STREAM_GUEST))
+    assert (parsed["copy_mb_s"], parsed["scale_mb_s"]) == (5365.4, 2039.0)
+    assert (parsed["add_mb_s"], parsed["triad_mb_s"]) == (3039.6, 614.3)
+    assert parsed["triad_mean_mb_s"] == 515.5
+
+
+def test_lab_stream_reads_the_last_run_after_other_output() -> None:
+    text = "warming up\n" + capture(STREAM_HOST).replace("1359.6", "1.5") + capture(STREAM_HOST)
+    assert parse_lab_stream(text)["copy_mb_s"] == 1359.6
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (("triad best_mb_s=3017.4 ", "triad "), "no best_mb_s on the 'triad' line, so no triad"),
+        (("\nadd ", "\nsum "), "no 'add' line, so no add_mb_s"),
+        (("check ok\n", ""), "no 'check' line: the program stopped before its end"),
+        (("check ok", "check failed: element 7 is a=1"), "check failed: element 7 is a=1"),
+        (("lab-stream 1 ", "lab-stream 2 "), "output version 2; this lab reads version 1"),
+        (("best_mb_s=1998.2", "best_mb_s=inf"), "scale best_mb_s='inf' is not a number >= 0"),
+        (("best_mb_s=1998.2", "best_mb_s=-5"), "scale best_mb_s='-5' is not a number >= 0"),
+    ],
+)
+def test_lab_stream_damage_is_named(edit: tuple[str, str], message: str) -> None:
+    text = capture(STREAM_HOST).replace(*edit)
+    with pytest.raises(ParseError, match=re.escape(message)):
+        parse_lab_stream(text)
+
+
+def test_lab_stream_refuses_its_usage_message() -> None:
+    text = "lab-stream: ARRAY_SIZE must be a whole number from 1000 to 2000000000, not '9'\n"
+    with pytest.raises(ParseError, match="no 'lab-stream 1' line"):
+        parse_lab_stream(text)
+
+
+# -- configured: a regular expression ---------------------------------------------------------
+
+
+def test_regex_fields_are_its_named_groups_from_the_last_match() -> None:
+    parse = regex_parser({"pattern": r"^rate: (?P<rate>\S+) ops/s, (?P<ms>[0-9.]+) ms$"})
+    text = "rate: 1 ops/s, 2 ms\nrate: 1.5e3 ops/s, 0.25 ms\ndone\n"
+    assert parse(text) == {"rate": 1500.0, "ms": 0.25}
+
+
+def test_regex_groups_without_a_name_are_not_fields() -> None:
+    parse = regex_parser({"pattern": r"(fast|slow) (?P<n>[0-9]+)"})
+    assert parse("slow 7") == {"n": 7.0}
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "message"),
+    [
+        (r"rate: (?P<rate>[0-9.]+)", "speed: 5", "'rate: (?P<rate>[0-9.]+)' matches nothing"),
+        (r"rate: (?P<rate>\S+)", "rate: fast", "group rate matched 'fast', not a number"),
+        (r"rate: (?P<rate>\S+)", "rate: nan", "rate is not a finite number"),
+        (r"rate: (?P<rate>\S+)", "rate: 1e999", "rate is not a finite number"),
+        (r"(?P<a>[0-9]+)|(?P<b>x)", "x", "group a took part in no match, so no a"),
+    ],
+)
+def test_regex_output_it_cannot_read_is_a_parse_error(
+    pattern: str, text: str, message: str
+) -> None:
+    with pytest.raises(ParseError, match=re.escape(message)):
+        regex_parser({"pattern": pattern})(text)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"pattern": "(?P<rate>[0-9]+"}, "does not compile: missing ), unterminated subpattern"),
+        ({"pattern": "([0-9]+) ops"}, "has no named group: name each number (?P<NAME>...)"),
+        ({"pattern": ""}, "regex: no pattern"),
+        ({}, "regex: no pattern"),
+        ({"pattern": "(?P<a>1)", "flags": "i"}, "unknown option(s) ['flags']"),
+    ],
+)
+def test_regex_options_are_checked_before_any_output(options: dict[str, str], message: str) -> None:
+    with pytest.raises(OptionsError, match=re.escape(message)):
+        regex_parser(options)
+
+
+# -- configured: JSON paths ----------------------------------------------------------------------
+
+
+def test_json_paths_follow_keys_and_list_indexes() -> None:
+    parse = json_parser({"sent": "end.sum_sent.bits_per_second", "first": "intervals.0.sum.bytes"})
+    parsed = parse(capture("iperf3-3.12-client-J-guest-tcg.json"))
+    assert parsed == {"sent": 1839860024.10323, "first": 230162432.0}
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "message"),
+    [
+        ('{"a": {"b": 1}}', "a.c", "the output has no a.c"),
+        ('{"a": [1, 2]}', "a.2", "the output has no a.2"),
+        ('{"a": [1, 2]}', "a.x", "the output has no a.x"),
+        ('{"a": "12"}', "a", "a is not a number ('12')"),
+        ('{"a": true}', "a", "a is not a number (True)"),
+        ('{"a": NaN}', "a", "a is not a finite number"),
+        ('{"a": 1' + "0" * 400 + "}", "a", "a is too large"),
+        ("rate: 5", "a", "the output is not JSON"),
+    ],
+)
+def test_json_output_it_cannot_read_is_a_parse_error(text: str, path: str, message: str) -> None:
+    with pytest.raises(ParseError, match=re.escape(message)):
+        json_parser({"x": path})(text)
+
+
+@pytest.mark.parametrize("path", ["", "a..b", ".a", "a."])
+def test_json_paths_with_an_empty_key_are_refused(path: str) -> None:
+    with pytest.raises(OptionsError, match="has an empty key: join keys with single dots"):
+        json_parser({"x": path})
+
+
 # -- the registry ---------------------------------------------------------------------------
 
 
 def test_registry_names_and_none() -> None:
-    assert sorted(PARSERS) == ["iperf3", "none", "sysbench-memory", "time"]
+    assert sorted(PARSERS) == ["iperf3", "lab-stream", "none", "sysbench-memory", "time"]
     assert PARSERS["none"]("anything at all") == {}
     assert PARSERS["time"] is parse_bash_time
+
+
+def test_parser_for_configures_only_the_parsers_that_take_options() -> None:
+    assert parser_names() == [
+        "iperf3", "json", "lab-stream", "none", "regex", "sysbench-memory", "time",
+    ]  # fmt: skip
+    assert parser_for("time") is parse_bash_time
+    assert parser_for("regex", {"pattern": "(?P<n>[0-9]+)"})("n 4") == {"n": 4.0}
+    with pytest.raises(OptionsError, match=r"parser 'time' takes no options, not \['pattern'\]"):
+        parser_for("time", {"pattern": "x"})
+    with pytest.raises(OptionsError, match="unknown parser 'perf'; known: "):
+        parser_for("perf")
 
 
 def test_parse_error_is_a_value_error_naming_the_tool() -> None:

@@ -13,11 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lab.parsers.tools import (
+    CONFIGURED,
     PARSERS,
     ParseError,
     parse_bash_time,
     parse_iperf3_json,
     parse_sysbench_memory,
+    parser_for,
 )
 
 CAPTURES = Path(__file__).parent.parent / "fixtures" / "captures"
@@ -25,6 +27,7 @@ REAL = {
     "sysbench-memory": (CAPTURES / "sysbench-1.0.20-memory-guest-tcg.txt").read_text(),
     "iperf3": (CAPTURES / "iperf3-3.12-client-J-guest-tcg.json").read_text(),
     "time": (CAPTURES / "bash-time-make-nfs-guest.txt").read_text(),
+    "lab-stream": (CAPTURES / "stream-lab-host.txt").read_text(),
     "none": "",
 }
 
@@ -56,6 +59,24 @@ def test_damaged_real_output(name: str, data: st.DataObject) -> None:
         st.sampled_from(["", "9" * 500, "-1", "1e999", "NaN", "{", "\n", "x", "[" * 3000])
     )
     check(name, real[:start] + junk + real[end:])
+
+
+OPTIONS = {
+    "regex": {"pattern": r"^(?P<rate>\S+) ops/s(?: in (?P<took>\S*))?"},
+    "json": {"sent": "end.sum_sent.bits_per_second", "first": "intervals.0.sum.bytes"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGURED))
+@given(text=st.one_of(st.text(), st.text().map(lambda t: f"{t} ops/s in {t}")))
+@settings(max_examples=100, deadline=None)
+def test_configured_parsers_on_arbitrary_text(name: str, text: str) -> None:
+    parse = parser_for(name, OPTIONS[name])
+    try:
+        parsed = parse(text)
+    except ParseError:
+        return
+    assert all(isinstance(v, float) and math.isfinite(v) for v in parsed.values()), parsed
 
 
 @given(digits=st.text(alphabet="0123456789", min_size=1, max_size=5000))

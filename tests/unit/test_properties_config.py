@@ -41,6 +41,10 @@ GOOD: dict[str, st.SearchStrategy[Any]] = {
     "tcg_cpu": st.sampled_from(["default", "maximum"]),
     "store": st.text(min_size=1, max_size=30),
     "boot_timeout": st.integers(1, 10**6),
+    "variant_dirs": st.lists(
+        st.from_regex(r"/[a-z0-9_-]{1,10}(/[a-z0-9_-]{1,10})?", fullmatch=True), max_size=3
+    ),
+    "workload_dirs": st.lists(st.from_regex(r"/[a-z0-9_-]{1,10}", fullmatch=True), max_size=3),
     "hosts": st.dictionaries(
         st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True).filter(lambda n: n != "local"),
         st.builds(
@@ -103,7 +107,11 @@ def test_generated_files_load_to_their_values(tmp_path_factory: Any, data: dict[
 
 
 @FAST
-@given(st.sampled_from(KEYS), st.booleans() | st.floats(allow_nan=False) | st.lists(st.integers()))
+# A list of integers, never empty: an empty list is a valid list of folders.
+@given(
+    st.sampled_from(KEYS),
+    st.booleans() | st.floats(allow_nan=False) | st.lists(st.integers(), min_size=1),
+)
 def test_a_wrong_type_names_the_file_and_the_key(key: str, value: Any) -> None:
     try:
         config_from_mapping({key: value}, source="/etc/lab.toml")

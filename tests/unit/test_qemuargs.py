@@ -11,6 +11,7 @@ from lab.run.qemuargs import (
     UNEXPLAINED,
     VARIANT,
     compare_cmdlines,
+    declared_options,
     normalise,
     parse_cmdline,
 )
@@ -53,4 +54,25 @@ def test_identity_is_the_name_uuids_macs_and_descriptors() -> None:
     assert normalise('{"fd":"33","mac":"52:54:00:d2:90:9b"}', []) == '{"fd":"<fd>","mac":"<mac>"}'
     assert normalise("/var/lib/libvirt/qemu/domain-3-lab-thp/x", ["lab-thp"]) == (
         "/var/lib/libvirt/qemu/<domain>/x"
+    )
+
+
+def test_the_kernel_command_line_is_the_variants_where_one_declares_it() -> None:
+    never = THP.replace(
+        b"console=ttyS0 quiet\0", b"console=ttyS0 quiet transparent_hugepage=never\0"
+    )
+    assert never != THP
+    found = compare_cmdlines(parse_cmdline(THP), parse_cmdline(never), "lab-thp", "lab-thp")
+    assert [(d.kind, d.option) for d in found] == [(UNEXPLAINED, "-append")]
+    declared = declared_options(
+        {"thp": ("/domain/memoryBacking",), "guest-thp-never": ("/domain/os/cmdline",)}
+    )
+    assert declared == {"-append": "guest-thp-never"}
+    (append,) = compare_cmdlines(
+        parse_cmdline(THP), parse_cmdline(never), "lab-thp", "lab-thp", declared
+    )
+    assert (append.kind, append.b, append.meaning) == (
+        VARIANT,
+        "root=/dev/vda rw console=ttyS0 quiet transparent_hugepage=never",
+        "declared by guest-thp-never",
     )

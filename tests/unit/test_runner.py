@@ -202,6 +202,19 @@ def test_parser_can_read_stderr(guest: GuestDir) -> None:
     assert guest.entries("t")[0].metrics == {"real": 1.5, "sys": 0.25}
 
 
+def test_a_configured_parser_reads_what_its_options_say(guest: GuestDir) -> None:
+    script = "echo 'run 1: 10 ops/s'; echo 'run 2: 12.5 ops/s in 3 s' >&2"
+    guest.start("rx", end_iteration=2, argv=["sh", "-c", script], parser="regex",
+                parser_options={"pattern": r"(?P<rate>[0-9.]+) ops/s in (?P<took>[0-9]+) s"},
+                parse_from="stderr", metrics_from={"rate": "rate", "took": "took",
+                                                   "wall_s": "wall_s"})  # fmt: skip
+    guest.finish("rx")
+    for entry in guest.entries("rx"):
+        assert entry.ok, entry
+        assert (entry.metrics["rate"], entry.metrics["took"]) == (12.5, 3.0)
+        assert entry.metrics["wall_s"] == entry.wall
+
+
 def test_parse_error_fails_the_attempt_with_the_parsers_message(guest: GuestDir) -> None:
     guest.start("pe", end_iteration=1, argv=["echo", "nothing"], parser="sysbench-memory",
                 metrics_from={"total_time_s": "total_time_s"})  # fmt: skip
@@ -359,7 +372,16 @@ def test_stop_when_nothing_runs(guest: GuestDir) -> None:
         ({"workload": "x", "end_iteration": 1}, "'argv' is missing"),
         ({"workload": "x", "argv": "true", "end_iteration": 1}, "'argv' must be a non-empty list"),
         ({"workload": "x", "argv": ["true"], "end_iteration": 1, "parser": "perf"},
-         "unknown parser 'perf'; known: ['iperf3', 'none', 'sysbench-memory', 'time']"),
+         "unknown parser 'perf'; known: ['iperf3', 'json', 'lab-stream', 'none', 'regex',"
+         " 'sysbench-memory', 'time']"),
+        ({"workload": "x", "argv": ["true"], "end_iteration": 1, "parser_options": {"a": 1}},
+         "spec field 'parser_options' must be an object of strings"),
+        ({"workload": "x", "argv": ["true"], "end_iteration": 1, "parser": "regex",
+          "parser_options": {"pattern": "([0-9]+"}},
+         "spec field 'parser_options': regex '([0-9]+' does not compile: missing ), unterminated"),
+        ({"workload": "x", "argv": ["true"], "end_iteration": 1, "parser": "time",
+          "parser_options": {"pattern": "x"}},
+         "spec field 'parser_options': parser 'time' takes no options, not ['pattern']"),
         ({"workload": "x", "argv": ["true"], "end_iteration": 1, "argvv": []},
          "unknown spec field(s) ['argvv']"),
         ({"workload": "x", "argv": ["true"], "end_iteration": 1, "timeout_s": 0}, "'timeout_s'"),
@@ -397,3 +419,20 @@ def test_the_command_gets_only_stdin_stdout_stderr_and_default_sigpipe(guest: Gu
     fds, ignored = entry.output_tail.split("SigIgn:")
     assert entry.ok and sorted(fds.split()) == ["0", "1", "2"]
     assert not int(ignored.strip(), 16) & (1 << (signal.SIGPIPE - 1))
+
+
+def test_with_backing_an_ok_attempt_carries_the_guests_thp_counters(guest: GuestDir) -> None:
+    """The runner (the zipapp, as shipped) reads this machine's /proc around each attempt:
+    the counters' differences over the attempt, never negative, and a failed attempt none."""
+    guest.start("thp", end_iteration=2, backing=True,
+                argv=["sh", "-c", 'test "$LAB_ITERATION" = 1'])  # fmt: skip
+    guest.finish("thp")
+    ok, failed = sorted(guest.entries("thp"), key=lambda e: not e.ok)
+    assert ok.ok and not failed.ok
+    thp = {k: v for k, v in ok.metrics.items() if k.startswith("backing.guest_thp_")}
+    assert len(thp) == 4 and all(v >= 0 for v in thp.values())
+    assert ok.metrics["backing.guest_anon_huge_kib"] >= 0
+    assert failed.metrics == {}
+    guest.start("plain", end_iteration=1)
+    guest.finish("plain")
+    assert guest.entries("plain")[0].metrics == {}  # no backing asked: none read

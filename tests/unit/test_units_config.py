@@ -76,3 +76,19 @@ def test_libvirt_default_uri_is_this_machines_uri_unless_lab_toml_sets_one(tmp_p
     toml.write_text('network = "lab2"\n')
     got = load_config(toml, environ=env)
     assert (got.libvirt_uri, got.network) == ("test:///default", "lab2")
+
+
+def test_plugin_folders_are_relative_to_lab_toml(tmp_path: Path) -> None:
+    toml = tmp_path / "project" / "lab.toml"
+    toml.parent.mkdir()
+    toml.write_text(
+        "variant_dirs = ['variants', '/opt/lab/variants']\nworkload_dirs = ['~/lab-workloads']\n"
+    )
+    config = load_config(toml, environ={})
+    assert config.variant_dirs == [str(toml.parent / "variants"), "/opt/lab/variants"]
+    assert config.workload_dirs == [str(Path.home() / "lab-workloads")]
+    assert Config().variant_dirs == [] and Config().workload_dirs == []
+    for bad in ("'plugins'", "[1]", "['']"):
+        toml.write_text(f"variant_dirs = {bad}\n")
+        with pytest.raises(ConfigError, match=r"key 'variant_dirs' must be a list of folders"):
+            load_config(toml, environ={})

@@ -32,16 +32,18 @@ WORKLOADS = load_workloads()
 
 
 def params_for(name: str) -> dict[str, object]:
-    return {"source": GDB} if name == "gdb-build" else {}
+    return {"gdb-build": {"source": GDB}, "command": {"argv": "make -j2"}}.get(name, {})
 
 
-def test_the_five_workloads_are_found() -> None:
-    assert sorted(WORKLOADS) == ["demo-build", "gdb-build", "iperf3", "null", "sysbench-memory"]
+def test_the_built_in_workloads_are_found() -> None:
+    assert sorted(WORKLOADS) == [
+        "command", "demo-build", "gdb-build", "iperf3", "null", "stream", "sysbench-memory",
+    ]  # fmt: skip
     assert all(w.description and w.metrics for w in WORKLOADS.values())
 
 
 def test_get_workload_unknown_lists_the_known() -> None:
-    with pytest.raises(UnknownNameError, match="Known workloads: demo-build, gdb-build, iperf3"):
+    with pytest.raises(UnknownNameError, match="Known workloads: command, demo-build, gdb-build"):
         get_workload("fio")
     assert get_workload("null").name == "null"
 
@@ -49,7 +51,7 @@ def test_get_workload_unknown_lists_the_known() -> None:
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
 def test_every_spec_is_accepted_by_the_real_runner(name: str) -> None:
     spec = WORKLOADS[name].spec(params_for(name), GUEST).for_range(1, 20, attempt_base=2)
-    parsed = parse_spec(json.loads(spec.to_json()), tools.PARSERS)
+    parsed = parse_spec(json.loads(spec.to_json()), tools.parser_names())
     assert (parsed.workload, parsed.start_iteration, parsed.end_iteration) == (name, 1, 20)
     metric_names = sorted(m.name for m in WORKLOADS[name].metrics)
     assert sorted(parsed.metrics_from.values()) == metric_names
@@ -68,7 +70,19 @@ def test_metrics_units_and_directions() -> None:
         "gdb-build": [("wall_s", "s", "lower"), ("user_s", "s", "lower"), ("sys_s", "s", "lower")],
         "demo-build": [("wall_s", "s", "lower"), ("user_s", "s", "lower"), ("sys_s", "s", "lower")],
         "null": [("wall_s", "s", "lower")],
+        "command": [("wall_s", "s", "lower"), ("user_s", "s", "lower"), ("sys_s", "s", "lower")],
+        "stream": [
+            ("copy_mb_s", "MB/s", "higher"), ("scale_mb_s", "MB/s", "higher"),
+            ("add_mb_s", "MB/s", "higher"), ("triad_mb_s", "MB/s", "higher"),
+        ],
     }  # fmt: skip
+
+
+def test_a_run_records_the_declared_metrics_unless_the_parameters_declare_more() -> None:
+    fixed = {name for name, w in WORKLOADS.items() if not w.params_declare_metrics}
+    assert fixed == set(WORKLOADS) - {"command"}
+    for name in fixed:
+        assert WORKLOADS[name].metrics_for(params_for(name)) == WORKLOADS[name].metrics
 
 
 def test_metric_direction_is_checked() -> None:
@@ -319,8 +333,10 @@ def test_demo_build_through_the_real_runner(tmp_path: Path) -> None:
 
 def test_plugin_without_workload_is_refused(tmp_path: Path) -> None:
     (tmp_path / "broken.py").write_text("X = 1\n")
+    found = load_workloads([tmp_path])
+    assert list(found) == [] and list(found.broken) == ["broken"]
     with pytest.raises(ConfigError, match="does not define WORKLOAD"):
-        load_workloads([tmp_path])
+        get_workload("broken", found)
 
 
 def test_plugin_named_unlike_its_file_is_refused(tmp_path: Path) -> None:
@@ -331,7 +347,7 @@ def test_plugin_named_unlike_its_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(
         ConfigError, match=r"Name the file fio_write\.py or the workload 'fio-read'"
     ):
-        load_workloads([tmp_path])
+        get_workload("fio-read", load_workloads([tmp_path]))
 
 
 def test_a_new_workload_is_one_small_file(tmp_path: Path) -> None:

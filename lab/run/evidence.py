@@ -1,0 +1,220 @@
+"""What a run records beside its samples: the environment of each start, what backs each
+guest's memory, and perf's counts of the guests' vCPU threads over every iteration.
+
+The controller (``lab.run.controller``) holds one :class:`Evidence` per run and calls it at the
+start of a run, around each iteration (sync and alternate schedules) and at the end.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from lab.core.context import Context
+from lab.core.errors import LabError
+from lab.core.hostexec import Host
+from lab.guests.labstate import GuestRecord, LabState
+from lab.guests.ssh import GuestShell
+from lab.host.environment import host_environment
+from lab.host.facts import read_hugepage_pools
+from lab.host.perf import counted, derived, events_for, per_kilo_instruction, refused
+from lab.host.qemuproc import parse_smaps, qemu_cmdline, qemu_pid
+from lab.host.site import SYSFS
+from lab.inguest import backing as guest_backing
+from lab.run.backing import backing_facts
+from lab.run.counters import Counting, probe, vcpu_threads
+from lab.run.environment import GUEST_SCRIPT, guest_environment, lab_facts
+from lab.store import MetricInfo, Store
+
+if TYPE_CHECKING:
+    from lab.guests.sites import Site
+
+
+# What backed each guest's memory, per iteration: the guest's own THP counters, read by its
+# runner (lab.inguest.backing), and under the sync and alternate schedules its QEMU's
+# memory on the host after each iteration (lab.run.backing). Evidence, not performance:
+# their direction is None, so they are stored and exported but never given a verdict.
+HOST_BACKING = {  # metric -> the smaps_rollup fields it sums, in KiB
+    "backing.qemu_rss_kib": ("Rss",),
+    "backing.qemu_anon_huge_kib": ("AnonHugePages",),
+    "backing.qemu_hugetlb_kib": ("Shared_Hugetlb", "Private_Hugetlb"),
+}
+EVIDENCE_METRICS = (
+    *(MetricInfo(name, "KiB" if name.endswith("_kib") else "count", None)
+      for name in guest_backing.METRICS),
+    *(MetricInfo(name, "KiB", None) for name in HOST_BACKING),
+)  # fmt: skip
+
+
+class GuestProgress(Protocol):
+    """What evidence needs of a guest's part of the run (``lab.run.controller``'s)."""
+
+    record: GuestRecord
+    guest_id: int
+    shell: GuestShell
+    completed: set[int]
+
+
+class Evidence:
+    """The evidence of one run; every side effect comes through ``ctx`` (or a site's)."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        store: Store,
+        run_id: int,
+        guests: Sequence[GuestProgress],
+        *,
+        counters: str,
+        schedule: str,
+        sites: Mapping[str, tuple[Site, LabState]],
+        state_of: Callable[[GuestRecord], LabState],
+        domain_xml: Callable[[GuestRecord], str | None],
+        with_guest: Callable[[Any, Callable[[Any], Any]], Any],  # the controller's
+    ) -> None:
+        self.ctx, self.store, self.run_id, self.guests = ctx, store, run_id, guests
+        self.counters, self.schedule, self.sites = counters, schedule, sites
+        self.state_of, self.domain_xml, self.with_guest = state_of, domain_xml, with_guest
+        self.environment: dict[str, dict[str, str]] = {}  # guest -> facts of this start
+        self.counter_events: tuple[str, ...] = ()  # the perf events that count on this host
+        self.counting: dict[str, Counting] = {}  # guest -> its perf stat of this iteration
+        self.xml: dict[str, str | None] = {}  # guest -> its domain XML at this start
+        self.threads: dict[str, tuple[int, list[int]]] = {}  # guest -> (QEMU pid, vCPU tids)
+
+    def record_environment(self) -> None:
+        """Store each host's and guest's facts for this start of the run
+        (``lab.run.environment``); a fact that cannot be read is "not available"."""
+        hosts: dict[str, Any] = {}
+        for guest in self.guests:
+            hosts.setdefault(guest.record.host, guest.record)
+        for name, record in hosts.items():
+            site = self.sites.get(name)
+            ctx = site[0].ctx if site else self.ctx
+            state = self.state_of(record)
+            try:
+                conn: Any = ctx.libvirt
+            except LabError:
+                conn = None
+            pools = site[0].hugepage_pools() if site else read_hugepage_pools(SYSFS)
+            facts = host_environment(ctx.host.read_text, pools, conn)
+            facts.update(self._probe_counters(record, remote=site is not None and site[0].remote))
+            facts.update(
+                accelerator=state.accelerator, accelerator_reason=state.accel_reason,
+                image_hash=state.image_hash, **lab_facts(self.ctx.host),
+            )  # fmt: skip
+            self.store.record_environment(self.run_id, "host", name, facts)
+        for guest in self.guests:
+            output = self.with_guest(
+                guest, lambda g: g.shell.run(["sh", "-c", GUEST_SCRIPT], timeout=60).stdout
+            )
+            xml = self.xml[guest.record.name] = self.domain_xml(guest.record)
+            facts = guest_environment(output or "", xml)
+            facts.update(host=guest.record.host, variant=guest.record.variant)
+            facts.update(self._backing(guest.record, xml))
+            facts["qemu_cmdline"] = json.dumps(qemu_cmdline(self._host(guest.record).read_text,
+                                                            guest.record.name))  # fmt: skip
+            self.environment[guest.record.name] = facts
+            self.store.record_environment(self.run_id, "guest", guest.record.name, facts)
+
+    def _probe_counters(self, record: GuestRecord, remote: bool) -> dict[str, str]:
+        """Which perf events count on this host, tried on ``record``'s vCPU threads; the run
+        gets a metric for each (``lab.run.counters``). Facts for the environment."""
+        wanted = events_for(self.counters)
+        if not wanted:
+            return {"perf_counted": "none (--counters none)"}
+        if self.schedule not in ("sync", "alternate") or remote:
+            why = "another host" if remote else f"the {self.schedule} schedule"
+            return {"perf_counted": f"none: counted per iteration under sync and alternate"
+                    f" schedules on this machine, not on {why}"}  # fmt: skip
+        if self.ctx.host.which("perf") is None:
+            return {"perf_counted": "none: perf is not installed (apt install linux-perf)"}
+        threads = self._vcpu_threads(record)
+        if not threads:
+            return {"perf_counted": "none: the guest's QEMU vCPU threads cannot be read"}
+        readings = probe(self.ctx.host, wanted, threads, self._counter_file("probe"))
+        self.counter_events = counted(readings, wanted)
+        self.store.add_metrics(self.run_id, [
+            *(MetricInfo(readings[e].metric, readings[e].metric_unit, "lower")
+              for e in self.counter_events),
+            *(MetricInfo(metric, "per 1,000 instructions", "lower")
+              for metric in per_kilo_instruction(self.counter_events).values()),
+        ])  # fmt: skip
+        return {
+            "perf_counted": ",".join(self.counter_events) or "none",
+            "perf_not_counted": ", ".join(refused(readings, wanted)) or "none",
+        }
+
+    def _vcpu_threads(self, record: GuestRecord) -> list[int]:
+        """The guest's vCPU threads, listed again only when its QEMU is a new process (a
+        guest restarted by the run): the pid file is one read, the listing a command."""
+        try:
+            pid = qemu_pid(self.ctx.host.read_text, record.name)
+            known = self.threads.get(record.name)
+            if known is None or known[0] != pid:
+                known = self.threads[record.name] = (pid, vcpu_threads(self.ctx.host, pid))
+            return known[1]
+        except (OSError, ValueError, LabError):
+            return []
+
+    def _counter_file(self, name: str) -> Path:
+        folder = Path(self.ctx.config.state_dir) / "counters"
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder / f"{name}.csv"
+
+    def begin_counting(self, guests: Sequence[GuestProgress]) -> None:
+        """Start counting each guest's vCPU threads for the coming iteration."""
+        if not self.counter_events:
+            return
+        for guest in guests:
+            threads = self._vcpu_threads(guest.record)
+            if threads:
+                out = self._counter_file(guest.record.name)
+                counting = Counting(self.ctx.host, self.counter_events, threads, out,
+                                    self.ctx.clock)  # fmt: skip
+                counting.start()
+                self.counting[guest.record.name] = counting
+
+    def end_counting(self, iteration: int, guests: Sequence[GuestProgress]) -> None:
+        """Stop counting; the counts of an iteration that succeeded become its samples, with
+        what backs its guest's memory now (:data:`HOST_BACKING`)."""
+        for guest in guests:
+            counting = self.counting.pop(guest.record.name, None)
+            readings = counting.stop() if counting is not None else {}
+            if iteration not in guest.completed:
+                continue
+            values = {r.metric: r.value for e, r in readings.items()
+                      if r.value is not None and e in self.counter_events}  # fmt: skip
+            values.update(derived(readings, self.counter_events))
+            values.update(self._host_backing(guest.record))
+            if values:
+                self.store.record_samples(self.run_id, guest.guest_id, iteration, values)
+
+    def _host_backing(self, record: GuestRecord) -> dict[str, float]:
+        """The guest's QEMU's memory now, by kind ({} where it cannot be read)."""
+        read = self._host(record).read_text
+        try:
+            fields = parse_smaps(read(f"/proc/{qemu_pid(read, record.name)}/smaps_rollup"))
+        except (OSError, ValueError):
+            return {}
+        return {metric: float(sum(fields.get(f, 0) for f in summed))
+                for metric, summed in HOST_BACKING.items()}  # fmt: skip
+
+    def _host(self, record: GuestRecord) -> Host:
+        site = self.sites.get(record.host)
+        return site[0].ctx.host if site else self.ctx.host
+
+    def _backing(self, record: GuestRecord, xml: str | None) -> dict[str, str]:
+        """What backs the guest's memory now (``lab.run.backing``), read on its host."""
+        return backing_facts(self._host(record).read_text, record.name, xml)
+
+    def record_backing(self) -> None:
+        """At the end of a start: the guests' facts again, with their memory backing now
+        that the work has faulted it in (the XML and QEMU's arguments are the start's)."""
+        for guest in self.guests:
+            name = guest.record.name
+            facts = self.environment.get(name)
+            if facts is not None:
+                facts = {**facts, **self._backing(guest.record, self.xml.get(name))}
+                self.store.record_environment(self.run_id, "guest", name, facts)

@@ -1,0 +1,78 @@
+"""`stream` and `command` on the real pair: the C program built in each guest by its setup,
+a user's command timed with a metric read from its output, each stored with its metrics'
+units and directions."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import Pair
+
+pytestmark = pytest.mark.integration
+
+KERNELS = ("copy_mb_s", "scale_mb_s", "add_mb_s", "triad_mb_s")
+
+
+def stored(pair: Pair, db: Path) -> dict[str, Any]:
+    """The one run in ``db``, as `lab runs show --json` gives it."""
+    (run,) = json.loads(pair.lab("runs", "--db", str(db), "--json").stdout)
+    assert run["state"] == "complete", run
+    return dict(json.loads(pair.lab("runs", "--db", str(db), "show", run["key"], "--json").stdout))
+
+
+def values(db: Path, metric: str) -> dict[str, list[float]]:
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT g.name, s.value FROM sample s JOIN guest g ON g.id = s.guest_id"
+            " WHERE s.metric = ? ORDER BY g.name, s.iteration",
+            (metric,),
+        ).fetchall()
+    out: dict[str, list[float]] = {}
+    for name, value in rows:
+        out.setdefault(name, []).append(value)
+    return out
+
+
+def test_stream_builds_in_each_guest_and_stores_four_rates(pair: Pair, tmp_path: Path) -> None:
+    db = tmp_path / "lab.db"
+    pair.lab("run", "stream", "--n", "3", "--db", str(db))
+    run = stored(pair, db)
+    assert sorted((m["name"], m["unit"], m["direction"]) for m in run["metrics"]) == sorted(
+        (name, "MB/s", "higher") for name in KERNELS
+    )
+    for metric in KERNELS:
+        got = values(db, metric)
+        assert sorted(got) == ["lab-shp1g", "lab-thp"], metric
+        assert all(len(v) == 3 and min(v) > 0 for v in got.values()), (metric, got)
+    assert run["failures"] == []
+
+
+def test_command_times_a_users_command_and_stores_its_regex_metric(
+    pair: Pair, tmp_path: Path
+) -> None:
+    db = tmp_path / "lab.db"
+    pair.lab(
+        "run", "command", "--n", "5", "--db", str(db),
+        "-p", "argv=sysbench cpu --time=1 --threads=1 run",
+        "-p", "regex=events per second: *(?P<eps>[0-9.]+)",
+        "-p", "metrics=eps:events/s:higher",
+        "-p", "clean=sh -c 'sync; true'",
+    )  # fmt: skip
+    run = stored(pair, db)
+    assert sorted((m["name"], m["unit"], m["direction"]) for m in run["metrics"]) == [
+        ("eps", "events/s", "higher"), ("sys_s", "s", "lower"),
+        ("user_s", "s", "lower"), ("wall_s", "s", "lower"),
+    ]  # fmt: skip
+    for metric in ("eps", "wall_s"):
+        got = values(db, metric)
+        assert sorted(got) == ["lab-shp1g", "lab-thp"], metric
+        assert all(len(v) == 5 and min(v) > 0 for v in got.values()), (metric, got)
+    assert all(w >= 1.0 for v in values(db, "wall_s").values() for w in v)  # --time=1
+    tables = json.loads(pair.lab("compare", "--db", str(db), "--format", "json").stdout)
+    eps = [(t["unit"], t["direction"]) for t in tables if t["metric"] == "eps"]
+    assert eps and set(eps) == {("events/s", "higher")}, tables
