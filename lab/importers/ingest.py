@@ -33,6 +33,7 @@ from lab.importers.records import BadLine, Item, Sample, infer_direction, known_
 from lab.importers.tabular import Defaults, csv_samples, jsonl_samples
 from lab.store import Direction, MetricInfo, Store
 from lab.store.bulk import Bulk
+from lab.store.records import is_evidence
 
 __all__ = ["ImportOptions", "ImportSummary", "MalformedInputError", "detect_format", "import_file"]
 
@@ -379,8 +380,11 @@ class _Import:
         name, given_unit, given_direction = key
         options = self.options
         unit = given_unit or options.unit or known_unit(name) or ""
-        direction = given_direction or options.direction or infer_direction(name, unit)
-        if direction is None:
+        if is_evidence(name):  # what backed the memory: no direction, as lab run stores it
+            direction = None
+        else:
+            direction = given_direction or options.direction or infer_direction(name, unit)
+        if direction is None and not is_evidence(name):
             raise UsageError(
                 f"{source.name}:{line}: cannot tell whether a lower or a higher {name!r} is better",
                 hint="Pass --direction lower (times) or --direction higher (throughput),"

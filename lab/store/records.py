@@ -8,6 +8,13 @@ from typing import Any
 from lab.core.errors import StoreError
 from lab.stats.series import Direction
 
+EVIDENCE_PREFIX = "backing."  # metrics of what backed the memory: evidence, not performance
+
+
+def is_evidence(metric: str) -> bool:
+    """Whether ``metric`` is evidence (``backing.*``), stored with no direction."""
+    return metric.startswith(EVIDENCE_PREFIX)
+
 
 @dataclass(frozen=True)
 class MetricInfo:
