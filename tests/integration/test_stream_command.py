@@ -5,6 +5,7 @@ units and directions."""
 from __future__ import annotations
 
 import json
+import shlex
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,12 @@ from tests.integration.conftest import Pair
 pytestmark = pytest.mark.integration
 
 KERNELS = ("copy_mb_s", "scale_mb_s", "add_mb_s", "triad_mb_s")
+
+
+def performance(run: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The run's metrics that get a verdict (not the backing.* evidence), sorted."""
+    return sorted((m["name"], m["unit"], m["direction"]) for m in run["metrics"]
+                  if m["direction"] != "neither")  # fmt: skip
 
 
 def stored(pair: Pair, db: Path) -> dict[str, Any]:
@@ -42,9 +49,7 @@ def test_stream_builds_in_each_guest_and_stores_four_rates(pair: Pair, tmp_path:
     db = tmp_path / "lab.db"
     pair.lab("run", "stream", "--n", "3", "--db", str(db))
     run = stored(pair, db)
-    assert sorted((m["name"], m["unit"], m["direction"]) for m in run["metrics"]) == sorted(
-        (name, "MB/s", "higher") for name in KERNELS
-    )
+    assert performance(run) == sorted((name, "MB/s", "higher") for name in KERNELS)
     for metric in KERNELS:
         got = values(db, metric)
         assert sorted(got) == ["lab-shp1g", "lab-thp"], metric
@@ -64,7 +69,7 @@ def test_command_times_a_users_command_and_stores_its_regex_metric(
         "-p", "clean=sh -c 'sync; true'",
     )  # fmt: skip
     run = stored(pair, db)
-    assert sorted((m["name"], m["unit"], m["direction"]) for m in run["metrics"]) == [
+    assert performance(run) == [
         ("eps", "events/s", "higher"), ("sys_s", "s", "lower"),
         ("user_s", "s", "lower"), ("wall_s", "s", "lower"),
     ]  # fmt: skip
@@ -76,3 +81,20 @@ def test_command_times_a_users_command_and_stores_its_regex_metric(
     tables = json.loads(pair.lab("compare", "--db", str(db), "--format", "json").stdout)
     eps = [(t["unit"], t["direction"]) for t in tables if t["metric"] == "eps"]
     assert eps and set(eps) == {("events/s", "higher")}, tables
+
+
+def test_command_arguments_reach_the_guest_as_literal_argv_elements(
+    pair: Pair, tmp_path: Path
+) -> None:
+    """Quotes, ; and $(...) in -p argv= are split on the host with shell rules and reach the
+    guest's command as they are: no shell on either side runs them."""
+    db = tmp_path / "lab.db"
+    want = ["a;b", "$(id)", "'q'", "x y"]
+    check = f"import sys; print('same=%d' % (sys.argv[1:] == {want!r}))"
+    argv = " ".join(["python3", "-c", shlex.quote(check), *(shlex.quote(a) for a in want)])
+    pair.lab(
+        "run", "command", "--n", "2", "--db", str(db), "-p", f"argv={argv}",
+        "-p", "regex=same=(?P<same>[01])", "-p", "metrics=same:flag:higher",
+    )  # fmt: skip
+    got = values(db, "same")
+    assert got == {"lab-shp1g": [1.0, 1.0], "lab-thp": [1.0, 1.0]}, got
