@@ -89,13 +89,17 @@ def run_key(
     schedule: str,
     until: str | None = None,
     swap_every: int | None = None,
+    sweep: str | None = None,
 ) -> str:
-    """The same command on the same lab gives the same key: that is how it resumes."""
+    """The same command on the same lab gives the same key: that is how it resumes. A run
+    of a sweep (``lab.run.sweep``) has the sweep's key in its own."""
     asked: list[Any] = [study, workload, params, sorted(guests), n, schedule]
     if until:  # only then, so that keys of runs without a rule stay what they were
         asked.append(until)
     if swap_every:  # likewise
         asked.append({"swap_every": swap_every})
+    if sweep:  # likewise
+        asked.append({"sweep": sweep})
     text = json.dumps(asked, sort_keys=True)
     return f"{workload}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
 
@@ -116,6 +120,7 @@ class RunPlan:
     swap_every: int | None = None  # sync only: swap the twins' CPU sets every K iterations
     warmup: str | None = None  # K or "auto": what the stopping rule leaves out (not the key)
     counters: str = "all"  # perf events per iteration: none, software or all (that work)
+    sweep: str | None = None  # the key of the sweep this run is a value of (lab.run.sweep)
 
 
 class Controller:
@@ -160,6 +165,7 @@ class Controller:
             plan.schedule,
             plan.until,
             plan.swap_every,
+            plan.sweep,
         )
         self.study_id = study_id = store.ensure_study(plan.study, description="lab run")
         self.metrics = list(plan.workload.metrics_for(plan.params))
