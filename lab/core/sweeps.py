@@ -79,8 +79,8 @@ def parse_axis(text: str, what: str = "--sweep") -> Axis:
 
 
 def axis_of(key: str, values: object, what: str) -> Axis:
-    """An axis from a study file: ``key = [V1, V2, …]`` (strings or numbers) or
-    ``key = "A..B:xF"`` (a range, or a list as one string)."""
+    """An axis from a study file: ``key = [V1, V2, …]`` (strings or numbers, each one value)
+    or ``key = "A..B:xF"`` (a range, or a list, read as ``--sweep`` reads it)."""
     if isinstance(values, str):
         return parse_axis(f"{key}={values}", what)
     if not isinstance(values, list):
@@ -97,7 +97,14 @@ def axis_of(key: str, values: object, what: str) -> Axis:
             f"{what}: {key} holds {bad[0]!r}, which is not a string or a number",
             hint=f'e.g. {key} = ["16M", "64M"]',
         )
-    return parse_axis(f"{key}={','.join(str(v) for v in values)}", what)
+    if not _KEY.fullmatch(key):
+        raise UsageError(f"{what}: {key!r} is not a parameter name", hint="e.g. total_size = […]")
+    texts = tuple(str(v).strip() for v in values)
+    if not all(texts):
+        raise UsageError(f"{what}: {key} holds an empty value", hint=f'e.g. {key} = ["16M", "64M"]')
+    if len(texts) > MAX_SWEEP_RUNS:
+        raise too_many(f"{what} {key}", len(texts))
+    return Axis(key, texts)
 
 
 def too_many(what: str, count: int, exact: bool = True) -> UsageError:

@@ -26,10 +26,77 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from lab.core.sweeps import ORDERS, Axis
+from lab.core.errors import UsageError
+from lab.core.sweeps import ORDERS, Axis, check_axes, label, points
+from lab.run.workload import ParamValue, Workload
 from lab.store import Store
+
+Point = tuple[tuple[str, str], ...]  # the swept parameters' values, as given: ((key, value), …)
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """A sweep checked against its workload: its points and each one's parameters."""
+
+    axes: tuple[Axis, ...]
+    order: str
+    fixed: dict[str, ParamValue]  # the parameters the sweep keeps, resolved
+    points: tuple[Point, ...]
+    params: tuple[dict[str, ParamValue], ...]  # each point's parameters, resolved
+
+    def labels(self) -> list[str]:
+        return [label(p) for p in self.points]
+
+    def describe(self) -> str:
+        """'3 runs: total_size = 16M, 64M, 256M, interleaved'."""
+        axes = "; ".join(a.describe() for a in self.axes)
+        return f"{len(self.points)} run{'s' if len(self.points) > 1 else ''}: {axes}, {self.order}"
+
+
+def plan_sweep(
+    workload: Workload,
+    given: Sequence[tuple[str, str]],
+    axes: Sequence[Axis],
+    order: str = "interleaved",
+    what: str = "--sweep",
+) -> SweepPlan:
+    """The sweep's points with the parameters ``given`` (as ``-p`` gives them), each
+    resolved by the workload: an unknown key, a key also given with ``-p``, a value the
+    workload refuses, an order that does not exist, a value twice or too many runs are
+    refused here, before anything runs."""
+    if order not in ORDERS:
+        raise UsageError(f"unknown sweep order {order!r}", hint=f"Use one of: {', '.join(ORDERS)}")
+    check_axes(axes, what)
+    fixed_keys = {key for key, _ in given}
+    for axis in axes:
+        if axis.key not in workload.parameters:
+            known = ", ".join(sorted(workload.parameters)) or "(none)"
+            raise UsageError(
+                f"{what} {axis.key}: workload {workload.name} has no parameter {axis.key}",
+                hint=f"Its parameters: {known} (see `lab workloads`)",
+            )
+        if axis.key in fixed_keys:
+            raise UsageError(
+                f"{axis.key} is both given (-p) and swept ({what})",
+                hint=f"Drop -p {axis.key}=…, or sweep another parameter",
+            )
+    base = dict(given)
+    swept = {a.key for a in axes}
+    made = tuple(points(axes))
+    resolved = []
+    for point in made:
+        try:
+            resolved.append(workload.resolve({**base, **dict(point)}))
+        except UsageError as err:
+            raise UsageError(
+                f"{what} {label(point)}: {err.message}",
+                hint=err.hint or f"See `lab workloads` for what {workload.name} takes",
+            ) from None
+    fixed = {k: v for k, v in workload.resolve(base).items() if k not in swept}
+    return SweepPlan(tuple(axes), order, fixed, made, tuple(resolved))
 
 
 class Value(Protocol):
@@ -83,13 +150,13 @@ def record_sweep(
 
 class SweepRun:
     """Drives the values' controllers in the sweep's order; :attr:`active` is the one
-    running now (the one whose runners Ctrl-C stops)."""
+    running now, and after an interruption the one that was (whose runners to stop)."""
 
     def __init__(self, values: Sequence[Value], order: str, n: int) -> None:
         if order not in ORDERS:
             raise ValueError(f"unknown sweep order {order!r}")
         self.values, self.order, self.n = list(values), order, n
-        self.active: Value | None = None
+        self.active: Any = None  # the Value running now
         self._begun: list[Value] = []
 
     def run(self) -> None:
@@ -101,8 +168,7 @@ class SweepRun:
             else:
                 for value in self.values:
                     self._advance(value, self.n)
-        finally:
-            self.active = None
+        finally:  # `active` stays: the value whose runners Ctrl-C must stop
             for value in self._begun:  # those a stop left before their last round
                 value.end()
 

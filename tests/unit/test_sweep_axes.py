@@ -129,3 +129,6 @@ def test_a_study_file_gives_a_list_or_a_range_string() -> None:
         axis_of("total_size", 4, "w")
     with pytest.raises(UsageError, match="holds True, which is not a string or a number"):
         axis_of("threads", [1, True], "w")
+    with pytest.raises(UsageError, match="holds an empty value"):
+        axis_of("total_size", ["4M", " "], "w")
+    assert axis_of("mode", ["a,b", "c"], "w").values == ("a,b", "c")  # a list item is one value
