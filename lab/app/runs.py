@@ -15,7 +15,7 @@ from lab.core.errors import UsageError
 from lab.guests.variants import variants_for
 from lab.run.environment import changes, latest, twin_differences
 from lab.store import Store
-from lab.store.records import FailedAttempt, GuestProgress, RunRecord
+from lab.store.records import FailedAttempt, GuestProgress, RunRecord, SweepRecord
 
 TAIL_CHARS = 600  # of each failed attempt's output that `lab runs show` prints
 
@@ -122,6 +122,24 @@ def declared_by_variants(
     return (
         frozenset(fact for variant in chosen for fact in variant.guest_facts),
         {variant.name: variant.changes for variant in chosen},
+    )
+
+
+def find_sweep(store: Store, prefix: str, study: str | None = None) -> SweepRecord:
+    """The sweep whose key is ``prefix`` or starts with it; an error names the candidates."""
+    sweeps = store.sweeps(study)
+    exact = [s for s in sweeps if s.key == prefix]
+    matches = exact or [s for s in sweeps if s.key.startswith(prefix)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        known = ", ".join(s.key for s in sweeps[:8]) or "none"
+        raise UsageError(
+            f"no sweep {prefix!r} in {store.path}", hint=f"See `lab runs`; its sweeps: {known}"
+        )
+    raise UsageError(
+        f"{prefix!r} names {len(matches)} sweeps: {', '.join(s.key for s in matches[:8])}",
+        hint="Give more of the key",
     )
 
 
