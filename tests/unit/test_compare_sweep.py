@@ -162,3 +162,53 @@ def test_fail_on_worse_reads_a_sweep_s_corrected_verdicts(
     code, _, err = lab(capsys, "compare", "--db", db, "--fail-on", "worse", "--baseline",
                        "shp1g,thp")  # now B is thp, worse from 64M on  # fmt: skip
     assert code == 9 and "sysbench-memory (total_size=64M)" in err
+
+
+def test_the_report_has_the_sweep_table_its_plot_and_each_value_s_backing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+
+    db = sweep_store(tmp_path / "lab.db")
+    with Store.open(db) as store:
+        (sweep,) = store.sweeps()
+        for i, r in enumerate(sweep.runs[:2]):  # two values recorded what backed the twins
+            store.record_environment(r.run_id, "guest", "lab-shp1g", {
+                "qemu_hugetlb_kib": "1048576", "qemu_anon_huge_kib": "0",
+                "memory_kib": "1048576", "memory_backing_declared": "hugetlb"})  # fmt: skip
+            store.record_environment(r.run_id, "guest", "lab-thp", {
+                "qemu_hugetlb_kib": "0", "qemu_anon_huge_kib": str(524288 * (i + 1)),
+                "memory_kib": "1048576", "memory_backing_declared": "default"})  # fmt: skip
+    code, _, err = lab(capsys, "report", "--db", str(db), "--out", str(tmp_path / "out"))
+    assert code == 0, err
+    page = (tmp_path / "out" / "index.html").read_text()
+    section = page[page.index('<h2 id="sweeps">') : page.index('<h2 id="metadata">')]
+    rows = re.findall(r'<tr class="(\w+)"><td>(\w+)</td>', section)
+    assert rows == [("equivalent", "4M"), ("equivalent", "16M"), ("faster", "64M"),
+                    ("faster", "256M")]  # fmt: skip
+    assert "crossing: total_size=64M" in section
+    (src,) = re.findall(r'<img src="(figures/sweep-[^"]+)"', section)
+    assert (tmp_path / "out" / src).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "log axis" in section  # 4M to 256M spans decades
+    backing = section[section.index("What backed each twin") :]
+    backing = backing[: backing.index("</table>")]
+    assert "100 % of its 1,048,576 KiB of RAM in hugetlb pages" in backing
+    assert "50 % of its 1,048,576 KiB of RAM in transparent huge pages" in backing  # 4M
+    assert "100 % of its 1,048,576 KiB of RAM in transparent huge pages" in backing  # 16M
+    assert backing.count("not recorded") == 4  # 64M and 256M, both twins
+
+
+def test_the_sweep_plot_marks_each_verdict_and_the_crossing() -> None:
+    from lab.report.plots import sweep_plot
+    from lab.stats.sweep import compare_sweep
+    from tests.unit.test_sweep_stats import _family
+
+    where, comparisons = _family({"4M": 0.0, "64M": -5.0, "1G": -5.0})
+    fig, caption = sweep_plot(compare_sweep("sw", where, ["a", "b", "c"], comparisons))
+    (ax,) = fig.axes
+    assert ax.get_xscale() == "log"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["4M", "64M", "1G"]
+    labels = ax.get_legend_handles_labels()[1]
+    assert "±1% threshold" in labels and "crossing: total_size=64M" in labels
+    assert {"B better", "equivalent"} <= set(labels)
+    assert "corrected with Holm over the 3 values" in caption
