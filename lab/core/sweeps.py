@@ -102,6 +102,8 @@ def axis_of(key: str, values: object, what: str) -> Axis:
     texts = tuple(str(v).strip() for v in values)
     if not all(texts):
         raise UsageError(f"{what}: {key} holds an empty value", hint=f'e.g. {key} = ["16M", "64M"]')
+    if any("," in t for t in texts):  # `lab run --sweep` could not be given it
+        raise UsageError(f"{what}: {key} holds a value with a comma", hint="Give one value each")
     if len(texts) > MAX_SWEEP_RUNS:
         raise too_many(f"{what} {key}", len(texts))
     return Axis(key, texts)

@@ -415,15 +415,16 @@ class Reads:
         return {(r[0], r[1]): (int(r[2]), int(r[3])) for r in cur}
 
     def iteration_seconds(
-        self, workload: str | None = None, study: str | None = None
+        self, workload: str | None = None, study: str | None = None, run: str | None = None
     ) -> np.ndarray:
-        """How long successful iterations took: ``wall``, else ``ended − started``."""
+        """How long successful iterations took: ``wall``, else ``ended − started``; of one
+        run (its key) with ``run``."""
         cur = self._conn.execute(
             "SELECT COALESCE(i.wall, i.ended - i.started) FROM iteration i"
             " JOIN run r ON r.id=i.run_id JOIN study st ON st.id=r.study_id"
             " WHERE i.ok=1 AND (?1 IS NULL OR r.workload=?1) AND (?2 IS NULL OR st.name=?2)"
-            " AND COALESCE(i.wall, i.ended - i.started) IS NOT NULL",
-            (workload, study),
+            " AND (?3 IS NULL OR r.key=?3) AND COALESCE(i.wall, i.ended - i.started) IS NOT NULL",
+            (workload, study, run),
         )
         return np.fromiter((r[0] for r in cur), dtype=np.float64)
 
