@@ -212,3 +212,18 @@ def test_the_sweep_plot_marks_each_verdict_and_the_crossing() -> None:
     assert "±1% threshold" in labels and "crossing: total_size=64M" in labels
     assert {"B better", "equivalent"} <= set(labels)
     assert "corrected with Holm over the 3 values" in caption
+
+
+def test_lab_runs_names_each_run_s_sweep_and_the_command_that_resumes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(sweep_store(tmp_path / "lab.db", other_run=True))
+    _, out, _ = lab(capsys, "runs", "--db", db, "--json")
+    sweeps = {r["key"]: r["sweep"] for r in json.loads(out)}
+    assert sweeps["sysbench-memory-run2"] == SWEEP and sweeps["sysbench-memory-alone"] is None
+    _, out, _ = lab(capsys, "runs", "--db", db, "show", "sysbench-memory-run2", "--json")
+    command = json.loads(out)["command"]
+    assert "--sweep total_size=4M,16M,64M,256M --sweep-order interleaved" in command
+    assert "-p total_size" not in command  # the swept key is the sweep's, not a parameter
+    _, out, _ = lab(capsys, "runs", "--db", db, "show", "sysbench-memory-alone", "--json")
+    assert "-p total_size=1G" in json.loads(out)["command"]
