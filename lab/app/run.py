@@ -17,6 +17,7 @@ from lab.core.inventory import LOCAL
 from lab.core.sweeps import Axis
 from lab.guests.labstate import GuestRecord, guest_named
 from lab.guests.sites import guests_of, require_up
+from lab.guests.ssh import GuestShell
 from lab.run.lock import run_lock
 from lab.run.placement import check_swap_plan, check_swap_schedule
 from lab.run.sweep import SweepPlan, plan_sweep
@@ -172,6 +173,13 @@ def run_workload(ctx: Context, request: RunRequest) -> RunOutcome:
     labels = sweep.labels() if sweep else [""]
     db = request.db or ctx.config.store
     local = [g for g in guests if g.host == LOCAL]
+    shells: dict[str, GuestShell] = {}  # one connection per guest, whatever the values
+
+    def shell(record: GuestRecord) -> GuestShell:
+        if record.name not in shells:
+            shells[record.name] = shell_for(ctx, record)
+        return shells[record.name]
+
     with (
         run_lock(Path(ctx.config.state_dir), command_line(request), ctx.warn),
         Store.open(Path(db), cache_kib=STORE_CACHE_KIB) as store,
@@ -179,8 +187,7 @@ def run_workload(ctx: Context, request: RunRequest) -> RunOutcome:
         RunProgress(ctx, request.n) as progress,
     ):
         controllers = [
-            Controller(ctx, store, state, guests, each, lambda record: shell_for(ctx, record),
-                       progress.update, sites=up)
+            Controller(ctx, store, state, guests, each, shell, progress.update, sites=up)
             for each in plans
         ]  # fmt: skip
         for controller, label in zip(controllers, labels, strict=True):

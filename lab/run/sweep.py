@@ -27,12 +27,14 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lab.core.errors import UsageError
 from lab.core.sweeps import ORDERS, Axis, check_axes, label, points
 from lab.run.workload import ParamValue, Workload
-from lab.store import Store
+
+if TYPE_CHECKING:  # the store is opened by the caller; lab run's parser needs none of it
+    from lab.store import Store
 
 Point = tuple[tuple[str, str], ...]  # the swept parameters' values, as given: ((key, value), …)
 
