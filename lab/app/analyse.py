@@ -15,20 +15,23 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from lab.app.runs import find_run
+from lab.app.runs import find_run, find_sweep
 from lab.core.context import Context
 from lab.core.errors import LabError, UsageError
+from lab.core.sweeps import label
 from lab.stats.verdict import Threshold, parse_threshold
 from lab.store import Store
 from lab.store.cli import variant_order
-from lab.store.records import RunRecord
+from lab.store.records import SweepRecord
 
 if TYPE_CHECKING:
     from lab.stats.analysis import MetricComparison
     from lab.stats.blocked import BlockedDifference
     from lab.stats.discard import WarmupCut
+    from lab.stats.multiplicity import Correction
     from lab.stats.series import Series, SeriesKey
     from lab.stats.stopping import StoppedInterval
+    from lab.stats.sweep import SweepComparison
 
 
 class WorseVerdict(LabError):
@@ -53,6 +56,7 @@ class Selection:
     baseline: tuple[str, ...] = ()  # variant order, A first; empty: as stored
     run: str | None = None  # one run's key, or a unique prefix of one
     against: str | None = None  # another run to compare ``run`` with, variant by variant
+    sweep: str | None = None  # one sweep's key, or a unique prefix of one
 
 
 @dataclass(frozen=True)
@@ -62,9 +66,20 @@ class AnalyseRequest:
     threshold: str = "1%"
     trim: bool = False
     paired: Pairing = "never"
+    correction: str = "holm"  # of a sweep's verdicts: "holm" or "bh" (lab.stats.multiplicity)
 
     def __post_init__(self) -> None:
         parse_threshold(self.threshold)  # a threshold that cannot be read: refused at once
+        if self.correction not in ("holm", "bh"):
+            raise UsageError(
+                f"unknown correction {self.correction!r}", hint="Use holm or bh (--correction)"
+            )
+
+    @property
+    def correction_method(self) -> Correction:
+        from lab.stats.multiplicity import Correction  # deferred: numpy
+
+        return Correction(self.correction)
 
     @property
     def threshold_value(self) -> Threshold:
@@ -86,9 +101,19 @@ class Samples:
 
 
 @dataclass(frozen=True)
+class SweepSamples:
+    """A sweep's values, each its own run's samples without their warm-up."""
+
+    sweep: SweepRecord
+    values: list[tuple[tuple[tuple[str, str], ...], str, Samples]]  # (point, run key, samples)
+    left_out: list[tuple[str, str]]  # (value, why) of values with too few samples to compare
+
+
+@dataclass(frozen=True)
 class Analysis:
     samples: Samples
     comparisons: list[MetricComparison]
+    sweeps: list[SweepComparison] = field(default_factory=list)
 
 
 def select_samples(store: Store, selection: Selection) -> Samples:
@@ -99,10 +124,15 @@ def select_samples(store: Store, selection: Selection) -> Samples:
     from lab.stats.paired import synced_workloads
 
     s = selection
+    if s.sweep is not None and not s.run:  # the sweep alone (select_sweeps)
+        return Samples([], [], {}, {}, frozenset())
     run = find_run(store, s.run, s.study).key if s.run else None
+    swept: set[tuple[str, str]] = set()  # (study, workload): compared as sweeps instead
     if run is None:
         refuse_pooling(store, s)
+        swept = {(sw.study, sw.workload) for sw in selected_sweeps(store, s)}
     series = store.values(workload=s.workload, metric=s.metric, study=s.study, run=run)
+    series = [x for x in series if (x.study, x.workload) not in swept]
     trimmed = cut_warmup(
         series,
         store.sample_boots(s.workload, s.metric, s.study, run),
@@ -119,13 +149,14 @@ def select_samples(store: Store, selection: Selection) -> Samples:
                 f" {before.label} {after.values.size} of its {before.values.size} samples",
                 hint="Pass --warmup none or a smaller count, or run more iterations",
             )
+    placed = trimmed.aligned(store.placement_labels(s.workload, s.metric, s.study, run))
     return Samples(
         series=trimmed.series,
         order=list(s.baseline) if s.baseline else variant_order(store, s.study),
         cuts=trimmed.cuts,
-        placements=trimmed.aligned(store.placement_labels(s.workload, s.metric, s.study, run)),
+        placements={k: v for k, v in placed.items() if (k[0], k[1]) not in swept},
         synced=synced_workloads(store.runs(s.study)),
-        stops=stopped_intervals(store, s, run),
+        stops={k: v for k, v in stopped_intervals(store, s, run).items() if k not in swept},
     )
 
 
@@ -148,20 +179,67 @@ def stopped_intervals(
 def refuse_pooling(store: Store, selection: Selection) -> None:
     """Runs of one workload that differ (other parameters, n or schedule: another key) are
     never pooled into one series: two-peaked data would be called "inconclusive". The same
-    command resumed or repeated is one run (one key) and pools."""
-    by_workload: dict[tuple[str, str], list[RunRecord]] = {}
+    command resumed or repeated is one run (one key) and pools; the runs of one sweep are
+    one family (compared value by value), refused only beside other runs of the workload."""
+    in_sweep = {r.run_key: sw for sw in store.sweeps(selection.study) for r in sw.runs}
+    by_workload: dict[tuple[str, str], dict[str, str]] = {}  # -> unit -> how it is listed
     for run in store.runs(selection.study):
         if selection.workload in (None, run.workload):
-            by_workload.setdefault((run.study, run.workload), []).append(run)
-    for (study, workload), runs in sorted(by_workload.items()):
-        if len(runs) > 1:
-            listed = "; ".join(f"{r.key} ({_params(r.params)})" for r in runs[:6])
+            units = by_workload.setdefault((run.study, run.workload), {})
+            sweep = in_sweep.get(run.key)
+            if sweep is None:
+                units[run.key] = f"{run.key} ({_params(run.params)})"
+            else:
+                units[sweep.key] = f"sweep {sweep.key} ({_sweep_text(sweep)})"
+    for (study, workload), units in sorted(by_workload.items()):
+        if len(units) > 1:
+            listed = "; ".join(list(units.values())[:6])
+            sweeps = any(text.startswith("sweep ") for text in units.values())
             raise UsageError(
-                f"study {study!r} holds {len(runs)} runs of {workload} that differ, and runs"
+                f"study {study!r} holds {len(units)} runs of {workload} that differ, and runs"
                 f" are never pooled: {listed}",
-                hint=f"Pick one with --run KEY (a unique prefix is enough); `lab runs --study"
-                f" {study}` lists them",
+                hint=f"Pick one with --run KEY{' or --sweep KEY' if sweeps else ''} (a unique"
+                f" prefix is enough); `lab runs --study {study}` lists them",
             )
+
+
+def _sweep_text(sweep: SweepRecord) -> str:
+    axes = "; ".join(f"{key} = {', '.join(values)}" for key, values in sweep.axes)
+    return f"{axes}: {len(sweep.runs)} runs"
+
+
+def selected_sweeps(store: Store, selection: Selection) -> list[SweepRecord]:
+    """The sweeps ``selection`` names: the one ``--sweep`` names, none with ``--run``, else
+    every sweep of its study and workload that has runs."""
+    if selection.run:
+        return []
+    if selection.sweep is not None:
+        return [find_sweep(store, selection.sweep, selection.study)]
+    return [sw for sw in store.sweeps(selection.study)
+            if sw.runs and selection.workload in (None, sw.workload)]  # fmt: skip
+
+
+def select_sweeps(store: Store, selection: Selection) -> list[SweepSamples]:
+    """Each sweep ``selection`` names, each value's run selected on its own (its warm-up
+    left out); a value with fewer than 2 samples in an arm is left out, saying so."""
+    found = []
+    for sweep in selected_sweeps(store, selection):
+        values, left_out = [], []
+        for r in sweep.runs:
+            point = tuple((str(k), str(v)) for k, v in r.point.items())
+            try:
+                samples = select_samples(store, replace(selection, run=r.run_key, sweep=None))
+            except UsageError as err:  # the warm-up would leave too few samples
+                left_out.append((label(point), err.message))
+                continue
+            small = [x.label for x in samples.series if x.values.size < 2]
+            if not samples.series or small:
+                why = f"{', '.join(small)} has fewer than 2 samples" if small else "no samples yet"
+                left_out.append((label(point), why))
+                continue
+            values.append((point, r.run_key, samples))
+        found.append(SweepSamples(sweep, values, left_out))
+    return found
 
 
 def _params(params: dict[str, object]) -> str:
@@ -196,6 +274,31 @@ def compare_samples(samples: Samples, request: AnalyseRequest) -> list[MetricCom
     comparisons = with_warmup(comparisons, samples.cuts)
     comparisons = with_stops(comparisons, samples.stops)  # runs an --until rule stopped
     return with_hosts(comparisons, series)  # pairs on several hosts: a By-host table
+
+
+def compare_sweeps(sweeps: list[SweepSamples], request: AnalyseRequest) -> list[SweepComparison]:
+    """Each sweep compared value by value as one run is, then per metric its verdicts
+    corrected together and its crossing found (``lab.stats.sweep``)."""
+    from lab.stats.analysis import ALL  # deferred: heavy (scipy)
+    from lab.stats.sweep import compare_sweep
+
+    found = []
+    for sweep in sweeps:
+        per_value = [(point, key, compare_samples(samples, request))
+                     for point, key, samples in sweep.values]  # fmt: skip
+        metrics = sorted({(c.workload, c.metric) for _, _, cs in per_value for c in cs})
+        for workload, metric in metrics:
+            chosen = [
+                (point, key, c) for point, key, cs in per_value for c in cs
+                if (c.workload, c.metric, c.subset) == (workload, metric, ALL) and c.pairs
+            ]  # fmt: skip
+            if not chosen:
+                continue
+            found.append(compare_sweep(
+                sweep.sweep.key, [p for p, _, _ in chosen], [k for _, k, _ in chosen],
+                [c for _, _, c in chosen], request.correction_method, sweep.left_out,
+            ))  # fmt: skip
+    return found
 
 
 def no_samples(selection: Selection) -> UsageError:
@@ -250,30 +353,43 @@ def select_against(store: Store, selection: Selection) -> Samples:
                    synced=frozenset())  # fmt: skip
 
 
-def selected(ctx: Context, selection: Selection) -> Samples:
+def selected(ctx: Context, selection: Selection) -> tuple[Samples, list[SweepSamples]]:
     """:func:`select_samples` from the store ``selection`` names (or, with ``--against``,
-    :func:`select_against`), refused when empty."""
+    :func:`select_against`), and its sweeps (:func:`select_sweeps`), refused when empty."""
     with Store.open(store_path(ctx, selection), create=False) as store:
         if selection.against:
-            samples = select_against(store, selection)
+            samples, sweeps = select_against(store, selection), []
         else:
-            samples = select_samples(store, selection)
-    if not samples.series:
+            samples, sweeps = select_samples(store, selection), select_sweeps(store, selection)
+    if not samples.series and not any(sw.values for sw in sweeps):
+        if sweeps:
+            raise no_sweep_samples(sweeps)
         raise no_samples(selection)
-    return samples
+    return samples, sweeps
+
+
+def no_sweep_samples(sweeps: list[SweepSamples]) -> UsageError:
+    """The refusal of sweeps none of whose values can be compared yet, saying why."""
+    why = "; ".join(f"{value}: {reason}" for sw in sweeps for value, reason in sw.left_out[:4])
+    return UsageError(
+        f"no value of sweep {sweeps[0].sweep.key} has 2 samples per variant yet ({why})",
+        hint="Run (or resume) the sweep with its `lab run ... --sweep` command",
+    )
 
 
 def analyse(ctx: Context, request: AnalyseRequest) -> Analysis:
-    """``lab compare``'s analysis: the selected samples compared, arm by arm."""
-    samples = selected(ctx, request.selection)
-    return Analysis(samples, compare_samples(samples, request))
+    """``lab compare``'s analysis: the selected samples compared, arm by arm, and each
+    sweep's values compared as a family."""
+    samples, sweeps = selected(ctx, request.selection)
+    comparisons = compare_samples(samples, request) if samples.series else []
+    return Analysis(samples, comparisons, compare_sweeps(sweeps, request))
 
 
 def analyse_by_host(ctx: Context, request: AnalyseRequest) -> list[BlockedDifference]:
     """``lab compare --by host``: B − A within each host, then the hosts combined."""
     from lab.stats.blocked import by_host  # deferred: heavy (scipy)
 
-    samples = selected(ctx, request.selection)
+    samples, _ = selected(ctx, request.selection)
     results = by_host(samples.series, samples.order, request.confidence)
     if not results:
         raise UsageError(

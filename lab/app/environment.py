@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lab.app.analyse import Selection, store_path
-from lab.app.runs import declared_by_variants, find_run
+from lab.app.runs import declared_by_variants, find_run, find_sweep
 from lab.core.context import Context
 from lab.run.backing import describe, problem
 from lab.run.environment import (
@@ -126,6 +126,9 @@ def environment_warnings(
 
 
 def _selected(store: Store, selection: Selection) -> list[RunRecord]:
+    if selection.sweep and not selection.run:
+        keys = {r.run_key for r in find_sweep(store, selection.sweep, selection.study).runs}
+        return [r for r in store.runs(selection.study) if r.key in keys]
     if selection.run:
         found = [find_run(store, selection.run, selection.study)]
         if selection.against:

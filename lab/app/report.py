@@ -6,11 +6,20 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from lab.app.analyse import AnalyseRequest, compare_samples, select_samples, store_path
+from lab.app.analyse import (
+    AnalyseRequest,
+    SweepSamples,
+    compare_samples,
+    compare_sweeps,
+    select_samples,
+    select_sweeps,
+    store_path,
+)
 from lab.app.environment import environment_report
 from lab.core.context import Context
 from lab.core.errors import UsageError
 from lab.report.images import image_summaries
+from lab.run.backing import describe
 from lab.run.environment import latest
 from lab.store import Store
 
@@ -36,6 +45,8 @@ def report(ctx: Context, request: ReportRequest) -> ReportResult:
     study = selection.study
     with Store.open(path, create=False) as store:
         samples = select_samples(store, selection)
+        sweeps = select_sweeps(store, selection)
+        backing = sweep_backing(store, sweeps)
         guests = store.guests(study)
         meta = ReportMeta(
             store_path=str(path), studies=[s for s in store.studies() if study in (None, s.name)],
@@ -46,19 +57,36 @@ def report(ctx: Context, request: ReportRequest) -> ReportResult:
                         for (scope, name), facts in latest(store.environment(r.id)).items()}
                 for r in store.runs(study)
             },
+            sweep_backing=backing,
         )  # fmt: skip
-    if not samples.series:
+    if not samples.series and not any(sw.values for sw in sweeps):
         raise UsageError(
             "no samples in the store to report on",
             hint="Collect some with `lab run` or bring them in with `lab import FILE`",
         )
     said = environment_report(ctx, selection)
     meta = replace(meta, evidence=said.notes, warnings=said.warnings)
-    comparisons = compare_samples(samples, request.analysis)
+    comparisons = compare_samples(samples, request.analysis) if samples.series else []
+    compared = compare_sweeps(sweeps, request.analysis)
     out = Path(request.out) if request.out else path.parent / "report"
     try:
-        index = render(comparisons, meta, out, embed=request.embed)
+        index = render(comparisons, meta, out, embed=request.embed, sweeps=compared)
     except OSError as err:
         message = f"cannot write the report to {out}: {err}"
         raise UsageError(message, hint="Pass another --out") from None
     return ReportResult(index)
+
+
+def sweep_backing(store: Store, sweeps: list[SweepSamples]) -> dict[str, dict[str, str]]:
+    """Run key -> guest -> what backed its memory at the run's last record (the end of the
+    value's last round), for each value of each sweep (``lab.run.backing``)."""
+    found: dict[str, dict[str, str]] = {}
+    for sweep in sweeps:
+        for r in sweep.sweep.runs:
+            now = latest(store.environment(r.run_id))
+            found[r.run_key] = {
+                name: describe(name, facts) or "not recorded"
+                for (scope, name), facts in now.items()
+                if scope == "guest"
+            }
+    return found

@@ -14,10 +14,13 @@ from typing import Any
 from lab.core.context import Context
 from lab.core.errors import UsageError
 from lab.core.inventory import LOCAL
+from lab.core.sweeps import Axis
 from lab.guests.labstate import GuestRecord, guest_named
 from lab.guests.sites import guests_of, require_up
+from lab.guests.ssh import GuestShell
 from lab.run.lock import run_lock
 from lab.run.placement import check_swap_plan, check_swap_schedule
+from lab.run.sweep import SweepPlan, plan_sweep
 from lab.run.workload import Workload, get_workload, workloads_for
 from lab.stats.verdict import Threshold
 from lab.stats.verdict import parse_threshold as read_threshold
@@ -45,18 +48,21 @@ class RunRequest:
     guests: tuple[str, ...] = ()  # empty: every guest that is up
     hosts: str | None = None  # None: every host where a lab is up
     max_failures: int = 10
+    sweep: tuple[Axis, ...] = ()  # one run per point of these axes' product (lab.run.sweep)
+    sweep_order: str = "interleaved"  # or "blocked"
 
 
 @dataclass(frozen=True)
 class RunOutcome:
     workload: str
-    key: str  # the run's key in the store
+    key: str  # the run's key in the store (a sweep's: the sweep's key)
     n: int
     guests: int
     db: str
     interrupted: bool = False  # Ctrl-C: the runners were stopped, the samples so far kept
     completed: int | None = None  # with a stopping rule that stopped: iterations per guest
     decision: Any = None  # lab.stats.sequential.Decision once a rule stopped the run
+    sweep: tuple[tuple[str, str], ...] = ()  # a sweep's runs: (value, run key), in its order
 
 
 def parse_threshold(text: str) -> Threshold:
@@ -76,6 +82,9 @@ def command_line(request: RunRequest) -> list[str]:
     for key, value in request.params:
         argv += ["-p", f"{key}={value}"]
     argv += ["--warmup", request.warmup] if request.warmup is not None else []
+    for axis in request.sweep:
+        argv += ["--sweep", f"{axis.key}={','.join(axis.values)}"]
+    argv += ["--sweep-order", request.sweep_order] if request.sweep else []
     argv += ["--hosts", request.hosts] if request.hosts else []
     return argv + (["--guests", ",".join(request.guests)] if request.guests else [])
 
@@ -102,19 +111,37 @@ def check_request(request: RunRequest, workloads: Mapping[str, Workload] | None 
     parse_threshold(request.threshold)
     workload = get_workload(request.workload, workloads)
     workload.resolve(dict(request.params))
+    check_sweep(request, workload)
     return workload
 
 
+def check_sweep(request: RunRequest, workload: Workload) -> SweepPlan | None:
+    """The request's sweep checked against the workload (None without one)."""
+    if not request.sweep:
+        return None
+    if request.until:
+        raise UsageError(
+            "--until stops one run on its verdict; a sweep's values are read together, with"
+            " their verdicts corrected for each other",
+            hint="Drop --until and give --n (lab plan --from-store --sweep says how many from a"
+            " pilot sweep)",
+        )
+    return plan_sweep(workload, request.params, request.sweep, request.sweep_order)
+
+
 def run_workload(ctx: Context, request: RunRequest) -> RunOutcome:
-    """Run (or resume) the iterations ``request`` asks for, storing every sample."""
+    """Run (or resume) the iterations ``request`` asks for, storing every sample: one run,
+    or a sweep's runs in the sweep's order."""
     # deferred: heavy (scipy, through the stopping rules and the progress display)
     from lab.guests.bringup import shell_for
     from lab.run.controller import STORE_CACHE_KIB, Controller, RunPlan
     from lab.run.hostside import host_side
     from lab.run.progress import RunProgress
+    from lab.run.sweep import SweepRun, record_sweep, sweep_key
     from lab.store import Store
 
     workload = check_request(request, workloads_for(ctx.config))
+    sweep = check_sweep(request, workload)
     up = require_up(ctx, request.hosts)
     state = next((st for site, st in up if not site.remote), up[0][1])
     everyone = guests_of(up)
@@ -123,11 +150,14 @@ def run_workload(ctx: Context, request: RunRequest) -> RunOutcome:
     _check_remote(workload, guests)
     if request.swap_every is not None:
         check_swap_plan(request.schedule, guests, request.swap_every)
-    params = workload.resolve(dict(request.params))
+    key = None
+    if sweep is not None:
+        key = sweep_key(request.study, workload.name, sweep.fixed, sweep.axes, names, request.n,
+                        request.schedule, sweep.order, request.swap_every)  # fmt: skip
     plan = RunPlan(
         study=request.study,
         workload=workload,
-        params=params,
+        params=workload.resolve(dict(request.params)),
         n=request.n,
         schedule=request.schedule,
         max_failures=request.max_failures,
@@ -137,32 +167,54 @@ def run_workload(ctx: Context, request: RunRequest) -> RunOutcome:
         swap_every=request.swap_every,
         warmup=request.warmup,
         counters=request.counters,
+        sweep=key,
     )
+    plans = [replace(plan, params=p) for p in sweep.params] if sweep else [plan]
+    labels = sweep.labels() if sweep else [""]
     db = request.db or ctx.config.store
+    local = [g for g in guests if g.host == LOCAL]
+    shells: dict[str, GuestShell] = {}  # one connection per guest, whatever the values
+
+    def shell(record: GuestRecord) -> GuestShell:
+        if record.name not in shells:
+            shells[record.name] = shell_for(ctx, record)
+        return shells[record.name]
+
     with (
         run_lock(Path(ctx.config.state_dir), command_line(request), ctx.warn),
         Store.open(Path(db), cache_kib=STORE_CACHE_KIB) as store,
-        host_side(
-            ctx, workload, params, state, [g for g in guests if g.host == LOCAL], plan.runner_dir
-        ),
+        host_side(ctx, workload, [p.params for p in plans], state, local, plan.runner_dir),
         RunProgress(ctx, request.n) as progress,
     ):
-        controller = Controller(
-            ctx, store, state, guests, plan, lambda record: shell_for(ctx, record), progress.update,
-            sites=up,
-        )  # fmt: skip
-        if request.warmup is not None:  # analysis, not identity: not part of the run's key
-            store.record_warmup(controller.run_id, request.warmup)
-        progress.start(controller)
-        outcome = RunOutcome(workload.name, controller.key, request.n, len(guests), db)
+        controllers = [
+            Controller(ctx, store, state, guests, each, shell, progress.update, sites=up)
+            for each in plans
+        ]  # fmt: skip
+        for controller, label in zip(controllers, labels, strict=True):
+            if request.warmup is not None:  # analysis, not identity: not part of the run's key
+                store.record_warmup(controller.run_id, request.warmup)
+            progress.start(controller, label)
+        outcome = RunOutcome(workload.name, key or controllers[0].key, request.n, len(guests), db)
+        if sweep is not None and key is not None:
+            record_sweep(store, controllers[0].study_id, key, workload.name, sweep.axes,
+                         sweep.order, [(c.run_id, dict(p)) for c, p in
+                                       zip(controllers, sweep.points, strict=True)])  # fmt: skip
+            outcome = replace(outcome, sweep=tuple(
+                (label, c.key) for label, c in zip(labels, controllers, strict=True)))  # fmt: skip
+        driver = SweepRun(controllers, sweep.order, request.n) if sweep else None
         try:
-            controller.run()
+            if driver is not None:
+                driver.run()
+            else:
+                controllers[0].run()
         except KeyboardInterrupt:
-            controller.stop_runners()
+            running = driver.active if driver is not None else controllers[0]
+            if running is not None:
+                running.stop_runners()
             return replace(outcome, interrupted=True)
-    decision = controller.decision
+    decision = controllers[0].decision
     if decision is not None and decision.stop:
-        done = min(len(g.completed) for g in controller.guests)
+        done = min(len(g.completed) for g in controllers[0].guests)
         return replace(outcome, completed=done, decision=decision)
     return outcome
 

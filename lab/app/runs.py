@@ -15,7 +15,7 @@ from lab.core.errors import UsageError
 from lab.guests.variants import variants_for
 from lab.run.environment import changes, latest, twin_differences
 from lab.store import Store
-from lab.store.records import FailedAttempt, GuestProgress, RunRecord
+from lab.store.records import FailedAttempt, GuestProgress, RunRecord, SweepRecord
 
 TAIL_CHARS = 600  # of each failed attempt's output that `lab runs show` prints
 
@@ -33,6 +33,7 @@ class RunSummary:
     created: float | None
     guests: tuple[GuestProgress, ...]
     stopped: str | None  # why it stopped before its n (its --until rule), if it did
+    sweep: str | None = None  # the key of the sweep it is a value of (lab run --sweep)
 
     @property
     def state(self) -> str:
@@ -80,13 +81,20 @@ def open_existing(db: Path) -> Store:
 
 
 def summaries(store: Store, study: str | None = None) -> list[RunSummary]:
-    return [_summary(store, run) for run in store.runs(study)]
+    sweeps = _sweeps_of(store, study)
+    return [_summary(store, run, sweeps.get(run.key)) for run in store.runs(study)]
 
 
-def _summary(store: Store, run: RunRecord) -> RunSummary:
+def _sweeps_of(store: Store, study: str | None) -> dict[str, SweepRecord]:
+    """Run key -> the sweep it is a value of."""
+    return {r.run_key: sw for sw in store.sweeps(study) for r in sw.runs}
+
+
+def _summary(store: Store, run: RunRecord, sweep: SweepRecord | None = None) -> RunSummary:
     return RunSummary(
         run.key, run.study, run.workload, run.params, run.schedule, run.target_n, run.created,
         tuple(store.run_progress(run.id)), store.stop_reason(run.id),
+        sweep.key if sweep else None,
     )  # fmt: skip
 
 
@@ -125,11 +133,30 @@ def declared_by_variants(
     )
 
 
+def find_sweep(store: Store, prefix: str, study: str | None = None) -> SweepRecord:
+    """The sweep whose key is ``prefix`` or starts with it; an error names the candidates."""
+    sweeps = store.sweeps(study)
+    exact = [s for s in sweeps if s.key == prefix]
+    matches = exact or [s for s in sweeps if s.key.startswith(prefix)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        known = ", ".join(s.key for s in sweeps[:8]) or "none"
+        raise UsageError(
+            f"no sweep {prefix!r} in {store.path}", hint=f"See `lab runs`; its sweeps: {known}"
+        )
+    raise UsageError(
+        f"{prefix!r} names {len(matches)} sweeps: {', '.join(s.key for s in matches[:8])}",
+        hint="Give more of the key",
+    )
+
+
 def detail(
     store: Store, prefix: str, study: str | None = None, config: Config | None = None
 ) -> RunDetail:
     """One run whole; with ``config``, its variants' declared changes are not differences."""
     run = find_run(store, prefix, study)
+    sweep = _sweeps_of(store, run.study).get(run.key)
     env = store.environment(run.id)
     declared_facts, _ = declared_by_variants(config, latest(env))
     placements: dict[str, dict[str, int]] = {}
@@ -141,7 +168,7 @@ def detail(
         for f in store.failed_attempts(run.id)
     )  # fmt: skip
     return RunDetail(
-        summary=_summary(store, run),
+        summary=_summary(store, run, sweep),
         metrics=tuple(
             {"name": m.name, "unit": m.unit, "direction": m.direction or "neither"}
             for m in run.metrics
@@ -149,22 +176,30 @@ def detail(
         warmup=store.warmup_declarations(run.study).get(run.id),
         placements=placements,
         failures=failures,
-        command=run_command(run, store.path),
+        command=run_command(run, store.path, sweep),
         environment={f"{scope} {name}": facts for (scope, name), facts in latest(env).items()},
         environment_changes=tuple(changes(env)),
         twins_differ=tuple(d.text for d in twin_differences(env, declared_facts)),
     )
 
 
-def run_command(run: RunRecord, db: Path) -> str:
+def run_command(run: RunRecord, db: Path, sweep: SweepRecord | None = None) -> str:
     """A `lab run` command for this run's workload, n, study, schedule and parameters (add
-    the --until, --swap-every or --guests it had, if any, to give the very same key)."""
+    the --until, --swap-every or --guests it had, if any, to give the very same key); for a
+    value of a sweep, the command of the whole sweep, which makes (or resumes) it."""
+    swept = {key for key, _ in sweep.axes} if sweep else set()
     params = [
-        f"-p {shlex.quote(f'{k}={v}')}" for k, v in sorted(run.params.items()) if v is not None
+        f"-p {shlex.quote(f'{k}={v}')}"
+        for k, v in sorted(run.params.items())
+        if v is not None and k not in swept
     ]
     words = ["lab run", run.workload, f"--n {run.target_n}", f"--study {shlex.quote(run.study)}"]
     if run.schedule and run.schedule != "concurrent":
         words.append(f"--schedule {run.schedule}")
+    if sweep:
+        for key, values in sweep.axes:
+            words.append("--sweep " + shlex.quote(key + "=" + ",".join(values)))
+        words.append(f"--sweep-order {sweep.order}")
     return " ".join([*words, *params, f"--db {shlex.quote(str(db))}"])
 
 

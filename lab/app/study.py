@@ -28,8 +28,10 @@ from typing import Any
 from lab.core.errors import ConfigError, LabError, UsageError
 from lab.core.names import check_name
 from lab.core.plugins import Plugins
+from lab.core.sweeps import MAX_SWEEP_RUNS, ORDERS, Axis, axis_of
 from lab.core.units import parse_size_kib
 from lab.guests.variants import load_variants
+from lab.run.sweep import SweepPlan, plan_sweep
 from lab.run.workload import GuestInfo, ParamValue, Workload, get_workload, load_workloads
 from lab.stats.verdict import parse_threshold
 
@@ -107,6 +109,14 @@ WORKLOAD_KEYS: Mapping[str, Key] = {
                   'integer or "auto"', "the warm-up the analysis leaves out (`lab run"
                   ' --warmup`): K iterations after every boot, or "auto" (a CUSUM test);'
                   " none by default"),
+    "sweep": Key((dict,), False, 'one run per value, e.g. sweep = { total_size = ["4M", "64M"] }',
+                 "table, none", "one run per value of each parameter (`lab run --sweep`),"
+                 ' several keys giving their product: a list, e.g. total_size = ["4M", "64M",'
+                 ' "1G"], or a range, "4M..4G:x4" or "1..8:+1"; at most'
+                 f" {MAX_SWEEP_RUNS} runs"),
+    "sweep_order": Key((str,), False, "interleaved or blocked", "string, interleaved",
+                       '"interleaved" (iteration i of every value before i+1 of any) or'
+                       ' "blocked" (one value after the other)'),
 }  # fmt: skip
 
 
@@ -139,6 +149,14 @@ class StudyWorkload:
     until: str | None = None
     swap_every: int | None = None  # sync only: swap the twins' CPU sets every K iterations
     warmup: str | None = None  # "auto" or a count K per boot (lab.stats.discard)
+    sweep: tuple[Axis, ...] = ()  # one run per point of these axes' product
+    sweep_order: str = "interleaved"
+    sweep_plan: SweepPlan | None = field(default=None, compare=False)  # the points, checked
+
+    @property
+    def runs(self) -> int:
+        """How many runs the step makes: 1, or one per value of its sweep."""
+        return len(self.sweep_plan.points) if self.sweep_plan else 1
 
     def describe(self) -> str:
         """'n = 24000' or 'until a verdict, at most 24000 iterations'."""
@@ -318,17 +336,39 @@ def _workload(
 
         check = partial(declared_warmup, n=n, n_name="n", toml=True)
         warmup = check(_checked(source, f"{where}: warmup", warmup, check))
+    order = _checked(source, f"{where}: sweep_order", table.get("sweep_order", ORDERS[0]),
+                     _one_of(ORDERS))  # fmt: skip
     try:
         # Parameters against what the workload declares, then what it would run: a missing
         # required parameter (gdb-build's source) is found now, not after hours of runs.
         # As text, as `lab run -p KEY=VALUE` reads them: time = 2.5 is refused here too.
-        resolved = workload.resolve({key: str(value) for key, value in params.items()})
+        given = {key: str(value) for key, value in params.items()}
+        resolved = workload.resolve(given)
         workload.spec(resolved, guest)
+        axes = tuple(axis_of(key, values, f"sweep.{key}")
+                     for key, values in table.get("sweep", {}).items())  # fmt: skip
+        plan = None
+        if axes:
+            if until is not None:
+                raise UsageError(
+                    "a sweep cannot stop on a rule (until): its values are read together",
+                    hint="Drop until and give n",
+                )
+            plan = plan_sweep(workload, list(given.items()), axes, order, "sweep")
+            for each in plan.params:  # what each value would run, as for the parameters
+                workload.spec(each, guest)
     except LabError as err:
         raise ConfigError(f"{source}: {where}: {err.message}", hint=err.hint) from None
+    if "sweep" in table and not axes:
+        raise ConfigError(
+            f"{source}: {where}: sweep is an empty table",
+            hint='e.g. sweep = { total_size = ["4M", "64M"] }, or no sweep key',
+        )
+    if "sweep_order" in table and not axes:
+        raise ConfigError(f"{source}: {where}: sweep_order needs a sweep", hint="Drop it")
     return StudyWorkload(
         name=name, params=MappingProxyType(params), n=n, schedule=schedule, until=until,
-        swap_every=swap_every, warmup=warmup,
+        swap_every=swap_every, warmup=warmup, sweep=axes, sweep_order=order, sweep_plan=plan,
     )  # fmt: skip
 
 

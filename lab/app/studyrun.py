@@ -9,8 +9,9 @@ it stopped. The plan's steps are also shown as the ``lab`` commands a user would
 
 from __future__ import annotations
 
+import json
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -50,7 +51,8 @@ def run_request(study: Study, workload: StudyWorkload, db: str) -> RunRequest:
         db=db, params=tuple((k, param_text(v)) for k, v in workload.params.items()),
         until=workload.until, confidence=study.confidence if ruled else RunRequest.confidence,
         threshold=study.threshold if ruled else RunRequest.threshold,
-        swap_every=workload.swap_every, warmup=workload.warmup,
+        swap_every=workload.swap_every, warmup=workload.warmup, sweep=workload.sweep,
+        sweep_order=workload.sweep_order,
     )  # fmt: skip
 
 
@@ -67,6 +69,10 @@ def run_argv(study: Study, workload: StudyWorkload, db: str) -> list[str]:
         argv += ["--swap-every", str(workload.swap_every)]
     if workload.warmup is not None:
         argv += ["--warmup", workload.warmup]
+    for axis in workload.sweep:
+        argv += ["--sweep", f"{axis.key}={','.join(axis.values)}"]
+    if workload.sweep:
+        argv += ["--sweep-order", workload.sweep_order]
     return argv
 
 
@@ -132,16 +138,31 @@ def record_study(store: Store, study: Study) -> int:
     )  # fmt: skip
 
 
-def estimate_seconds(workload: StudyWorkload, per_iteration: float | None) -> float | None:
+def estimate_seconds(
+    workload: StudyWorkload, per_iteration: float | None, seconds: Mapping[str, float] | None = None
+) -> float | None:
     """How long a step may take from the median time of one iteration (None: unknown).
 
     ``alternate`` runs the two guests one after the other; ``concurrent`` and ``sync`` at
-    once. With a stopping rule it is the longest the run may take.
+    once. With a stopping rule it is the longest the run may take. A sweep makes a run per
+    value, each timed by its own stored run where ``seconds`` has one (:func:`run_time_key`),
+    else by ``per_iteration``.
     """
-    if per_iteration is None:
-        return None
     guests_in_turn = 2 if workload.schedule == "alternate" else 1
-    return workload.n * per_iteration * guests_in_turn
+    points = workload.sweep_plan.params if workload.sweep_plan else [None]
+    total = 0.0
+    for params in points:
+        own = (seconds or {}).get(run_time_key(workload.name, params)) if params else None
+        each = own if own is not None else per_iteration
+        if each is None:
+            return None
+        total += workload.n * each * guests_in_turn
+    return total
+
+
+def run_time_key(workload: str, params: Mapping[str, object]) -> str:
+    """The key of one stored run's median iteration in :func:`stored_seconds`."""
+    return f"{workload} {json.dumps(dict(params), sort_keys=True)}"
 
 
 def format_duration(seconds: float | None) -> str:
@@ -227,7 +248,8 @@ def run_study(
 
 
 def stored_seconds(db: Path, study: Study) -> dict[str, float]:
-    """Median seconds of one iteration per workload of this study, from an existing store."""
+    """Median seconds of one iteration per workload of this study, from an existing store,
+    and of each of its runs (keyed by :func:`run_time_key`: a sweep's values differ)."""
     if not db.is_file():
         return {}
     found = {}
@@ -236,6 +258,10 @@ def stored_seconds(db: Path, study: Study) -> dict[str, float]:
             seconds = store.iteration_seconds(workload.name, study.name)
             if len(seconds):
                 found[workload.name] = float(np.median(seconds))
+        for run in store.runs(study.name):
+            seconds = store.iteration_seconds(run.workload, study.name, run=run.key)
+            if len(seconds):
+                found[run_time_key(run.workload, run.params)] = float(np.median(seconds))
     return found
 
 
@@ -250,6 +276,6 @@ def step_estimates(
     study: Study, seconds: dict[str, float]
 ) -> tuple[list[tuple[StudyWorkload, float | None]], float | None]:
     """Each step with its estimated seconds, and their total (None where any is unknown)."""
-    estimates = [(w, estimate_seconds(w, seconds.get(w.name))) for w in study.workloads]
+    estimates = [(w, estimate_seconds(w, seconds.get(w.name), seconds)) for w in study.workloads]
     known = [e for _, e in estimates if e is not None]
     return estimates, sum(known) if len(known) == len(estimates) else None

@@ -12,12 +12,19 @@ from typing import TYPE_CHECKING, Any
 
 from lab.commands.options import THRESHOLD_HELP, selection
 from lab.core.context import Context
-from lab.store.cli import add_db_argument, add_run_argument, add_study_argument, add_warmup_argument
+from lab.store.cli import (
+    add_db_argument,
+    add_run_argument,
+    add_study_argument,
+    add_sweep_argument,
+    add_warmup_argument,
+)
 
 if TYPE_CHECKING:
     from lab.app.analyse import AnalyseRequest
     from lab.stats.analysis import MetricComparison
     from lab.stats.blocked import BlockedDifference
+    from lab.stats.sweep import SweepComparison
 
 
 def register(subparsers: Any) -> None:
@@ -36,12 +43,24 @@ def register(subparsers: Any) -> None:
         " --swap-every), also the variant effect and the placement effect (which CPU set)"
         " told apart by a two-way model, each with its interval. Before all of it, the warm-up"
         " each run declared (lab run --warmup) is left out, or the one --warmup says; a"
-        " Warm-up table shows what was cut and what a CUSUM test and MSER-5 make of each arm.",
+        " Warm-up table shows what was cut and what a CUSUM test and MSER-5 make of each arm."
+        " The runs of a sweep (lab run --sweep) are compared value by value: a row per value,"
+        " the verdicts corrected together (--correction), and the crossing, the smallest value"
+        " where B is better beyond the threshold.",
     )  # fmt: skip
     add_db_argument(parser)
     add_study_argument(parser)
     parser.add_argument("--workload", metavar="W", help="only this workload")
     add_run_argument(parser)
+    add_sweep_argument(parser)
+    parser.add_argument(
+        "--correction", choices=("holm", "bh"), default="holm",
+        help="how a sweep's verdicts are corrected for their number: holm (Holm's step-down:"
+        " the chance of any false verdict among the values stays within 1 − confidence;"
+        " default) or bh (Benjamini–Hochberg: the expected share of false verdicts among those"
+        " made does), each on the value's p, the smallest α at which its intervals give its"
+        " verdict",
+    )  # fmt: skip
     parser.add_argument(
         "--against", metavar="KEY",
         help="compare the run --run names with this run, variant by variant (before and"
@@ -100,9 +119,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if args.by == "host":
         _print_by_host(ctx, analyse_by_host(ctx, request(args)), args.format)
         return 0
-    comparisons = analyse(ctx, request(args)).comparisons
+    analysis = analyse(ctx, request(args))
+    comparisons = analysis.comparisons
     detail = args.detail or bool(args.workload and args.metric)
-    print_comparisons(ctx, comparisons, args.format, detail)
+    print_comparisons(ctx, comparisons, args.format, detail, analysis.sweeps)
     from lab.app.environment import environment_report  # deferred, as above
 
     said = environment_report(ctx, selection(args))
@@ -111,15 +131,18 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     for line in said.warnings:
         ctx.warn(line)
     if args.fail_on == "worse":
-        fail_on_worse(comparisons)
+        fail_on_worse(comparisons, analysis.sweeps)
     return 0
 
 
-def fail_on_worse(comparisons: Sequence[MetricComparison]) -> None:
+def fail_on_worse(
+    comparisons: Sequence[MetricComparison], sweeps: Sequence[SweepComparison] = ()
+) -> None:
     from lab.app.analyse import WorseVerdict  # deferred, as above
     from lab.report.summary import worse
+    from lab.report.sweeps import per_value
 
-    found = worse(comparisons)
+    found = worse([*comparisons, *(c for s in sweeps for c in per_value(s))])
     if found:
         named = "; ".join(f"{r.workload} · {r.metric}: {r.change}" for r in found)
         raise WorseVerdict(
@@ -133,21 +156,31 @@ def request(args: argparse.Namespace) -> AnalyseRequest:
 
     return AnalyseRequest(
         selection(args), args.confidence, args.threshold, trim=args.trim,
-        paired="always" if args.paired else "synced",
+        paired="always" if args.paired else "synced", correction=args.correction,
     )  # fmt: skip
 
 
 def print_comparisons(
-    ctx: Context, comparisons: Sequence[MetricComparison], form: str, detail: bool = True
+    ctx: Context,
+    comparisons: Sequence[MetricComparison],
+    form: str,
+    detail: bool = True,
+    sweeps: Sequence[SweepComparison] = (),
 ) -> None:
     """The comparisons as ``--format`` says: table (the summary, then with ``detail`` the
-    full tables), markdown, json or csv."""
-    from lab.report import formats  # deferred: heavy (scipy)
+    full tables), markdown, json or csv; each sweep as its table, after them."""
+    # deferred: heavy (scipy)
+    from lab.report import formats
+    from lab.report import sweeps as sweep_format
 
     if form == "table":
         formats.print_summary(ctx.out, comparisons)
+        for sweep in sweeps:
+            sweep_format.print_sweep(ctx.out, sweep)
         if detail:
             formats.print_tables(ctx.out, comparisons)
+            for sweep in sweeps:
+                formats.print_tables(ctx.out, sweep_format.per_value(sweep))
         else:
             ctx.err.print(
                 "[dim]the full tables (sd, min, max, diagnostics, tests): lab compare --detail,"
@@ -155,21 +188,34 @@ def print_comparisons(
             )
     elif form == "markdown":
         ctx.out.file.write(formats.markdown(comparisons))
+        ctx.out.file.write("".join(sweep_format.markdown(sweep) for sweep in sweeps))
     elif form == "json":
-        ctx.out.file.write(_json(comparisons) + "\n")
+        ctx.out.file.write(_json(comparisons, sweeps) + "\n")
     else:
         ctx.out.file.write(
             formats.as_csv(comparisons) + _paired_csv(comparisons) + _placement_csv(comparisons)
-            + _warmup_csv(comparisons)
+            + _warmup_csv(comparisons) + _sweep_csv(sweeps)
         )  # fmt: skip
 
 
-def _json(comparisons: Sequence[MetricComparison]) -> str:
+def _sweep_csv(sweeps: Sequence[SweepComparison]) -> str:
+    """Rows of each sweep's table in the long CSV layout (no header)."""
+    from lab.report.sweeps import csv_rows  # deferred: heavy (scipy)
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    for sweep in sweeps:
+        writer.writerows(csv_rows(sweep))
+    return buf.getvalue()
+
+
+def _json(comparisons: Sequence[MetricComparison], sweeps: Sequence[SweepComparison] = ()) -> str:
     """``formats.as_json`` with a ``paired`` list where the paired analysis ran, a
     ``placement`` object where the CPU sets were swapped, the ``warmup`` of each arm, and a
     ``hosts`` object (as ``--by host`` gives) where the arms ran on several hosts."""
     # deferred: heavy (scipy)
     from lab.report import formats
+    from lab.report.sweeps import as_json_data as sweep_json
     from lab.report.tables import paired_data, placement_data
     from lab.report.warmup import warmup_data
     from lab.stats.blocked import as_dict
@@ -184,6 +230,7 @@ def _json(comparisons: Sequence[MetricComparison]) -> str:
             entry["warmup"] = warmup_data(c.warmup)
         if c.hosts is not None:
             entry["hosts"] = as_dict(c.hosts)
+    data += [sweep_json(sweep) for sweep in sweeps]  # objects with a "sweep" key
     return json.dumps(data, indent=2, ensure_ascii=False)
 
 

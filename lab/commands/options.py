@@ -21,7 +21,7 @@ THRESHOLD_HELP = (
 
 
 def selection(args: argparse.Namespace) -> Selection:
-    """The samples ``--db``, ``--study``, ``--run``, ``--workload``, ``--metric``,
+    """The samples ``--db``, ``--study``, ``--run``, ``--sweep``, ``--workload``, ``--metric``,
     ``--warmup`` and ``--baseline`` select (``lab compare`` and ``lab report`` take them alike)."""
     from lab.app.analyse import Selection  # deferred: the parser is built for every command
 
@@ -29,4 +29,5 @@ def selection(args: argparse.Namespace) -> Selection:
         db=args.db, study=args.study, workload=args.workload, metric=args.metric,
         warmup=args.warmup, baseline=tuple(args.baseline.split(",")) if args.baseline else (),
         run=args.run_key, against=getattr(args, "against", None),
+        sweep=getattr(args, "sweep_key", None),
     )  # fmt: skip

@@ -59,6 +59,14 @@ def register(subparsers: Any) -> None:
         "--from-store", action="store_true",
         help="take sd, mean, autocorrelation and iteration time from the samples in the store",
     )  # fmt: skip
+    parser.add_argument(
+        "--sweep", nargs="?", const="", metavar="KEY", dest="sweep_key",
+        help="plan each value of a pilot sweep (lab run --sweep) in the store: the samples per"
+        " value for the verdict at each, from that value's sd and, unless --effect says, its"
+        " own difference between the twins; each at 1 − α/m for m values, so its verdict"
+        " survives the sweep's correction (KEY: one sweep, or a unique prefix; none: every"
+        " sweep of --study/--workload)",
+    )  # fmt: skip
     add_db_argument(parser)
     add_study_argument(parser)
     parser.add_argument("--workload", metavar="W", help="with --from-store: only this workload")
@@ -94,6 +102,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from lab.core.errors import UsageError
     from lab.stats.planning import CURVE, FORMULA, plan_samples
 
+    if args.sweep_key is not None:
+        return _run_sweep(args, ctx)
     rows: list[tuple[str, int | None, Plan]] = []  # name, samples already stored, plan
     if args.from_store:
         rows = _from_store(args, ctx)
@@ -202,6 +212,63 @@ def plans_json(rows: list[PlanRow], formula: str) -> str:
     return json.dumps({"formula": formula, "plans": plans}, indent=2, ensure_ascii=False)
 
 
+def _run_sweep(args: argparse.Namespace, ctx: Context) -> int:
+    """``lab plan --sweep``: a table per sweep and metric, a row per value."""
+    import dataclasses
+
+    from rich.table import Table
+
+    from lab.app.analyse import Selection
+    from lab.app.plan import SweepPlanRequest, plan_sweep_values
+    from lab.stats.planning import FORMULA
+
+    goal, threshold, _ = _question(args)
+    selection = Selection(db=args.db, study=args.study, workload=args.workload,
+                          metric=args.metric, sweep=args.sweep_key or None)  # fmt: skip
+    request = SweepPlanRequest(selection, threshold, args.confidence, args.power, args.effect,
+                               goal.value if goal else None, args.iteration_time)  # fmt: skip
+    found = plan_sweep_values(ctx, request)
+    if args.json:
+        entries = [{**{k: v for k, v in dataclasses.asdict(p).items() if k != "plan"},
+                    "plan": None if p.plan is None else {**dataclasses.asdict(p.plan),
+                                                         "verdict": p.plan.verdict}}
+                   for p in found]  # fmt: skip
+        ctx.out.out(json.dumps({"formula": FORMULA, "values": entries}, indent=2,
+                               ensure_ascii=False), highlight=False)  # fmt: skip
+        return 0
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for p in found:
+        groups.setdefault((p.sweep, p.metric), []).append(p)
+    for (sweep, metric), values in groups.items():
+        first = values[0]
+        table = Table(
+            "value", "σ", "effect Δ", "verdict planned for", "samples per value", "stored",
+            "time, variants at once",
+            title=f"sweep {sweep} · {metric}: each verdict at {first.level * 100:.6g} %"
+            f" (1 − α/{first.family} for {first.family} values)",
+            title_justify="left",
+        )  # fmt: skip
+        for p in values:
+            if p.plan is None:
+                table.add_row(p.value, "–", "–", f"none: {p.why}", "–", f"{p.stored:,}", "–")
+                continue
+            plan = p.plan
+            effect = f"{plan.delta:+.4g} ({'pilot' if p.effect_from == 'pilot' else 'given'})"
+            table.add_row(p.value, f"{plan.sd:.4g}", effect, plan.verdict, f"{plan.n:,}",
+                          f"{p.stored:,}", format_duration(plan.duration_concurrent))  # fmt: skip
+        ctx.out.print(table)
+    planned = [p.plan for p in found if p.plan is not None]
+    remark = (
+        f"power {args.power:g} at each value; the effect is each value's pilot difference"
+        " (B better by Δ), unless --effect gives one for every value; threshold"
+        f" ±{threshold}; formula: {FORMULA}"
+    )
+    if planned and any(plan.iteration_time is None for plan in planned):
+        remark += "; durations need --iteration-time (or iteration times in the store)"
+    ctx.out.print(remark, highlight=False)
+    return 0
+
+
 def _from_store(args: argparse.Namespace, ctx: Context) -> list[PlanRow]:
     import numpy as np
 
@@ -212,12 +279,19 @@ def _from_store(args: argparse.Namespace, ctx: Context) -> list[PlanRow]:
 
     with open_store(args, ctx, create=False) as store:
         series = store.values(workload=args.workload, metric=args.metric, study=args.study)
+        swept = {(sw.study, sw.workload) for sw in store.sweeps(args.study) if sw.runs}
         order = variant_order(store, args.study)
+        for study, workload in sorted(swept & {(s.study, s.workload) for s in series}):
+            ctx.warn(f"{workload} in study {study} is a sweep, whose values are never pooled:"
+                     " plan it value by value with lab plan --sweep")  # fmt: skip
+        series = [s for s in series if (s.study, s.workload) not in swept]
         times = {s.workload: store.iteration_seconds(s.workload, args.study) for s in series}
     if not series:
         raise UsageError(
-            "no samples in the store to plan from",
-            hint="Run a short pilot (lab run) or import one (lab import), or pass --sd",
+            "no samples in the store to plan from" + (" but a sweep's" if swept else ""),
+            hint="Plan a sweep with lab plan --sweep"
+            if swept
+            else "Run a short pilot (lab run) or import one (lab import), or pass --sd",
         )
     groups: dict[tuple[str, str], list[Any]] = {}
     for s in series:

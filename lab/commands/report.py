@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Any
 from lab.commands.options import THRESHOLD_HELP, selection
 from lab.commands.show import print_report
 from lab.core.context import Context
-from lab.store.cli import add_db_argument, add_run_argument, add_study_argument, add_warmup_argument
+from lab.store.cli import (
+    add_db_argument,
+    add_run_argument,
+    add_study_argument,
+    add_sweep_argument,
+    add_warmup_argument,
+)
 
 if TYPE_CHECKING:
     from lab.app.report import ReportRequest
@@ -22,7 +28,9 @@ def register(subparsers: Any) -> None:
         " median, normal Q–Q plots, the means with their margins and the difference with its"
         " confidence interval; a Warm-up table of what was left out as warm-up (each run's"
         " declaration, or --warmup) with a CUSUM test and MSER-5 per arm; a By-host table where"
-        " the twins ran on several hosts (as `lab compare --by host`); then the studies,"
+        " the twins ran on several hosts (as `lab compare --by host`); for a sweep (lab run"
+        " --sweep), its table, crossing and a plot of the change against the parameter, with"
+        " what backed each twin's memory at each value; then the studies,"
         " runs, attempts, guests, their facts and domain XML and the XML diff between the"
         " twins. No network is needed to read it.",
     )  # fmt: skip
@@ -34,6 +42,7 @@ def register(subparsers: Any) -> None:
                         help="embed the figures in the page, not as PNG files")  # fmt: skip
     parser.add_argument("--workload", metavar="W", help="only this workload")
     add_run_argument(parser)
+    add_sweep_argument(parser)
     parser.add_argument("--metric", metavar="M", help="only this metric")
     parser.add_argument("--confidence", type=float, default=99.99, metavar="PERCENT",
                         help="confidence level (default: 99.99)")  # fmt: skip
@@ -42,6 +51,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--baseline", metavar="V[,V...]", help="variant order; the first is A")
     parser.add_argument("--trim", action="store_true",
                         help="add the results without far-out outliers to the tables")  # fmt: skip
+    parser.add_argument("--correction", choices=("holm", "bh"), default="holm",
+                        help="how a sweep's verdicts are corrected together, as lab compare"
+                        " --correction (default: holm)")  # fmt: skip
     add_warmup_argument(parser)
     add_study_argument(parser)
     add_db_argument(parser)
@@ -60,5 +72,6 @@ def request(args: argparse.Namespace) -> ReportRequest:
     from lab.app.analyse import AnalyseRequest
     from lab.app.report import ReportRequest
 
-    analysis = AnalyseRequest(selection(args), args.confidence, args.threshold, trim=args.trim)
+    analysis = AnalyseRequest(selection(args), args.confidence, args.threshold, trim=args.trim,
+                              correction=args.correction)  # fmt: skip
     return ReportRequest(analysis, out=args.out, embed=args.embed)

@@ -10,6 +10,7 @@ from lab.commands.options import THRESHOLD_HELP
 from lab.commands.show import print_run
 from lab.core.context import Context
 from lab.core.errors import UsageError
+from lab.core.sweeps import MAX_SWEEP_RUNS, ORDERS, parse_axis
 from lab.guests.sites import add_hosts_argument
 from lab.store.cli import warmup_rule
 
@@ -101,6 +102,21 @@ def register(subparsers: Any) -> None:
         " page-faults, context-switches, cpu-migrations), or all that this host counts (TLB"
         " misses, cycles, instructions; a VM without a PMU has none) (default: all)",
     )  # fmt: skip
+    parser.add_argument(
+        "--sweep", action="append", default=[], metavar="KEY=VALUES",
+        help="one run per value of a workload parameter (repeatable: several keys give their"
+        " cartesian product), all made and resumed by this one command, e.g. --sweep"
+        " total_size=16M,64M,256M, or a geometric range A..B:xF (total_size=4M..4G:x4) or an"
+        f" arithmetic one A..B:+S (threads=1..8:+1); at most {MAX_SWEEP_RUNS} runs. lab compare"
+        " then shows a row per value, its verdicts corrected together, and where the variant"
+        " starts to matter",
+    )  # fmt: skip
+    parser.add_argument(
+        "--sweep-order", choices=ORDERS, default="interleaved",
+        help="interleaved: iteration i of every value before iteration i+1 of any, so a drift"
+        " of the host spreads over every value (default); blocked: one value's n iterations,"
+        " then the next value's",
+    )  # fmt: skip
     parser.add_argument("--study", default=DEFAULT_STUDY, help="study name the samples belong to")
     parser.add_argument("--db", help="result store (config: store)")
     parser.add_argument(
@@ -137,4 +153,5 @@ def request(args: argparse.Namespace) -> RunRequest:
         threshold=args.threshold, swap_every=args.swap_every, warmup=args.warmup,
         guests=tuple(args.guests.split(",")) if args.guests else (), hosts=args.hosts,
         max_failures=args.max_failures, counters=args.counters,
+        sweep=tuple(parse_axis(text) for text in args.sweep), sweep_order=args.sweep_order,
     )  # fmt: skip

@@ -78,7 +78,8 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
         firsts = [g.first for g in s.guests if g.first is not None]
         lasts = [g.last for g in s.guests if g.last is not None]
         state = f"stopped early: {s.stopped}" if s.stopped else s.state
-        table.add_row(s.key, s.study, s.workload, _params(s.params), s.schedule or "-",
+        params = _params(s.params) + (f"\nof sweep {s.sweep}" if s.sweep else "")
+        table.add_row(s.key, s.study, s.workload, params, s.schedule or "-",
                       _guests(s), _when(min(firsts, default=None)),
                       _when(max(lasts, default=None)), state)  # fmt: skip
     ctx.out.print(table)
@@ -104,6 +105,8 @@ def _print_detail(ctx: Context, found: RunDetail) -> None:
     out(f"  study       {s.study}")
     out(f"  workload    {s.workload}, n = {s.target_n}, schedule {s.schedule or '-'}")
     out(f"  parameters  {_params(s.params)}")
+    if s.sweep:
+        out(f"  sweep       {s.sweep} (lab compare --sweep {s.sweep} shows its values together)")
     out(f"  metrics     {', '.join(m['name'] + ' (' + m['unit'] + ')' for m in found.metrics)}")
     out(f"  warm-up     {found.warmup or 'none declared'}")
     out(f"  created     {_when(s.created)}")

@@ -126,6 +126,16 @@ def print_run(ctx: Context, outcome: RunOutcome) -> None:
             f" --workload {outcome.workload} --paired"
         )
         return
+    if outcome.sweep:
+        for value, key in outcome.sweep:
+            ctx.out.print(f"  {value}: run {key}", highlight=False)
+        ctx.out.print(
+            f"sweep {outcome.key}: {len(outcome.sweep)} runs of {outcome.n} iterations on"
+            f" {outcome.guests} guests stored in {outcome.db}. Next: lab compare --workload"
+            f" {outcome.workload}",
+            highlight=False,
+        )
+        return
     ctx.out.print(
         f"run {outcome.key}: {outcome.n} iterations on {outcome.guests} guests stored in"
         f" {outcome.db}. Next: lab compare --workload {outcome.workload}"

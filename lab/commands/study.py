@@ -101,6 +101,10 @@ def describe_plan(
             f" {_time_text(workload, estimate)}",
             f"     lab {shlex.join(run_argv(study, workload, db))}",
         ]
+        if workload.sweep_plan is not None:
+            plan = workload.sweep_plan
+            lines.append(f"     sweep: {plan.describe()}, each {workload.describe()}:")
+            lines += [f"       {i}. {text}" for i, text in enumerate(plan.labels(), 1)]
     lines += [
         f"  {len(study.workloads) + 1}. lab {shlex.join(report_argv(study, db))}",
         f"  estimated time: {format_duration(total)}"
@@ -130,6 +134,9 @@ def plan_json(study: Study, db: str, seconds: dict[str, float], image: str) -> s
                 "until": workload.until,
                 "swap_every": workload.swap_every,
                 "warmup": workload.warmup,
+                "sweep": {a.key: list(a.values) for a in workload.sweep} or None,
+                "sweep_order": workload.sweep_order if workload.sweep else None,
+                "runs": workload.runs,
                 "argv": ["lab", *run_argv(study, workload, db)],
                 "estimated_s": estimate,
             }

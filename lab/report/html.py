@@ -22,12 +22,14 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from lab import __version__
+from lab.report import sweeps as sweep_table
 from lab.report.images import ImageSummary
-from lab.report.plots import all_figures, forest
+from lab.report.plots import all_figures, forest, sweep_plot
 from lab.report.summary import HEADER, family_note, summary_rows
 from lab.report.tables import TableData, block_tables, blocks, notes
 from lab.stats.analysis import ALL, MetricComparison, with_paired
 from lab.stats.paired import synced_workloads
+from lab.stats.sweep import SweepComparison
 from lab.store import GuestRecord, MetricInfo, RunRecord, StudyRecord
 
 STYLE = """
@@ -69,6 +71,8 @@ class ReportMeta:
     warnings: Sequence[str] = ()  # twins that differ beyond their variant, a variant not in effect
     environment: Mapping[str, Mapping[str, Mapping[str, str]]] = field(default_factory=dict)
     """run key -> "host NAME" / "guest NAME" -> facts at the run's last start"""
+    sweep_backing: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """a sweep's run key -> guest -> what backed its memory (``lab.run.backing.describe``)"""
 
 
 def _evidence_html(meta: ReportMeta) -> str:
@@ -142,6 +146,65 @@ def _summary_html(comparisons: Sequence[MetricComparison], out_dir: Path, embed:
         + f'<figure><img src="{src}" alt="forest plot of every change"><figcaption>'
         + _e(caption) + "</figcaption></figure>"
     )  # fmt: skip
+
+
+def _sweeps_html(
+    sweeps: Sequence[SweepComparison], meta: ReportMeta, out_dir: Path, embed: bool
+) -> str:
+    """Each sweep: per metric its table, crossing and plot; then what backed each twin's
+    memory at each value."""
+    if not sweeps:
+        return ""
+    parts = ['<h2 id="sweeps">Sweeps: where does the variant start to matter?</h2>']
+    by_key: dict[str, list[SweepComparison]] = {}
+    for sweep in sweeps:
+        by_key.setdefault(sweep.sweep, []).append(sweep)
+    for number, (key, members) in enumerate(by_key.items()):
+        parts.append(f"<h3>sweep {_e(key)}</h3>")
+        for i, sweep in enumerate(members):
+            head = "".join(f"<th>{_e(h)}</th>" for h in (sweep.axis, *sweep_table.HEADER))
+            body = "".join(
+                f'<tr class="{row.outcome.value}"><td>{_e(row.value)}</td>'
+                + "".join(f"<td>{_e(c)}</td>" for c in row.cells) + "</tr>"
+                for row in sweep_table.rows(sweep)
+            )  # fmt: skip
+            fig, caption = sweep_plot(sweep)
+            name = f"sweep-{number:02d}-{i:02d}-{_slug(sweep.metric)}.png"
+            src = _image(fig, out_dir, name, embed)
+            parts.append(
+                f'<table class="sweep"><caption>{_e(sweep.title)}</caption><thead><tr>{head}'
+                f"</tr></thead><tbody>{body}</tbody></table>"
+                + '<ul class="note">'
+                + "".join(f"<li>{_e(line)}</li>" for line in sweep_table.lines(sweep))
+                + "</ul>"
+                + f'<figure><img src="{_e(src)}" alt="sweep plot of {_e(sweep.title)}">'
+                f"<figcaption>{_e(caption)}</figcaption></figure>"
+            )  # fmt: skip
+        parts.append(_sweep_backing_html(members[0], meta))
+    return "\n".join(parts)
+
+
+def _sweep_backing_html(sweep: SweepComparison, meta: ReportMeta) -> str:
+    """What backed each twin's memory at each value, as each run recorded it last (after
+    the value's last iteration)."""
+    rows = [(sweep_table.value_text(sweep, v), meta.sweep_backing.get(v.run, {}))
+            for v in sweep.values]  # fmt: skip
+    guests = list(dict.fromkeys(name for _, found in rows for name in found))
+    if not guests:
+        return '<p class="note">No memory backing was recorded for this sweep\'s runs.</p>'
+    head = "".join(f"<th>{_e(h)}</th>" for h in (sweep.axis, *guests))
+    body = "".join(
+        f"<tr><td>{_e(value)}</td>" + "".join(
+            f"<td>{_e(found.get(g, 'not recorded').removeprefix(g + ': '))}</td>"
+            for g in guests) + "</tr>"
+        for value, found in rows
+    )  # fmt: skip
+    return (
+        "<table><caption>What backed each twin's memory at each value, as read on the host"
+        " last: after the value's last iteration, or where the sweep stopped</caption>"
+        f"<thead><tr>{head}</tr></thead>"
+        f"<tbody>{body}</tbody></table>"
+    )
 
 
 def _block_html(index: int, block: Sequence[MetricComparison], out_dir: Path, embed: bool) -> str:
@@ -294,9 +357,14 @@ def _placement_summary(block: Sequence[MetricComparison]) -> str:
 
 
 def render(
-    comparisons: Sequence[MetricComparison], meta: ReportMeta, out_dir: Path, embed: bool = False
+    comparisons: Sequence[MetricComparison],
+    meta: ReportMeta,
+    out_dir: Path,
+    embed: bool = False,
+    sweeps: Sequence[SweepComparison] = (),
 ) -> Path:
-    """Write ``out_dir/index.html`` (and its figures) and return its path.
+    """Write ``out_dir/index.html`` (and its figures) and return its path. Sweeps get a
+    section of their own after the summary: a table, the crossing and a plot per metric.
 
     Workloads whose runs were synchronised get the paired analysis too, if not already there.
     Comparisons with a placement analysis (``with_placement``: the twins swapped CPU sets)
@@ -320,6 +388,7 @@ def render(
         f'<p class="note">Generated {_e(_when(time.time()))} by lab {_e(__version__)} from'
         f" <code>{_e(meta.store_path)}</code>.</p>",
         _summary_html(comparisons, out_dir, embed),
+        _sweeps_html(sweeps, meta, out_dir, embed),
         _evidence_html(meta),
         "<h2>Verdicts</h2><ul>" + "".join(verdicts) + "</ul>",
         *(_block_html(i, b, out_dir, embed) for i, b in enumerate(grouped)),

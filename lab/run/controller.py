@@ -89,13 +89,17 @@ def run_key(
     schedule: str,
     until: str | None = None,
     swap_every: int | None = None,
+    sweep: str | None = None,
 ) -> str:
-    """The same command on the same lab gives the same key: that is how it resumes."""
+    """The same command on the same lab gives the same key: that is how it resumes. A run
+    of a sweep (``lab.run.sweep``) has the sweep's key in its own."""
     asked: list[Any] = [study, workload, params, sorted(guests), n, schedule]
     if until:  # only then, so that keys of runs without a rule stay what they were
         asked.append(until)
     if swap_every:  # likewise
         asked.append({"swap_every": swap_every})
+    if sweep:  # likewise
+        asked.append({"sweep": sweep})
     text = json.dumps(asked, sort_keys=True)
     return f"{workload}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
 
@@ -116,6 +120,7 @@ class RunPlan:
     swap_every: int | None = None  # sync only: swap the twins' CPU sets every K iterations
     warmup: str | None = None  # K or "auto": what the stopping rule leaves out (not the key)
     counters: str = "all"  # perf events per iteration: none, software or all (that work)
+    sweep: str | None = None  # the key of the sweep this run is a value of (lab.run.sweep)
 
 
 class Controller:
@@ -148,6 +153,8 @@ class Controller:
         self.on_update = on_update
         self.rule = self._stop_rule(guests)
         self.decision: Any = None  # lab.stats.sequential.Decision once the rule stopped the run
+        self.upto = plan.n  # the last iteration of this pass (advance)
+        self.begun = self.ended = False
         self.waiting = ""  # why the rule may not look yet (warm-up, a block not yet whole)
         self.key = run_key(
             plan.study,
@@ -158,8 +165,9 @@ class Controller:
             plan.schedule,
             plan.until,
             plan.swap_every,
+            plan.sweep,
         )
-        study_id = store.ensure_study(plan.study, description="lab run")
+        self.study_id = study_id = store.ensure_study(plan.study, description="lab run")
         self.metrics = list(plan.workload.metrics_for(plan.params))
         declared = [MetricInfo(m.name, m.unit, m.direction) for m in self.metrics]
         self.run_id = store.ensure_run(
@@ -288,6 +296,11 @@ class Controller:
     # --- the loop ---------------------------------------------------------------------
 
     def missing(self, guest: GuestProgress) -> list[int]:
+        """The iterations of this pass (up to :attr:`upto`) the guest has not done."""
+        return [i for i in self.remaining(guest) if i <= self.upto]
+
+    def remaining(self, guest: GuestProgress) -> list[int]:
+        """Every iteration of the run the guest has not done."""
         if self.decision is not None and self.decision.stop:
             return []
         return [i for i in range(1, self.plan.n + 1) if i not in guest.completed]
@@ -343,23 +356,51 @@ class Controller:
     def eta_seconds(self, guest: GuestProgress) -> float | None:
         if not guest.walls:
             return None
-        return statistics.median(guest.walls) * len(self.missing(guest))
+        return statistics.median(guest.walls) * len(self.remaining(guest))
 
-    def run(self) -> None:
+    def run(self, upto: int | None = None) -> None:
+        """The run's iterations up to ``upto`` (default: its n), from :meth:`begin` to
+        :meth:`end`."""
+        self.begin()
+        try:
+            self.advance(upto)
+        finally:
+            self.end()
+
+    def begin(self) -> None:
+        """Once per start: the environment, the runner in each guest, what its journal holds."""
+        if self.begun:
+            return
+        self.begun = True
         self.evidence.record_environment()
         for guest in self.guests:
             self.with_guest(guest, lambda g: g.runner.install())
             self.with_guest(guest, self.ingest)
+
+    def advance(self, upto: int | None = None) -> None:
+        """Run the missing iterations up to ``upto`` (at most n): all of them at once, or a
+        sweep's round at a time (``lab.run.sweep``)."""
+        self.upto = self.plan.n if upto is None else max(0, min(upto, self.plan.n))
+        for guest in self.guests:
+            guest.check_runner = True  # a pass starts by asking
         try:
             with self.swaps.in_force(self.ctx.warn):  # then back on their own CPUs
                 run_schedule(self.plan.schedule, self)
         finally:
             for counting in self.evidence.counting.values():  # left by an interruption
                 counting.stop()
-            try:
-                self.evidence.record_backing()
-            except Exception as err:
-                self.ctx.warn(f"could not record the guests' memory backing: {err}")
+            self.evidence.counting.clear()
+
+    def end(self) -> None:
+        """At the end of a start: what backs the guests' memory now that the work has
+        faulted it in (once)."""
+        if self.ended:
+            return
+        self.ended = True
+        try:
+            self.evidence.record_backing()
+        except Exception as err:
+            self.ctx.warn(f"could not record the guests' memory backing: {err}")
 
     # --- what a schedule asks of the controller (lab.run.schedules.Driver) --------------
 
@@ -408,7 +449,7 @@ class Controller:
         if not missing:
             return False
         self.check_failures(guest)
-        self.start_runner(guest, first or missing[0], last or self.plan.n)
+        self.start_runner(guest, first or missing[0], last or self.upto)
         return True
 
     def check_failures(self, guest: GuestProgress) -> None:

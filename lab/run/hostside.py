@@ -51,12 +51,13 @@ def guest_infos(
 def host_side(
     ctx: Context,
     workload: Workload,
-    params: Mapping[str, Any],
+    params: Sequence[Mapping[str, Any]],
     state: LabState,
     records: Sequence[GuestRecord],
     work_dir: str,
 ) -> Iterator[None]:
-
+    """The host prepared for each of ``params`` (one run's, or each value's of a sweep), and
+    the workload's servers, one set for all of them, while the block runs."""
     state_dir = Path(ctx.config.state_dir)
     if workload.uses_nfs:
         if not is_serving(state.host_ip):
@@ -64,7 +65,8 @@ def host_side(
                 f"{workload.name} builds on NFS, but no NFS server answers at {state.host_ip}",
                 hint="Run: lab host prepare",
             )
-        workload.host_prepare(params, ctx.host, state_dir / NFS_SUBDIR)
+        for each in params:
+            workload.host_prepare(each, ctx.host, state_dir / NFS_SUBDIR)
     servers: list[subprocess.Popen[bytes]] = []
     try:
         infos = guest_infos(state, records, work_dir)

@@ -1,4 +1,5 @@
-"""Progress of a run: a bar per guest with rate and ETA, and each variant's running mean."""
+"""Progress of a run: a bar per guest with rate and ETA, and each variant's running mean; for
+a sweep, a bar per value and guest."""
 
 from __future__ import annotations
 
@@ -34,13 +35,16 @@ class RunProgress:
             console=ctx.err,
             disable=not ctx.err.is_terminal,
         )
-        self.tasks: dict[str, TaskID] = {}
+        self.tasks: dict[tuple[str, str], TaskID] = {}  # (run key, guest) -> its bar
+        self.labels: dict[str, str] = {}  # run key -> a sweep's value, as "total_size=16M"
         self.last_plain = 0.0
 
-    def start(self, controller: Controller) -> None:
+    def start(self, controller: Controller, label: str = "") -> None:
+        """Bars for the run's guests; ``label`` names a sweep's value before them."""
+        self.labels[controller.key] = label
         for guest in controller.guests:
-            self.tasks[guest.record.name] = self.progress.add_task(
-                f"{guest.record.name} ({guest.record.variant})",
+            self.tasks[(controller.key, guest.record.name)] = self.progress.add_task(
+                f"{label + ' ' if label else ''}{guest.record.name} ({guest.record.variant})",
                 total=self.n,
                 completed=len(guest.completed),
                 stats="",
@@ -65,12 +69,14 @@ class RunProgress:
 
     def update(self, controller: Controller) -> None:
         lines = []
+        label = self.labels.get(controller.key, "")
         for guest in controller.guests:
             stats = self.describe(controller, guest)
-            task = self.tasks.get(guest.record.name)
+            task = self.tasks.get((controller.key, guest.record.name))
             if task is not None:
                 self.progress.update(task, completed=len(guest.completed), stats=stats)
-            lines.append(f"{guest.record.name}: {len(guest.completed)}/{self.n} {stats}")
+            lines.append(f"{label + ' ' if label else ''}{guest.record.name}:"
+                         f" {len(guest.completed)}/{self.n} {stats}")  # fmt: skip
         now = self.ctx.clock.monotonic()
         if not self.ctx.err.is_terminal and now - self.last_plain >= PLAIN_EVERY:
             self.last_plain = now

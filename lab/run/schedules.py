@@ -5,7 +5,9 @@
   iperf3 (the twins never share the host's network or CPUs).
 * ``sync``: iteration i starts on every guest at once, and i+1 only when all finished i.
 
-A schedule only orders the work; the :class:`Driver` (the controller) does it.
+A schedule only orders the work; the :class:`Driver` (the controller) does it. It runs the
+iterations up to ``driver.upto``: the run's n, or, for a sweep that interleaves its values
+(``lab.run.sweep``), the round it is at; iterations already done are never run again.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ class Driver(Protocol):
     @property
     def clock(self) -> Clock: ...
     @property
-    def n(self) -> int: ...
+    def upto(self) -> int: ...
     @property
     def poll_interval(self) -> float: ...
 
@@ -86,7 +88,7 @@ def concurrent(driver: Driver) -> None:
 def alternate(driver: Driver) -> None:
     """One guest at a time, iteration by iteration."""
     clock, poll = driver.clock, driver.poll_interval
-    for iteration in range(1, driver.n + 1):
+    for iteration in range(1, driver.upto + 1):
         for guest in driver.guests:
             while iteration not in guest.completed:
                 driver.check_failures(guest)
@@ -111,7 +113,7 @@ def sync(driver: Driver) -> None:
     every journal to hold the iteration. Pairs of samples then share their moment, so
     whatever disturbed the host disturbed both (lab compare --paired)."""
     clock, poll = driver.clock, driver.poll_interval
-    for iteration in range(1, driver.n + 1):
+    for iteration in range(1, driver.upto + 1):
         while todo := [g for g in driver.guests if iteration not in g.completed]:
             for guest in todo:
                 driver.check_failures(guest)

@@ -6,6 +6,8 @@ uncertainty), ``verdict`` turns that into one of four outcomes, ``diagnostics`` 
 assumptions behind it, ``planning`` says how many samples a question needs, and ``analysis``
 puts them together per workload and metric. The study design adds ``sequential`` (stopping
 early with an anytime-valid confidence sequence), ``paired`` (synchronised runs paired by
-iteration), ``warmup`` (declared and detected warm-up) and ``placement`` (the variant and the
-CPU placement effects of a counterbalanced swap, separately).
+iteration), ``warmup`` (declared and detected warm-up) and ``placement`` (the variant and
+the CPU placement effects of a counterbalanced swap, separately); a sweep adds ``sweep`` (a
+verdict per value, corrected together with ``multiplicity``'s Holm or Benjamini–Hochberg,
+and where B starts to be better).
 """

@@ -20,11 +20,14 @@ Layout (``meta.schema_version``; history in :mod:`lab.store.schema`)::
               that swap the twins' CPU sets (``lab run --swap-every``)
     warmup    the warm-up declared with a run (``lab run --warmup``): 'auto' or a count of
               iterations to discard after every boot
+    sweep     a parameter sweep (``lab run --sweep``) and, in ``sweep_run``, its runs: one
+              per value, with the swept parameters' values
 
 Iterations and attempts are numbered from 1.
 
-Schema history: 1 = first version; 2 = the placement table; 3 = the warmup table (see
-:mod:`lab.store.schema` for how to add one).
+Schema history: 1 = first version; 2 = the placement table; 3 = the warmup table; 4 and 5 =
+a stopping rule's stop and its interval, the environment; 6 = sweeps (see
+:mod:`lab.store.schema` for the whole history and how to add a version).
 """
 
 from lab.stats.series import Direction, Series
@@ -37,6 +40,8 @@ from lab.store.records import (
     MetricInfo,
     RunRecord,
     StudyRecord,
+    SweepRecord,
+    SweepRunRecord,
 )
 from lab.store.schema import SCHEMA_VERSION
 
@@ -52,4 +57,6 @@ __all__ = [
     "Series",
     "Store",
     "StudyRecord",
+    "SweepRecord",
+    "SweepRunRecord",
 ]

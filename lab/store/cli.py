@@ -31,6 +31,14 @@ def add_run_argument(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+def add_sweep_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--sweep", metavar="KEY", dest="sweep_key",
+        help="only this sweep (lab run --sweep): its key or a unique prefix of it (`lab runs`"
+        " lists them); needed where a study holds a sweep and other runs of its workload",
+    )  # fmt: skip
+
+
 def warmup_rule(allow_none: bool) -> Callable[[str], str]:
     """An argparse ``type`` for ``--warmup``: its text checked by ``parse_warmup``."""
 

@@ -331,6 +331,65 @@ class Store(Reads, Export):
                     )
             return run_id
 
+    def ensure_sweep(
+        self,
+        study_id: int,
+        key: str,
+        workload: str,
+        axes: Sequence[tuple[str, Sequence[str]]],
+        order: str,
+    ) -> int:
+        """The id of sweep ``key``, created if new; an existing one must be the same sweep
+        (its key is a hash of what was asked, so only a damaged store differs)."""
+        axes_json = json.dumps([[k, list(v)] for k, v in axes])
+        with self._transaction() as conn:
+            row = conn.execute(
+                "SELECT id, study_id, workload, axes, run_order FROM sweep WHERE key=?", (key,)
+            ).fetchone()
+            if row is not None:
+                if (int(row[1]), row[2], row[3], row[4]) != (study_id, workload, axes_json, order):
+                    raise StoreError(
+                        f"sweep {key!r} already exists with another study, workload, axes or"
+                        f" order ({row[2]} {row[3]} {row[4]})",
+                        hint="The store may be damaged: lab store check",
+                    )
+                return int(row[0])
+            try:
+                cur = conn.execute(
+                    "INSERT INTO sweep(study_id, key, workload, axes, run_order, created)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (study_id, key, workload, axes_json, order, time.time()),
+                )
+            except sqlite3.IntegrityError as err:
+                raise StoreError(
+                    f"cannot store sweep {key!r}: {err}",
+                    hint="Create the study first with ensure_study(); the order is"
+                    " 'interleaved' or 'blocked'",
+                ) from None
+            return int(cur.lastrowid or 0)
+
+    def add_sweep_run(
+        self, sweep_id: int, run_id: int, position: int, point: Mapping[str, Any]
+    ) -> None:
+        """Make run ``run_id`` the sweep's value at ``position`` (from 0); again is a no-op."""
+        point_json = json.dumps(dict(point), sort_keys=True)
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO sweep_run(sweep_id, run_id, position, point)"
+                " VALUES (?, ?, ?, ?)",
+                (sweep_id, run_id, position, point_json),
+            )
+            row = conn.execute(
+                "SELECT run_id, point FROM sweep_run WHERE sweep_id=? AND position=?",
+                (sweep_id, position),
+            ).fetchone()
+            if row is None or (int(row[0]), row[1]) != (run_id, point_json):
+                raise StoreError(
+                    f"sweep id {sweep_id}: value {position} is stored with another run or"
+                    f" point ({row}), not run id {run_id} at {point_json}",
+                    hint="The store may be damaged: lab store check",
+                )
+
     def add_metrics(self, run_id: int, metrics: Sequence[MetricInfo]) -> None:
         """Give run ``run_id`` more metrics (counters found to work when it started); one
         it has already keeps its unit and direction."""
@@ -436,11 +495,13 @@ class Store(Reads, Export):
 
     def delete_run(self, run_id: int) -> int:
         """Remove a run and everything stored with it, in one transaction; returns the
-        number of samples removed. Its study and guests stay (other runs may share them)."""
+        number of samples removed. Its study and guests stay (other runs may share them), and
+        so does its sweep, with one value fewer."""
         with self._transaction() as conn:
             samples = conn.execute("SELECT COUNT(*) FROM sample WHERE run_id=?", (run_id,))
             count = int(samples.fetchone()[0])
-            tables = ("sample", "iteration", "placement", "warmup", "stop", "environment", "metric")
+            tables = ("sample", "iteration", "placement", "warmup", "stop", "environment",
+                      "sweep_run", "metric")  # fmt: skip
             for table in tables:
                 conn.execute(f"DELETE FROM {table} WHERE run_id=?", (run_id,))
             conn.execute("DELETE FROM run WHERE id=?", (run_id,))

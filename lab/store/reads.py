@@ -19,6 +19,8 @@ from lab.store.records import (
     MetricInfo,
     RunRecord,
     StudyRecord,
+    SweepRecord,
+    SweepRunRecord,
 )
 
 BOOT_SEEKS = 1_000  # boots a guest's run may have for them to be found by seeks
@@ -379,6 +381,28 @@ class Reads:
             )  # fmt: skip
         return result
 
+    def sweeps(self, study: str | None = None) -> list[SweepRecord]:
+        """Every sweep (of ``study``), oldest first, each with its runs by position."""
+        rows = self._conn.execute(
+            "SELECT sw.id, st.name, sw.key, sw.workload, sw.axes, sw.run_order, sw.created"
+            " FROM sweep sw JOIN study st ON st.id=sw.study_id"
+            " WHERE ?1 IS NULL OR st.name=?1 ORDER BY sw.created, sw.id",
+            (study,),
+        ).fetchall()
+        found = []
+        for r in rows:
+            runs = tuple(
+                SweepRunRecord(int(m[0]), int(m[1]), m[2], json.loads(m[3]))
+                for m in self._conn.execute(
+                    "SELECT sr.position, sr.run_id, run.key, sr.point FROM sweep_run sr"
+                    " JOIN run ON run.id=sr.run_id WHERE sr.sweep_id=? ORDER BY sr.position",
+                    (r[0],),
+                )
+            )
+            axes = tuple((str(k), tuple(str(v) for v in values)) for k, values in json.loads(r[4]))
+            found.append(SweepRecord(int(r[0]), r[1], r[2], r[3], axes, r[5], r[6], runs))
+        return found
+
     def attempt_counts(self, study: str | None = None) -> dict[tuple[str, str], tuple[int, int]]:
         """(run key, guest name) -> (successful attempts, failed attempts)."""
         cur = self._conn.execute(
@@ -391,15 +415,16 @@ class Reads:
         return {(r[0], r[1]): (int(r[2]), int(r[3])) for r in cur}
 
     def iteration_seconds(
-        self, workload: str | None = None, study: str | None = None
+        self, workload: str | None = None, study: str | None = None, run: str | None = None
     ) -> np.ndarray:
-        """How long successful iterations took: ``wall``, else ``ended − started``."""
+        """How long successful iterations took: ``wall``, else ``ended − started``; of one
+        run (its key) with ``run``."""
         cur = self._conn.execute(
             "SELECT COALESCE(i.wall, i.ended - i.started) FROM iteration i"
             " JOIN run r ON r.id=i.run_id JOIN study st ON st.id=r.study_id"
             " WHERE i.ok=1 AND (?1 IS NULL OR r.workload=?1) AND (?2 IS NULL OR st.name=?2)"
-            " AND COALESCE(i.wall, i.ended - i.started) IS NOT NULL",
-            (workload, study),
+            " AND (?3 IS NULL OR r.key=?3) AND COALESCE(i.wall, i.ended - i.started) IS NOT NULL",
+            (workload, study, run),
         )
         return np.fromiter((r[0] for r in cur), dtype=np.float64)
 

@@ -165,3 +165,27 @@ class EvidenceSummary:
     mean: float
     low: float
     high: float
+
+
+@dataclass(frozen=True)
+class SweepRunRecord:
+    """One value of a sweep: its place, its run and the swept parameters' values."""
+
+    position: int  # from 0, in the order the sweep makes its runs
+    run_id: int
+    run_key: str
+    point: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SweepRecord:
+    """A parameter sweep (``lab run --sweep``): its runs, one per point of its axes."""
+
+    id: int
+    study: str
+    key: str
+    workload: str
+    axes: tuple[tuple[str, tuple[str, ...]], ...]  # (key, values), as given
+    order: str  # "interleaved" or "blocked"
+    created: float | None
+    runs: tuple[SweepRunRecord, ...]  # by position

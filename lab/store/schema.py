@@ -15,6 +15,10 @@ old stores must stay readable, so a step upgrades a store in place, one version 
        (``lab.stats.stopping``), so that ``lab compare`` shows it instead of fixed-n
        intervals, which do not hold after an early stop. Older rows keep NULL.
        ``environment``: each host's and guest's facts at every start of a run (JSON).
+    6  ``sweep``: a parameter sweep (``lab run --sweep``, a study file's ``sweep`` key): its
+       key, workload, axes (JSON: [[key, [value, ...]], ...] as given) and run order;
+       ``sweep_run``: each of its runs, with its place in the sweep and its point (JSON:
+       {key: value}). Runs without a sweep have no row; a v5 store gains the empty tables.
 
 Indexes that only make reading faster are no schema version: older lab reads a store that has
 them as before (SQLite keeps them up to date for any writer), and a store that lacks one gains
@@ -36,7 +40,7 @@ from pathlib import Path
 
 from lab.core.errors import StoreError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -161,8 +165,32 @@ CREATE TABLE IF NOT EXISTS environment(
 );
 """
 
+# A sweep groups the runs one `lab run --sweep` makes, one per point of its axes, so that
+# `lab compare` shows them as one family and a resumed sweep finds them (lab.run.sweep).
+SWEEP_TABLES = """
+CREATE TABLE IF NOT EXISTS sweep(
+    id INTEGER PRIMARY KEY,
+    study_id INTEGER NOT NULL REFERENCES study(id),
+    key TEXT UNIQUE NOT NULL,
+    workload TEXT NOT NULL,
+    axes TEXT NOT NULL,
+    run_order TEXT NOT NULL CHECK(run_order IN ('interleaved', 'blocked')),
+    created REAL
+);
+CREATE TABLE IF NOT EXISTS sweep_run(
+    sweep_id INTEGER NOT NULL REFERENCES sweep(id),
+    run_id INTEGER NOT NULL UNIQUE REFERENCES run(id),
+    position INTEGER NOT NULL,
+    point TEXT NOT NULL,
+    PRIMARY KEY(sweep_id, position)
+);
+"""
+
 # a new store: the latest
-SCHEMA = SCHEMA_V1 + PLACEMENT_TABLE + WARMUP_TABLE + STOP_TABLE + STOP_INTERVAL + ENVIRONMENT_TABLE
+SCHEMA = (
+    SCHEMA_V1 + PLACEMENT_TABLE + WARMUP_TABLE + STOP_TABLE + STOP_INTERVAL + ENVIRONMENT_TABLE
+    + SWEEP_TABLES
+)  # fmt: skip
 
 # name -> the statement that creates it; made when missing, whatever the version (above).
 INDEXES: dict[str, str] = {
@@ -175,6 +203,7 @@ MIGRATIONS: dict[int, str] = {  # from-version -> SQL that upgrades it by one st
     2: WARMUP_TABLE,
     3: STOP_TABLE,
     4: STOP_INTERVAL + ENVIRONMENT_TABLE,
+    5: SWEEP_TABLES,
 }
 
 

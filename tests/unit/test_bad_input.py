@@ -252,6 +252,50 @@ def test_a_command_that_cannot_run_is_refused_before_anything_runs(
     assert not lab_env.store.exists()
 
 
+@pytest.mark.parametrize(
+    ("sweep", "said"),
+    [
+        (["nope=1,2"], "--sweep nope: workload sysbench-memory has no parameter nope. Its"
+         " parameters: block_size, threads, time, total_size"),
+        (["total_size=16M,64Q"], "--sweep total_size=64Q: sysbench-memory: parameter"
+         " total_size='64Q' does not look right"),
+        (["time=1,2.5"], "--sweep time=2.5: sysbench-memory: parameter time must be an"
+         " integer, not '2.5'"),
+        (["total_size="], "--sweep 'total_size=' gives total_size no values"),
+        (["total_size=4M..4G"], "cannot read the range --sweep total_size=4M..4G"),
+        (["total_size=4G..4M:x4"], "the range --sweep total_size=4G..4M:x4 runs backwards"),
+        (["total_size=4M..4G:x1.0001"], "--sweep total_size makes more than 64 runs; a sweep"
+         " makes at most 64"),
+        (["total_size=1M..1G:x2", "block_size=1K..64K:x2"], "--sweep (11 total_size × 7"
+         " block_size) makes 77 runs; a sweep makes at most 64"),
+        (["total_size=16M,16M"], "--sweep total_size: 16M is 16M again"),
+        (["time=1,2", "time=3"], "--sweep sweeps time twice"),
+    ],
+)  # fmt: skip
+def test_a_sweep_that_cannot_be_is_refused_before_anything_runs(
+    lab_env: Lab, capsys: pytest.CaptureFixture[str], sweep: list[str], said: str
+) -> None:
+    with_state(lab_env)
+    argv = ["run", "sysbench-memory", "--n", "3"]
+    for text in sweep:
+        argv += ["--sweep", text]
+    err = lab_env.lab(capsys, *argv)
+    assert lab_env.status == 2
+    assert err.startswith(f"lab: error: {said}"), err
+    assert not lab_env.store.exists()  # no store was made either
+
+
+def test_a_swept_parameter_cannot_also_be_given_nor_a_sweep_stop_on_a_rule(
+    lab_env: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with_state(lab_env)
+    run = ["run", "sysbench-memory", "--n", "3", "--sweep", "time=1,2"]
+    err = lab_env.lab(capsys, *run, "-p", "time=1")
+    assert err.startswith("lab: error: time is both given (-p) and swept (--sweep)")
+    err = lab_env.lab(capsys, *run, "--until", "verdict")
+    assert err.startswith("lab: error: --until stops one run on its verdict")
+
+
 # -- numbers out of range ----------------------------------------------------------------------
 
 

@@ -28,7 +28,9 @@ def test_commands_then_actions_then_options() -> None:
     assert complete("lab", "ru") == ["run", "runs"]
     assert complete("lab", "host", "") == ["check", "prepare", "release"]
     assert "--hugepages" in complete("lab", "host", "prepare", "--")
-    assert complete("lab", "run", "sysbench-memory", "--sw") == ["--swap-every"]
+    assert complete("lab", "run", "sysbench-memory", "--sw") == [
+        "--swap-every", "--sweep", "--sweep-order",
+    ]  # fmt: skip
 
 
 def test_the_value_of_an_option_is_not_taken_for_the_command() -> None:

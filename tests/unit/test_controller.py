@@ -225,6 +225,25 @@ def test_the_run_records_the_metrics_its_parameters_declare(tmp_path: Path) -> N
     assert store.values(metric="wall_s") == []
 
 
+@pytest.mark.parametrize("schedule", ["concurrent", "alternate", "sync"])
+def test_a_pass_up_to_k_runs_only_the_iterations_up_to_k(tmp_path: Path, schedule: str) -> None:
+    controller, store = make_pair(tmp_path, 4, schedule, {"lab-thp": "0", "lab-shp1g": "0"})
+    controller.begin()
+    controller.advance(2)
+    assert iterations(store, controller) == {"lab-thp": [1, 2], "lab-shp1g": [1, 2]}
+    assert controller.eta_seconds(controller.guests[0]) is not None  # for the 2 still to run
+    controller.advance(3)
+    assert iterations(store, controller) == {"lab-thp": [1, 2, 3], "lab-shp1g": [1, 2, 3]}
+    controller.begin()  # once per start: the environment is not recorded again
+    controller.end()
+    controller.end()
+    env = store.environment(controller.run_id)
+    assert [e.scope for e in env].count("host") == 1  # the start
+    assert [e.scope for e in env].count("guest") == 4  # each guest at the start and the end
+    controller.advance()  # the rest
+    assert iterations(store, controller) == {g: [1, 2, 3, 4] for g in ("lab-thp", "lab-shp1g")}
+
+
 def test_run_key_depends_on_what_was_asked() -> None:
     base = run_key("s", "null", {"a": 1}, ["b", "a"], 10, "concurrent")
     assert base == run_key("s", "null", {"a": 1}, ["a", "b"], 10, "concurrent")

@@ -35,7 +35,7 @@ def test_open_creates_folder_schema_and_pragmas(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "sub" / "lab.db")
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert tables == {"meta", "study", "guest", "run", "metric", "iteration", "sample", "placement",
-                      "warmup", "stop", "environment"}  # fmt: skip
+                      "warmup", "stop", "environment", "sweep", "sweep_run"}  # fmt: skip
     assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == LATEST
     assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert store._conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
@@ -348,6 +348,63 @@ def test_a_version_4_store_keeps_its_stops_and_gains_their_intervals(tmp_path: P
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == LATEST
     conn.close()
+
+
+def test_a_version_5_store_gains_the_sweep_tables_and_keeps_its_runs(tmp_path: Path) -> None:
+    from lab.store import schema
+
+    v5 = (schema.SCHEMA_V1 + schema.PLACEMENT_TABLE + schema.WARMUP_TABLE + schema.STOP_TABLE
+          + schema.STOP_INTERVAL + schema.ENVIRONMENT_TABLE)  # fmt: skip
+
+    path = tmp_path / "v5.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(v5)
+    conn.executescript(
+        "INSERT INTO meta(key, value) VALUES ('schema_version', '5');"
+        "INSERT INTO study(id, name) VALUES (1, 'hp');"
+        "INSERT INTO run(id, study_id, key, workload) VALUES (1, 1, 'k', 'sysbench');"
+    )
+    conn.commit()
+    conn.close()
+    with Store.open(path) as store:
+        assert store.sweeps() == [] and [r.key for r in store.runs()] == ["k"]
+        sweep = store.ensure_sweep(1, "sw", "sysbench", [("total_size", ["16M"])], "blocked")
+        store.add_sweep_run(sweep, 1, 0, {"total_size": "16M"})
+        (found,) = store.sweeps("hp")
+        assert [(r.run_key, r.point) for r in found.runs] == [("k", {"total_size": "16M"})]
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == LATEST
+    conn.close()
+
+
+def test_a_sweep_keeps_its_runs_in_order_and_refuses_another_at_a_taken_place(
+    tmp_path: Path,
+) -> None:
+    store, study, first, _ = _store(tmp_path)
+    second = store.ensure_run(study, "hp/sysbench-2", "sysbench", {"threads": 2}, None, 10, [TIME])
+    axes = [("threads", ["2", "1"])]
+    sweep = store.ensure_sweep(study, "hp/sweep", "sysbench", axes, "interleaved")
+    assert store.ensure_sweep(study, "hp/sweep", "sysbench", axes, "interleaved") == sweep
+    store.add_sweep_run(sweep, first, 1, {"threads": "1"})
+    store.add_sweep_run(sweep, second, 0, {"threads": "2"})
+    store.add_sweep_run(sweep, second, 0, {"threads": "2"})  # again: nothing changes
+    (found,) = store.sweeps()
+    assert (found.key, found.study, found.workload, found.order) == (
+        "hp/sweep", "hp", "sysbench", "interleaved",
+    )  # fmt: skip
+    assert found.axes == (("threads", ("2", "1")),)
+    assert [(r.position, r.run_key, r.point) for r in found.runs] == [
+        (0, "hp/sysbench-2", {"threads": "2"}), (1, "hp/sysbench", {"threads": "1"}),
+    ]  # fmt: skip
+    with pytest.raises(StoreError, match="stored with another run"):
+        store.add_sweep_run(sweep, first, 0, {"threads": "1"})
+    with pytest.raises(StoreError, match="another study, workload, axes or order"):
+        store.ensure_sweep(study, "hp/sweep", "sysbench", axes, "blocked")
+    with pytest.raises(StoreError, match="cannot store sweep"):
+        store.ensure_sweep(study, "hp/other", "sysbench", axes, "shuffled")
+    assert store.sweeps(study="none") == []
+    store.delete_run(first)  # the sweep stays, with one value fewer
+    assert [r.run_key for r in store.sweeps()[0].runs] == ["hp/sysbench-2"]
 
 
 def test_a_run_s_warmup_declaration_is_replaced_checked_and_read_per_study(

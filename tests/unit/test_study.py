@@ -251,6 +251,73 @@ def test_a_sync_workload_may_swap_the_cpu_sets_and_passes_it_to_lab_run() -> Non
     assert "--swap-every" not in run_argv(plain, plain.workloads[0], "lab.db")
 
 
+def test_a_sweep_makes_a_run_per_value_and_passes_it_to_lab_run() -> None:
+    got = study(work("sysbench-memory", 'params = { time = 1 }\n'
+                     'sweep = { total_size = ["16M", "64M"], threads = "1..2:+1" }\n'))  # fmt: skip
+    (run,) = got.workloads
+    assert [(a.key, a.values) for a in run.sweep] == [("total_size", ("16M", "64M")),
+                                                       ("threads", ("1", "2"))]  # fmt: skip
+    assert run.runs == 4 and run.sweep_order == "interleaved"
+    assert run.sweep_plan is not None
+    assert run.sweep_plan.labels()[1] == "total_size=16M, threads=2"
+    argv = run_argv(got, run, "lab.db")
+    assert argv[argv.index("--sweep") + 1] == "total_size=16M,64M"
+    assert argv[-4:] == ["--sweep", "threads=1,2", "--sweep-order", "interleaved"]
+    assert run_command.request(build_parser().parse_args(argv)) == run_request(got, run, "lab.db")
+    blocked = study(work("sysbench-memory", 'sweep = { time = [1, 2] }\nsweep_order = "blocked"\n'))
+    assert blocked.workloads[0].sweep_order == "blocked"
+    assert "--sweep-order" in run_argv(blocked, blocked.workloads[0], "lab.db")
+    assert "--sweep" not in run_argv(study(HEAD + ONE), study(HEAD + ONE).workloads[0], "lab.db")
+
+
+SWEEP_REFUSALS = [
+    ("unknown key", 'sweep = { colour = [1, 2] }\n',
+     r"sweep colour: workload sysbench-memory has no parameter colour"),
+    ("a value the workload refuses", 'sweep = { total_size = ["16M", "64Q"] }\n',
+     r"sweep total_size=64Q: sysbench-memory: parameter total_size='64Q' does not look right"),
+    ("an empty list", "sweep = { total_size = [] }\n", r"sweep.total_size: total_size is an"
+     r" empty list"),
+    ("an empty table", "sweep = {}\n", r"sweep is an empty table"),
+    ("a range that does not parse", 'sweep = { total_size = "4M..4G" }\n',
+     r"cannot read the range sweep.total_size total_size=4M..4G"),
+    ("too many runs", 'sweep = { total_size = "4K..4T:x1.1" }\n', r"makes more than 64 runs"),
+    ("given and swept", 'params = { time = 1 }\nsweep = { time = [1, 2] }\n',
+     r"time is both given \(-p\) and swept \(sweep\)"),
+    ("with a rule", 'until = "verdict"\nsweep = { time = [1, 2] }\n',
+     r"a sweep cannot stop on a rule"),
+    ("an order alone", 'sweep_order = "blocked"\n', r"sweep_order needs a sweep"),
+    ("an unknown order", 'sweep = { time = [1, 2] }\nsweep_order = "shuffled"\n',
+     r"sweep_order = 'shuffled': must be one of 'interleaved', 'blocked'"),
+    ("not a table", 'sweep = ["16M"]\n', r"key 'sweep' must be a table, not list"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("why", "extra", "message"), SWEEP_REFUSALS,
+                         ids=[r[0] for r in SWEEP_REFUSALS])  # fmt: skip
+def test_sweep_refusals_name_the_file_and_the_key(why: str, extra: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as refused:
+        study(work("sysbench-memory", extra))
+    assert str(refused.value).startswith("s.toml: ")
+
+
+def test_a_sweep_s_time_is_each_value_s_stored_time_or_the_workload_s() -> None:
+    from lab.app.studyrun import run_time_key
+
+    got = study(work("sysbench-memory", 'sweep = { total_size = ["16M", "64M"] }\n'))
+    (run,) = got.workloads
+    assert run.sweep_plan is not None
+    _, large = run.sweep_plan.params
+    assert estimate_seconds(run, None) is None
+    assert estimate_seconds(run, 10.0) == 2 * 3 * 10.0  # two runs of n = 3
+    stored = {run_time_key("sysbench-memory", large): 100.0}
+    assert estimate_seconds(run, 10.0, stored) == 3 * 10.0 + 3 * 100.0
+    assert estimate_seconds(run, None, stored) is None  # 16M is not timed
+    lines = describe_plan(got, "lab.db", {"sysbench-memory": 10.0})
+    assert "     sweep: 2 runs: total_size = 16M, 64M, interleaved, each n = 3:" in lines
+    assert "       2. total_size=64M" in lines
+    assert lines[-1] == "  estimated time: 1 min 00 s"
+
+
 SWAP_REFUSALS = [
     ("without sync", 'swap_every = 5\n',
      r"\(null\): swap_every needs schedule = \"sync\", not 'concurrent'"),

@@ -1,0 +1,131 @@
+"""``lab plan --sweep``'s action: the samples per value a sweep's verdicts need, from a pilot.
+
+A pilot sweep (a few iterations per value) gives each value its own standard deviation, mean
+and autocorrelation, and, unless an effect is given, its own difference between the twins:
+the verdict it points to. Each value is planned as ``lab plan`` plans one comparison
+(``lab.stats.planning``), at the confidence each verdict must reach to survive the sweep's
+correction: with m values, Holm's strictest step (and Bonferroni's) reads each p against
+α/m, so planning every value at 1 − α/m gives each verdict its power in the family.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from lab.app.analyse import Selection, selected_sweeps
+from lab.core.context import Context
+from lab.core.errors import UsageError
+from lab.core.sweeps import label
+from lab.stats.descriptive import check_confidence
+from lab.stats.verdict import Threshold, parse_percent
+from lab.store import Store
+from lab.store.cli import variant_order
+
+if TYPE_CHECKING:
+    from lab.stats.planning import Plan
+
+
+@dataclass(frozen=True)
+class SweepPlanRequest:
+    selection: Selection  # db, study, workload, metric, and --sweep KEY
+    threshold: Threshold
+    confidence: float = 99.99  # the family's, in percent
+    power: float = 0.9
+    effect: str | None = None  # "2%" of A's mean, or in the metric's unit; None: the pilot's
+    goal: str | None = None  # "superiority" or "equivalence"; None: from the effect
+    iteration_time: float | None = None  # None: each value's stored median
+
+
+@dataclass(frozen=True)
+class ValuePlan:
+    """One value of a sweep, one metric: its plan, or why there is none."""
+
+    sweep: str
+    value: str  # "total_size=64M"
+    metric: str
+    stored: int  # samples already stored, in the arm with fewest
+    family: int  # the values planned together (m)
+    level: float  # the confidence each verdict is planned at: 1 − α/m
+    plan: Plan | None
+    why: str = ""  # without a plan: why not
+    effect_from: str = "pilot"  # "pilot": the twins' difference at this value; else --effect
+
+
+def plan_sweep_values(ctx: Context, request: SweepPlanRequest) -> list[ValuePlan]:
+    """Every value of every sweep the selection names, for each of its metrics."""
+    from lab.stats.diagnostics import lag1_autocorrelation  # deferred: heavy (scipy)
+    from lab.stats.planning import Goal, plan_samples
+
+    selection = request.selection
+    path = Path(selection.db or ctx.config.store)
+    found: list[ValuePlan] = []
+    with Store.open(path, create=False) as store:
+        sweeps = selected_sweeps(store, selection)
+        if not sweeps:
+            where = f" for study {selection.study!r}" if selection.study else ""
+            raise UsageError(
+                f"no sweep in {path}{where}",
+                hint="Run a short pilot sweep first, e.g. lab run W --n 5 --sweep KEY=V1,V2",
+            )
+        order = variant_order(store, selection.study)
+        for sweep in sweeps:
+            m = len(sweep.runs)
+            level = 1 - (1 - check_confidence(request.confidence)) / m
+            for r in sweep.runs:
+                value = label(tuple(r.point.items()))
+                series = store.values(metric=selection.metric, study=sweep.study, run=r.run_key)
+                seconds = store.iteration_seconds(study=sweep.study, run=r.run_key)
+                per_iteration = request.iteration_time
+                if per_iteration is None and seconds.size:
+                    per_iteration = float(np.median(seconds))
+                for metric in sorted({s.metric for s in series}):
+                    arms = sorted((s for s in series if s.metric == metric),
+                                  key=lambda s: order.index(s.variant)
+                                  if s.variant in order else len(order))  # fmt: skip
+                    stored = min(a.values.size for a in arms)
+                    base = ValuePlan(sweep.key, value, metric, stored, m, level, None)
+                    if len(arms) < 2 or stored < 3:
+                        found.append(_without(base, "fewer than 3 samples per variant"))
+                        continue
+                    a, b = arms[0].values, arms[1].values
+                    n = np.array([a.size, b.size])
+                    var = np.array([a.var(ddof=1), b.var(ddof=1)])
+                    sd = float(np.sqrt(np.sum((n - 1) * var) / np.sum(n - 1)))
+                    r1 = max(0.0, lag1_autocorrelation(a), lag1_autocorrelation(b))
+                    mean = float(a.mean())
+                    better = -1.0 if arms[0].direction == "lower" else 1.0
+                    if request.effect is None:
+                        delta, source = better * float(b.mean() - a.mean()), "pilot"
+                    else:
+                        delta, source = _delta(request.effect, mean), "--effect"
+                    try:
+                        plan = plan_samples(
+                            sd, delta, level, request.power, min(r1, 0.99), per_iteration,
+                            threshold=request.threshold, mean=mean,
+                            goal=Goal(request.goal) if request.goal else None,
+                        )  # fmt: skip
+                    except UsageError as err:
+                        found.append(_without(base, err.message, source))
+                        continue
+                    found.append(ValuePlan(sweep.key, value, metric, stored, m, level, plan,
+                                           effect_from=source))  # fmt: skip
+    return found
+
+
+def _without(base: ValuePlan, why: str, source: str = "pilot") -> ValuePlan:
+    return ValuePlan(base.sweep, base.value, base.metric, base.stored, base.family, base.level,
+                     None, why, source)  # fmt: skip
+
+
+def _delta(effect: str, mean: float) -> float:
+    """The effect as a value in the metric's unit: a percentage of A's mean, or as given."""
+    if effect.strip().endswith("%"):
+        return parse_percent(effect, "effect") * abs(mean)
+    try:
+        return float(effect)
+    except ValueError:
+        raise UsageError(f"cannot read effect {effect!r}", hint="e.g. --effect 1% or 0.5") from None
