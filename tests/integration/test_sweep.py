@@ -95,9 +95,9 @@ def test_compare_shows_a_row_per_value_and_the_crossing(pair: Pair, swept: Path)
     done = pair.lab("compare", "--db", str(swept), "--metric", "throughput_mib_s",
                     "--confidence", "95")  # fmt: skip
     assert "several runs" not in done.stderr and "never pooled" not in done.stderr
-    rows = [line.split("│")[1].strip() for line in done.stdout.splitlines()
-            if line.startswith("│")]  # fmt: skip
-    assert rows == list(SIZES)
+    cells = [line.split("│")[1].strip() for line in done.stdout.splitlines()
+             if line.startswith("│")]  # fmt: skip
+    assert [c for c in cells if c] == list(SIZES)  # a long cell wraps onto lines of its own
     flat = " ".join(done.stdout.split())
     assert "crossing: " in flat and "corrected together with Holm" in flat
     (sweep,) = json.loads(pair.lab("compare", "--db", str(swept), "--metric",
