@@ -54,12 +54,52 @@ def _fatal_note(text: str) -> str:
     return ""
 
 
+# -- sysbench: the lines every test prints --------------------------------------------------
+
+# (field, label, pattern, group): a line sysbench prints and where its number is.
+_Field = tuple[str, str, re.Pattern[str], int]
+
+_LATENCY_BLOCK = re.compile(r"^Latency \(ms\):[ \t]*\n((?:[ \t]+\S.*\n?)*)", _FLAGS)
+_LATENCY_LINE = re.compile(
+    r"^\s*(min|avg|max|sum|([0-9]+)th percentile):\s*" + _NUM + r"\s*$", _FLAGS
+)
+
+
+def _sysbench_fields(
+    tool: str, fields: tuple[_Field, ...], required: tuple[str, ...], text: str
+) -> dict[str, float]:
+    """Each of ``fields`` found in ``text`` (the last line of its kind); a missing one of
+    ``required`` is a ParseError naming its line and the tool's FATAL line if any."""
+    out: dict[str, float] = {}
+    for field, label, pattern, group in fields:
+        match = _last(pattern, text)
+        if match is None:
+            if field in required:
+                raise ParseError(tool, f"no {label!r} line, so no {field}{_fatal_note(text)}")
+            continue
+        out[field] = _finite(tool, field, float(match.group(group)))
+    return out
+
+
+def _sysbench_latency(tool: str, text: str) -> dict[str, float]:
+    """The "Latency (ms):" block as ``latency_{min,avg,max,sum}_ms`` and ``latency_p{N}_ms``
+    for its "Nth percentile" line; empty if there is no such block."""
+    out: dict[str, float] = {}
+    block = _last(_LATENCY_BLOCK, text)
+    if block is not None:
+        for line in _LATENCY_LINE.finditer(block.group(1)):
+            name = f"p{line.group(2)}" if line.group(2) else line.group(1)
+            field = f"latency_{name}_ms"
+            out[field] = _finite(tool, field, float(line.group(3)))
+    return out
+
+
 # -- sysbench memory ------------------------------------------------------------------------
 
 SYSBENCH = "sysbench memory"
 
-# (field, pattern, group -> value); the first two are required, the rest recorded if present.
-_SYSBENCH_FIELDS: tuple[tuple[str, str, re.Pattern[str], int], ...] = (
+# The first two are required, the rest recorded if present.
+_SYSBENCH_FIELDS: tuple[_Field, ...] = (
     ("total_time_s", "total time", re.compile(r"^\s*total time:\s*" + _NUM + r"s\s*$", _FLAGS), 1),
     (
         "throughput_mib_s",
@@ -93,10 +133,6 @@ _SYSBENCH_FIELDS: tuple[tuple[str, str, re.Pattern[str], int], ...] = (
     ),
 )
 _SYSBENCH_REQUIRED = ("total_time_s", "throughput_mib_s")
-_LATENCY_BLOCK = re.compile(r"^Latency \(ms\):[ \t]*\n((?:[ \t]+\S.*\n?)*)", _FLAGS)
-_LATENCY_LINE = re.compile(
-    r"^\s*(min|avg|max|sum|([0-9]+)th percentile):\s*" + _NUM + r"\s*$", _FLAGS
-)
 
 
 def parse_sysbench_memory(text: str) -> dict[str, float]:
@@ -107,20 +143,8 @@ def parse_sysbench_memory(text: str) -> dict[str, float]:
     ``events`` and the latency block as ``latency_{min,avg,max,sum}_ms`` and
     ``latency_p{N}_ms`` for the "Nth percentile" line.
     """
-    out: dict[str, float] = {}
-    for field, label, pattern, group in _SYSBENCH_FIELDS:
-        match = _last(pattern, text)
-        if match is None:
-            if field in _SYSBENCH_REQUIRED:
-                raise ParseError(SYSBENCH, f"no {label!r} line, so no {field}{_fatal_note(text)}")
-            continue
-        out[field] = _finite(SYSBENCH, field, float(match.group(group)))
-    block = _last(_LATENCY_BLOCK, text)
-    if block is not None:
-        for line in _LATENCY_LINE.finditer(block.group(1)):
-            name = f"p{line.group(2)}" if line.group(2) else line.group(1)
-            field = f"latency_{name}_ms"
-            out[field] = _finite(SYSBENCH, field, float(line.group(3)))
+    out = _sysbench_fields(SYSBENCH, _SYSBENCH_FIELDS, _SYSBENCH_REQUIRED, text)
+    out.update(_sysbench_latency(SYSBENCH, text))
     return out
 
 
