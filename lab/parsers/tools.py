@@ -59,6 +59,18 @@ def _fatal_note(text: str) -> str:
 # (field, label, pattern, group): a line sysbench prints and where its number is.
 _Field = tuple[str, str, re.Pattern[str], int]
 
+_TOTAL_TIME: _Field = (
+    "total_time_s",
+    "total time",
+    re.compile(r"^\s*total time:\s*" + _NUM + r"s\s*$", _FLAGS),
+    1,
+)
+_EVENTS: _Field = (
+    "events",
+    "total number of events",
+    re.compile(r"^\s*total number of events:\s*" + _NUM + r"\s*$", _FLAGS),
+    1,
+)
 _LATENCY_BLOCK = re.compile(r"^Latency \(ms\):[ \t]*\n((?:[ \t]+\S.*\n?)*)", _FLAGS)
 _LATENCY_LINE = re.compile(
     r"^\s*(min|avg|max|sum|([0-9]+)th percentile):\s*" + _NUM + r"\s*$", _FLAGS
@@ -100,7 +112,7 @@ SYSBENCH = "sysbench memory"
 
 # The first two are required, the rest recorded if present.
 _SYSBENCH_FIELDS: tuple[_Field, ...] = (
-    ("total_time_s", "total time", re.compile(r"^\s*total time:\s*" + _NUM + r"s\s*$", _FLAGS), 1),
+    _TOTAL_TIME,
     (
         "throughput_mib_s",
         "MiB transferred (... MiB/sec)",
@@ -125,12 +137,7 @@ _SYSBENCH_FIELDS: tuple[_Field, ...] = (
         re.compile(r"^\s*Total operations:\s*[0-9]+\s*\(\s*" + _NUM + r" per second\)", _FLAGS),
         1,
     ),
-    (
-        "events",
-        "total number of events",
-        re.compile(r"^\s*total number of events:\s*" + _NUM + r"\s*$", _FLAGS),
-        1,
-    ),
+    _EVENTS,
 )
 _SYSBENCH_REQUIRED = ("total_time_s", "throughput_mib_s")
 
@@ -145,6 +152,57 @@ def parse_sysbench_memory(text: str) -> dict[str, float]:
     """
     out = _sysbench_fields(SYSBENCH, _SYSBENCH_FIELDS, _SYSBENCH_REQUIRED, text)
     out.update(_sysbench_latency(SYSBENCH, text))
+    return out
+
+
+# -- sysbench OLTP (oltp_read_only, oltp_point_select, oltp_read_write) ---------------------
+
+SYSBENCH_OLTP = "sysbench oltp"
+
+
+def _per_sec(field: str, label: str, group: int) -> _Field:
+    """A line like ``transactions:   4874   (971.60 per sec.)``: group 1 the count, 2 the rate."""
+    pattern = r"^\s*" + label + r":\s*" + _NUM + r"\s*\(\s*" + _NUM + r" per sec\.\)"
+    return (field, f"{label}: N (... per sec.)", re.compile(pattern, _FLAGS), group)
+
+
+def _count(field: str, label: str) -> _Field:
+    return (field, label, re.compile(r"^\s*" + label + r":\s*" + _NUM + r"\b", _FLAGS), 1)
+
+
+_OLTP_FIELDS: tuple[_Field, ...] = (
+    _per_sec("transactions_per_s", "transactions", 2),
+    _per_sec("queries_per_s", "queries", 2),
+    _count("errors", "ignored errors"),
+    _count("reconnects", "reconnects"),
+    _TOTAL_TIME,
+    _per_sec("transactions", "transactions", 1),
+    _per_sec("queries", "queries", 1),
+    _count("queries_read", "read"),
+    _count("queries_write", "write"),
+    _count("queries_other", "other"),
+    _EVENTS,
+)
+_OLTP_REQUIRED = ("transactions_per_s", "queries_per_s", "errors", "reconnects", "total_time_s")
+
+
+def parse_sysbench_oltp(text: str) -> dict[str, float]:
+    """``sysbench oltp_* ... run`` output (1.0.x, any of its OLTP scripts and databases).
+
+    Required: ``transactions_per_s`` and ``queries_per_s`` (the rates on the "transactions"
+    and "queries" lines), ``errors`` (the "ignored errors" count: errors sysbench was told
+    to retry, such as deadlocks), ``reconnects``, ``total_time_s`` and ``latency_avg_ms``.
+    Recorded when present: the counts ``transactions``, ``queries``, ``queries_read``,
+    ``queries_write``, ``queries_other`` and ``events``, and the rest of the latency block
+    (``latency_p{N}_ms`` for ``--percentile=N``, 95 by default).
+    """
+    out = _sysbench_fields(SYSBENCH_OLTP, _OLTP_FIELDS, _OLTP_REQUIRED, text)
+    out.update(_sysbench_latency(SYSBENCH_OLTP, text))
+    if "latency_avg_ms" not in out:
+        raise ParseError(
+            SYSBENCH_OLTP,
+            f"no 'avg' line under 'Latency (ms):', so no latency_avg_ms{_fatal_note(text)}",
+        )
     return out
 
 
@@ -312,6 +370,7 @@ def parse_nothing(text: str) -> dict[str, float]:
 
 PARSERS: dict[str, Parser] = {
     "sysbench-memory": parse_sysbench_memory,
+    "sysbench-oltp": parse_sysbench_oltp,
     "iperf3": parse_iperf3_json,
     "time": parse_bash_time,
     "lab-stream": parse_lab_stream,
