@@ -138,6 +138,7 @@ def run_workload(ctx: Context, request: RunRequest) -> RunOutcome:
         warmup=request.warmup,
         counters=request.counters,
     )
+    _check_specs(workload, params, up, guests, plan.runner_dir)
     db = request.db or ctx.config.store
     with (
         run_lock(Path(ctx.config.state_dir), command_line(request), ctx.warn),
@@ -165,6 +166,20 @@ def run_workload(ctx: Context, request: RunRequest) -> RunOutcome:
         done = min(len(g.completed) for g in controller.guests)
         return replace(outcome, completed=done, decision=decision)
     return outcome
+
+
+def _check_specs(
+    workload: Workload, params: Mapping[str, Any], up: list[tuple[Any, Any]],
+    guests: list[GuestRecord], work_dir: str,
+) -> None:  # fmt: skip
+    """What each guest would run, described now: a parameter its guest cannot take (stream's
+    arrays, sysbench-oltp's buffer pool, against the guest's memory) is refused before the
+    run is stored or anything starts, not at its first runner start."""
+    from lab.run.hostside import guest_infos
+
+    for _site, state in up:
+        for info in guest_infos(state, [g for g in state.guests if g in guests], work_dir):
+            workload.spec(params, info)
 
 
 def _check_remote(workload: Workload, guests: list[GuestRecord]) -> None:
