@@ -171,6 +171,8 @@ def run_workload(ctx: Context, request: RunRequest) -> RunOutcome:
     )
     plans = [replace(plan, params=p) for p in sweep.params] if sweep else [plan]
     labels = sweep.labels() if sweep else [""]
+    for each in plans:
+        _check_specs(workload, each.params, up, guests, plan.runner_dir)
     db = request.db or ctx.config.store
     local = [g for g in guests if g.host == LOCAL]
     shells: dict[str, GuestShell] = {}  # one connection per guest, whatever the values
@@ -217,6 +219,20 @@ def run_workload(ctx: Context, request: RunRequest) -> RunOutcome:
         done = min(len(g.completed) for g in controllers[0].guests)
         return replace(outcome, completed=done, decision=decision)
     return outcome
+
+
+def _check_specs(
+    workload: Workload, params: Mapping[str, Any], up: list[tuple[Any, Any]],
+    guests: list[GuestRecord], work_dir: str,
+) -> None:  # fmt: skip
+    """What each guest would run, described now: a parameter its guest cannot take (stream's
+    arrays, sysbench-oltp's buffer pool, against the guest's memory) is refused before the
+    run is stored or anything starts, not at its first runner start."""
+    from lab.run.hostside import guest_infos
+
+    for _site, state in up:
+        for info in guest_infos(state, [g for g in state.guests if g in guests], work_dir):
+            workload.spec(params, info)
 
 
 def _check_remote(workload: Workload, guests: list[GuestRecord]) -> None:

@@ -54,13 +54,65 @@ def _fatal_note(text: str) -> str:
     return ""
 
 
+# -- sysbench: the lines every test prints --------------------------------------------------
+
+# (field, label, pattern, group): a line sysbench prints and where its number is.
+_Field = tuple[str, str, re.Pattern[str], int]
+
+_TOTAL_TIME: _Field = (
+    "total_time_s",
+    "total time",
+    re.compile(r"^\s*total time:\s*" + _NUM + r"s\s*$", _FLAGS),
+    1,
+)
+_EVENTS: _Field = (
+    "events",
+    "total number of events",
+    re.compile(r"^\s*total number of events:\s*" + _NUM + r"\s*$", _FLAGS),
+    1,
+)
+_LATENCY_BLOCK = re.compile(r"^Latency \(ms\):[ \t]*\n((?:[ \t]+\S.*\n?)*)", _FLAGS)
+_LATENCY_LINE = re.compile(
+    r"^\s*(min|avg|max|sum|([0-9]+)th percentile):\s*" + _NUM + r"\s*$", _FLAGS
+)
+
+
+def _sysbench_fields(
+    tool: str, fields: tuple[_Field, ...], required: tuple[str, ...], text: str
+) -> dict[str, float]:
+    """Each of ``fields`` found in ``text`` (the last line of its kind); a missing one of
+    ``required`` is a ParseError naming its line and the tool's FATAL line if any."""
+    out: dict[str, float] = {}
+    for field, label, pattern, group in fields:
+        match = _last(pattern, text)
+        if match is None:
+            if field in required:
+                raise ParseError(tool, f"no {label!r} line, so no {field}{_fatal_note(text)}")
+            continue
+        out[field] = _finite(tool, field, float(match.group(group)))
+    return out
+
+
+def _sysbench_latency(tool: str, text: str) -> dict[str, float]:
+    """The "Latency (ms):" block as ``latency_{min,avg,max,sum}_ms`` and ``latency_p{N}_ms``
+    for its "Nth percentile" line; empty if there is no such block."""
+    out: dict[str, float] = {}
+    block = _last(_LATENCY_BLOCK, text)
+    if block is not None:
+        for line in _LATENCY_LINE.finditer(block.group(1)):
+            name = f"p{line.group(2)}" if line.group(2) else line.group(1)
+            field = f"latency_{name}_ms"
+            out[field] = _finite(tool, field, float(line.group(3)))
+    return out
+
+
 # -- sysbench memory ------------------------------------------------------------------------
 
 SYSBENCH = "sysbench memory"
 
-# (field, pattern, group -> value); the first two are required, the rest recorded if present.
-_SYSBENCH_FIELDS: tuple[tuple[str, str, re.Pattern[str], int], ...] = (
-    ("total_time_s", "total time", re.compile(r"^\s*total time:\s*" + _NUM + r"s\s*$", _FLAGS), 1),
+# The first two are required, the rest recorded if present.
+_SYSBENCH_FIELDS: tuple[_Field, ...] = (
+    _TOTAL_TIME,
     (
         "throughput_mib_s",
         "MiB transferred (... MiB/sec)",
@@ -85,18 +137,9 @@ _SYSBENCH_FIELDS: tuple[tuple[str, str, re.Pattern[str], int], ...] = (
         re.compile(r"^\s*Total operations:\s*[0-9]+\s*\(\s*" + _NUM + r" per second\)", _FLAGS),
         1,
     ),
-    (
-        "events",
-        "total number of events",
-        re.compile(r"^\s*total number of events:\s*" + _NUM + r"\s*$", _FLAGS),
-        1,
-    ),
+    _EVENTS,
 )
 _SYSBENCH_REQUIRED = ("total_time_s", "throughput_mib_s")
-_LATENCY_BLOCK = re.compile(r"^Latency \(ms\):[ \t]*\n((?:[ \t]+\S.*\n?)*)", _FLAGS)
-_LATENCY_LINE = re.compile(
-    r"^\s*(min|avg|max|sum|([0-9]+)th percentile):\s*" + _NUM + r"\s*$", _FLAGS
-)
 
 
 def parse_sysbench_memory(text: str) -> dict[str, float]:
@@ -107,20 +150,59 @@ def parse_sysbench_memory(text: str) -> dict[str, float]:
     ``events`` and the latency block as ``latency_{min,avg,max,sum}_ms`` and
     ``latency_p{N}_ms`` for the "Nth percentile" line.
     """
-    out: dict[str, float] = {}
-    for field, label, pattern, group in _SYSBENCH_FIELDS:
-        match = _last(pattern, text)
-        if match is None:
-            if field in _SYSBENCH_REQUIRED:
-                raise ParseError(SYSBENCH, f"no {label!r} line, so no {field}{_fatal_note(text)}")
-            continue
-        out[field] = _finite(SYSBENCH, field, float(match.group(group)))
-    block = _last(_LATENCY_BLOCK, text)
-    if block is not None:
-        for line in _LATENCY_LINE.finditer(block.group(1)):
-            name = f"p{line.group(2)}" if line.group(2) else line.group(1)
-            field = f"latency_{name}_ms"
-            out[field] = _finite(SYSBENCH, field, float(line.group(3)))
+    out = _sysbench_fields(SYSBENCH, _SYSBENCH_FIELDS, _SYSBENCH_REQUIRED, text)
+    out.update(_sysbench_latency(SYSBENCH, text))
+    return out
+
+
+# -- sysbench OLTP (oltp_read_only, oltp_point_select, oltp_read_write) ---------------------
+
+SYSBENCH_OLTP = "sysbench oltp"
+
+
+def _per_sec(field: str, label: str, group: int) -> _Field:
+    """A line like ``transactions:   4874   (971.60 per sec.)``: group 1 the count, 2 the rate."""
+    pattern = r"^\s*" + label + r":\s*" + _NUM + r"\s*\(\s*" + _NUM + r" per sec\.\)"
+    return (field, f"{label}: N (... per sec.)", re.compile(pattern, _FLAGS), group)
+
+
+def _count(field: str, label: str) -> _Field:
+    return (field, label, re.compile(r"^\s*" + label + r":\s*" + _NUM + r"\b", _FLAGS), 1)
+
+
+_OLTP_FIELDS: tuple[_Field, ...] = (
+    _per_sec("transactions_per_s", "transactions", 2),
+    _per_sec("queries_per_s", "queries", 2),
+    _count("errors", "ignored errors"),
+    _count("reconnects", "reconnects"),
+    _TOTAL_TIME,
+    _per_sec("transactions", "transactions", 1),
+    _per_sec("queries", "queries", 1),
+    _count("queries_read", "read"),
+    _count("queries_write", "write"),
+    _count("queries_other", "other"),
+    _EVENTS,
+)
+_OLTP_REQUIRED = ("transactions_per_s", "queries_per_s", "errors", "reconnects", "total_time_s")
+
+
+def parse_sysbench_oltp(text: str) -> dict[str, float]:
+    """``sysbench oltp_* ... run`` output (1.0.x, any of its OLTP scripts and databases).
+
+    Required: ``transactions_per_s`` and ``queries_per_s`` (the rates on the "transactions"
+    and "queries" lines), ``errors`` (the "ignored errors" count: errors sysbench was told
+    to retry, such as deadlocks), ``reconnects``, ``total_time_s`` and ``latency_avg_ms``.
+    Recorded when present: the counts ``transactions``, ``queries``, ``queries_read``,
+    ``queries_write``, ``queries_other`` and ``events``, and the rest of the latency block
+    (``latency_p{N}_ms`` for ``--percentile=N``, 95 by default).
+    """
+    out = _sysbench_fields(SYSBENCH_OLTP, _OLTP_FIELDS, _OLTP_REQUIRED, text)
+    out.update(_sysbench_latency(SYSBENCH_OLTP, text))
+    if "latency_avg_ms" not in out:
+        raise ParseError(
+            SYSBENCH_OLTP,
+            f"no 'avg' line under 'Latency (ms):', so no latency_avg_ms{_fatal_note(text)}",
+        )
     return out
 
 
@@ -288,6 +370,7 @@ def parse_nothing(text: str) -> dict[str, float]:
 
 PARSERS: dict[str, Parser] = {
     "sysbench-memory": parse_sysbench_memory,
+    "sysbench-oltp": parse_sysbench_oltp,
     "iperf3": parse_iperf3_json,
     "time": parse_bash_time,
     "lab-stream": parse_lab_stream,

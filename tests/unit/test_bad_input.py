@@ -124,11 +124,20 @@ def lab_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
     yield env
 
 
-def with_state(env: Lab) -> None:
-    """A lab that is up (as far as the state file says), for `lab run`."""
+def with_state(env: Lab, facts: dict[str, object] | None = None) -> None:
+    """A lab that is up (as far as the state file says), for `lab run`; its guests have
+    ``facts`` as `lab up` found them."""
     guests = [
         GuestRecord(
-            f"lab-{v}", v, f"52:54:00:00:00:0{i}", str(env.root), [i], 0, "", ip="127.0.0.1"
+            f"lab-{v}",
+            v,
+            f"52:54:00:00:00:0{i}",
+            str(env.root),
+            [i],
+            0,
+            "",
+            ip="127.0.0.1",
+            facts=dict(facts or {}),
         )
         for i, v in enumerate(("thp", "shp1g"))
     ]
@@ -294,6 +303,25 @@ def test_a_swept_parameter_cannot_also_be_given_nor_a_sweep_stop_on_a_rule(
     assert err.startswith("lab: error: time is both given (-p) and swept (--sweep)")
     err = lab_env.lab(capsys, *run, "--until", "verdict")
     assert err.startswith("lab: error: --until stops one run on its verdict")
+
+
+@pytest.mark.parametrize(
+    ("workload", "param", "message"),
+    [
+        ("sysbench-oltp", "buffer_pool_size=900M",
+         "buffer_pool_size=900M is more than 75% of the guest's 1024 MiB"),
+        ("stream", "array_size=100000000", "take 2289 MiB, more than 75% of the guest's 1024 MiB"),
+    ],
+)  # fmt: skip
+def test_a_parameter_the_guests_cannot_take_is_refused_before_the_run_is_stored(
+    lab_env: Lab, capsys: pytest.CaptureFixture[str], workload: str, param: str, message: str
+) -> None:
+    """Checked against each guest as `lab up` found it (its memory), before anything runs."""
+    with_state(lab_env, {"mem_total_kib": 2**20, "cpus": 1})
+    err = lab_env.lab(capsys, "run", workload, "--n", "3", "-p", param)
+    assert lab_env.status == 2
+    assert message in err
+    assert not lab_env.store.exists()
 
 
 # -- numbers out of range ----------------------------------------------------------------------

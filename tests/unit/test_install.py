@@ -71,7 +71,9 @@ def test_the_installed_lab_lists_its_variants_and_workloads(installed: Path) -> 
         assert f"│ {name} " in variants.stdout
     workloads = lab_from_root(installed, "workloads")
     assert workloads.returncode == 0, workloads.stderr
-    for name in ("sysbench-memory", "iperf3", "gdb-build", "null", "stream", "command"):
+    for name in (
+        "sysbench-memory", "sysbench-oltp", "iperf3", "gdb-build", "null", "stream", "command",
+    ):  # fmt: skip
         assert name in workloads.stdout
 
 

@@ -17,6 +17,7 @@ from lab.parsers.tools import (
     parse_iperf3_json,
     parse_lab_stream,
     parse_sysbench_memory,
+    parse_sysbench_oltp,
     parser_for,
     parser_names,
     regex_parser,
@@ -92,6 +93,118 @@ def test_sysbench_absurd_number_is_refused() -> None:
     text = capture("sysbench-1.0.20-memory-guest-tcg.txt").replace("0.5005s", "9" * 400 + "s")
     with pytest.raises(ParseError, match="finite"):
         parse_sysbench_memory(text)
+
+
+# -- sysbench OLTP --------------------------------------------------------------------------
+
+# `sysbench SCRIPT --db-driver=mysql ... --tables=2 --table-size=10000 --time=5 --threads=1
+# --percentile=95 run` against MariaDB in lab-thp under TCG.
+OLTP_CAPTURE = "sysbench-1.0.20-{}-guest-tcg.txt"
+
+
+@pytest.mark.parametrize(
+    ("script", "tps", "qps", "avg", "p95", "total"),
+    [
+        ("oltp_read_only", 35.34, 565.50, 28.01, 36.89, 5.0227),
+        ("oltp_point_select", 971.60, 971.60, 1.01, 1.89, 5.0100),
+        ("oltp_read_write", 23.04, 460.87, 43.03, 58.92, 5.0221),
+    ],
+)
+def test_sysbench_oltp_captures_give_the_workloads_metrics(
+    script: str, tps: float, qps: float, avg: float, p95: float, total: float
+) -> None:
+    parsed = parse_sysbench_oltp(capture(OLTP_CAPTURE.format(script)))
+    assert parsed["transactions_per_s"] == tps
+    assert parsed["queries_per_s"] == qps
+    assert parsed["latency_avg_ms"] == avg
+    assert parsed["latency_p95_ms"] == p95
+    assert parsed["total_time_s"] == total
+    assert (parsed["errors"], parsed["reconnects"]) == (0.0, 0.0)
+
+
+def test_sysbench_oltp_read_write_capture_gives_every_field_exactly() -> None:
+    """The queries performed block is read apart from the queries line below it."""
+    assert parse_sysbench_oltp(capture(OLTP_CAPTURE.format("oltp_read_write"))) == {
+        "transactions_per_s": 23.04,
+        "queries_per_s": 460.87,
+        "errors": 0.0,
+        "reconnects": 0.0,
+        "total_time_s": 5.0221,
+        "transactions": 116.0,
+        "queries": 2320.0,
+        "queries_read": 1624.0,
+        "queries_write": 464.0,
+        "queries_other": 232.0,
+        "events": 116.0,
+        "latency_min_ms": 23.45,
+        "latency_avg_ms": 43.03,
+        "latency_max_ms": 84.23,
+        "latency_p95_ms": 58.92,
+        "latency_sum_ms": 4991.37,
+    }
+
+
+def test_sysbench_oltp_counts_ignored_errors_and_reconnects() -> None:
+    text = capture(OLTP_CAPTURE.format("oltp_read_write"))
+    text = text.replace(
+        "ignored errors:                      0      (0.00 per sec.)",
+        "ignored errors:                      7      (1.39 per sec.)",
+    ).replace(
+        "reconnects:                          0      (0.00 per sec.)",
+        "reconnects:                          2      (0.40 per sec.)",
+    )
+    parsed = parse_sysbench_oltp(text)
+    assert (parsed["errors"], parsed["reconnects"]) == (7.0, 2.0)
+
+
+@pytest.mark.parametrize(
+    ("drop", "field"),
+    [
+        (
+            "    transactions:                        116    (23.04 per sec.)\n",
+            "transactions_per_s",
+        ),
+        ("    queries:                             2320   (460.87 per sec.)\n", "queries_per_s"),
+        ("    ignored errors:                      0      (0.00 per sec.)\n", "errors"),
+        ("    reconnects:                          0      (0.00 per sec.)\n", "reconnects"),
+        ("    total time:                          5.0221s\n", "total_time_s"),
+        ("         avg:                                   43.03\n", "latency_avg_ms"),
+        ("Latency (ms):\n", "latency_avg_ms"),
+    ],
+)
+def test_sysbench_oltp_missing_required_line_names_the_field(drop: str, field: str) -> None:
+    text = capture(OLTP_CAPTURE.format("oltp_read_write"))
+    assert drop in text
+    with pytest.raises(ParseError, match=f"^sysbench oltp: no .*, so no {field}$"):
+        parse_sysbench_oltp(text.replace(drop, ""))
+
+
+def test_sysbench_oltp_damaged_rate_is_refused_not_misread() -> None:
+    text = capture(OLTP_CAPTURE.format("oltp_read_write")).replace("(23.04 per sec.)", "(23.04")
+    with pytest.raises(ParseError, match=r"'transactions: N \(\.\.\. per sec\.\)' line"):
+        parse_sysbench_oltp(text)
+
+
+def test_sysbench_oltp_other_percentile_is_named_after_it() -> None:
+    text = capture(OLTP_CAPTURE.format("oltp_read_only")).replace(
+        "95th percentile:                       36.89",
+        "99th percentile:                       61.08",
+    )
+    parsed = parse_sysbench_oltp(text)
+    assert parsed["latency_p99_ms"] == 61.08 and "latency_p95_ms" not in parsed
+
+
+def test_sysbench_oltp_refuses_memory_output_and_passes_on_fatal_lines() -> None:
+    with pytest.raises(ParseError, match=r"so no transactions_per_s$"):
+        parse_sysbench_oltp(capture("sysbench-1.0.20-memory-guest-tcg.txt"))
+    # MariaDB not running: the driver's FATAL line, and no statistics
+    text = (
+        "sysbench 1.0.20 (using system LuaJIT 2.1.0-beta3)\n\n"
+        "FATAL: error 2002: Can't connect to local server through socket"
+        " '/run/mysqld/mysqld.sock' (2)\n"
+    )
+    with pytest.raises(ParseError, match=r"transactions_per_s; the tool said: FATAL: error 2002"):
+        parse_sysbench_oltp(text)
 
 
 # -- iperf3 -J ------------------------------------------------------------------------------
@@ -359,14 +472,17 @@ def test_json_paths_with_an_empty_key_are_refused(path: str) -> None:
 
 
 def test_registry_names_and_none() -> None:
-    assert sorted(PARSERS) == ["iperf3", "lab-stream", "none", "sysbench-memory", "time"]
+    assert sorted(PARSERS) == [
+        "iperf3", "lab-stream", "none", "sysbench-memory", "sysbench-oltp", "time",
+    ]  # fmt: skip
     assert PARSERS["none"]("anything at all") == {}
     assert PARSERS["time"] is parse_bash_time
 
 
 def test_parser_for_configures_only_the_parsers_that_take_options() -> None:
     assert parser_names() == [
-        "iperf3", "json", "lab-stream", "none", "regex", "sysbench-memory", "time",
+        "iperf3", "json", "lab-stream", "none", "regex", "sysbench-memory", "sysbench-oltp",
+        "time",
     ]  # fmt: skip
     assert parser_for("time") is parse_bash_time
     assert parser_for("regex", {"pattern": "(?P<n>[0-9]+)"})("n 4") == {"n": 4.0}

@@ -25,6 +25,7 @@ from lab.parsers.tools import (
 CAPTURES = Path(__file__).parent.parent / "fixtures" / "captures"
 REAL = {
     "sysbench-memory": (CAPTURES / "sysbench-1.0.20-memory-guest-tcg.txt").read_text(),
+    "sysbench-oltp": (CAPTURES / "sysbench-1.0.20-oltp_read_write-guest-tcg.txt").read_text(),
     "iperf3": (CAPTURES / "iperf3-3.12-client-J-guest-tcg.json").read_text(),
     "time": (CAPTURES / "bash-time-make-nfs-guest.txt").read_text(),
     "lab-stream": (CAPTURES / "stream-lab-host.txt").read_text(),

@@ -373,7 +373,7 @@ def test_stop_when_nothing_runs(guest: GuestDir) -> None:
         ({"workload": "x", "argv": "true", "end_iteration": 1}, "'argv' must be a non-empty list"),
         ({"workload": "x", "argv": ["true"], "end_iteration": 1, "parser": "perf"},
          "unknown parser 'perf'; known: ['iperf3', 'json', 'lab-stream', 'none', 'regex',"
-         " 'sysbench-memory', 'time']"),
+         " 'sysbench-memory', 'sysbench-oltp', 'time']"),
         ({"workload": "x", "argv": ["true"], "end_iteration": 1, "parser_options": {"a": 1}},
          "spec field 'parser_options' must be an object of strings"),
         ({"workload": "x", "argv": ["true"], "end_iteration": 1, "parser": "regex",

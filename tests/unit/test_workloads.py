@@ -38,6 +38,7 @@ def params_for(name: str) -> dict[str, object]:
 def test_the_built_in_workloads_are_found() -> None:
     assert sorted(WORKLOADS) == [
         "command", "demo-build", "gdb-build", "iperf3", "null", "stream", "sysbench-memory",
+        "sysbench-oltp",
     ]  # fmt: skip
     assert all(w.description and w.metrics for w in WORKLOADS.values())
 
@@ -74,6 +75,12 @@ def test_metrics_units_and_directions() -> None:
         "stream": [
             ("copy_mb_s", "MB/s", "higher"), ("scale_mb_s", "MB/s", "higher"),
             ("add_mb_s", "MB/s", "higher"), ("triad_mb_s", "MB/s", "higher"),
+        ],
+        "sysbench-oltp": [
+            ("transactions_per_s", "transactions/s", "higher"),
+            ("queries_per_s", "queries/s", "higher"),
+            ("latency_avg_ms", "ms", "lower"), ("latency_p95_ms", "ms", "lower"),
+            ("errors", "count", "lower"),
         ],
     }  # fmt: skip
 
