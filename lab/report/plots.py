@@ -243,6 +243,8 @@ def sweep_plot(sweep: SweepComparison) -> tuple[Figure, str]:
     groups: dict[tuple[tuple[str, str], ...], list[Any]] = {}
     for v in sweep.values:
         groups.setdefault(tuple((k, x) for k, x in v.point if k != axis), []).append(v)
+    low, high = _sweep_span(sweep)
+    cut = 0
     for i, (rest, members) in enumerate(groups.items()):
         members.sort(key=lambda v: where[dict(v.point)[axis]])
         x = np.array([where[dict(v.point)[axis]] for v in members])
@@ -251,9 +253,17 @@ def sweep_plot(sweep: SweepComparison) -> tuple[Figure, str]:
         color = COLORS[i % len(COLORS)]
         name = ", ".join(f"{k}={x}" for k, x in rest)
         ax.plot(x, pct, color=color, linewidth=1, alpha=0.6, label=name or None)
-        err = np.abs(np.vstack([pct - ci[:, 0], ci[:, 1] - pct]))
+        # An interval far wider than the changes (few samples, 99.99 %) is cut at the axis,
+        # its cut end an arrowhead, so the changes themselves stay readable.
+        shown_ci = np.clip(np.nan_to_num(ci, nan=0.0), low, high)
+        err = np.abs(np.vstack([pct - shown_ci[:, 0], shown_ci[:, 1] - pct]))
         ax.errorbar(x, np.nan_to_num(pct), yerr=np.nan_to_num(err), fmt="none", ecolor=color,
                     capsize=4, alpha=0.8)  # fmt: skip
+        for end, bound, arrow in ((1, high, "^"), (0, low, "v")):
+            beyond = (ci[:, end] > high) if end else (ci[:, end] < low)
+            cut += int(beyond.sum())
+            ax.plot(x[beyond], np.full(int(beyond.sum()), bound), marker=arrow,
+                    linestyle="none", color=color)  # fmt: skip
         for xv, yv, v in zip(x, pct, members, strict=True):
             marker, mark, filled = VERDICT_MARKS[v.verdict.outcome]
             ax.plot([xv], [yv], marker=marker, markersize=9, linestyle="none",
@@ -284,9 +294,30 @@ def sweep_plot(sweep: SweepComparison) -> tuple[Figure, str]:
         " values; the dotted line is the crossing, the smallest value where B is better"
         " beyond the threshold."
     )
+    ax.set_ylim(low, high)
+    if cut:
+        caption += (f" {cut} interval end{'s' if cut > 1 else ''} beyond the drawn range"
+                    " (arrowheads) are cut; the table has them.")  # fmt: skip
     if numeric and ax.get_xscale() == "log":
         caption += f" {axis} on a log axis."
     return fig, caption
+
+
+def _sweep_span(sweep: SweepComparison) -> tuple[float, float]:
+    """The change axis: the changes and the threshold band with room around them, and the
+    intervals where they fit in three times that (beyond it an interval says little more
+    than "wide")."""
+    pct = [v.pair.difference.percent for v in sweep.values]
+    ends = [e for v in sweep.values for e in v.pair.difference.percent_ci]
+    t = sweep.threshold.value * 100 if sweep.threshold.relative else 0.0
+    finite = [p for p in pct if np.isfinite(p)] or [0.0]
+    low, high = min(*finite, -t, 0.0), max(*finite, t, 0.0)
+    room = max(high - low, 2 * t, 1.0)
+    limit_low, limit_high = low - 3 * room, high + 3 * room
+    drawn = [e for e in ends if np.isfinite(e) and limit_low <= e <= limit_high]
+    low, high = min(low, *drawn), max(high, *drawn)
+    pad = 0.05 * (high - low or 1.0)
+    return low - pad, high + pad
 
 
 def save(fig: Figure, path: Path) -> None:

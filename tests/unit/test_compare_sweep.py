@@ -227,3 +227,33 @@ def test_lab_runs_names_each_run_s_sweep_and_the_command_that_resumes_it(
     assert "-p total_size" not in command  # the swept key is the sweep's, not a parameter
     _, out, _ = lab(capsys, "runs", "--db", db, "show", "sysbench-memory-alone", "--json")
     assert "-p total_size=1G" in json.loads(out)["command"]
+
+
+def test_intervals_far_wider_than_the_changes_are_cut_at_the_axis_and_said_so() -> None:
+    """Three noisy samples a side at 99.99 %: the ratio's interval spans thousands of %,
+    which would flatten the changes to a line at 0; it is cut, its end an arrowhead."""
+    import numpy as np
+
+    from lab.core.sweeps import Axis, points
+    from lab.report.plots import sweep_plot
+    from lab.stats.analysis import analyse
+    from lab.stats.sweep import compare_sweep
+    from tests.unit.test_sweep_stats import ONE_PERCENT, _series
+
+    values = {"4M": (10.0, 2.0), "64M": (20.0, 40.0)}  # (shift %, sd): the second is noisy
+    axis = Axis("total_size", tuple(values))
+    comparisons = []
+    for i, (shift, sd) in enumerate(values.values()):
+        rng = np.random.default_rng(i)
+        a, b = rng.normal(100.0, sd, 3), rng.normal(100.0 * (1 + shift / 100), sd, 3)
+        (c,) = analyse(_series("s", a, b), 0.9999, ONE_PERCENT, order=["thp", "shp1g"])
+        comparisons.append(c)
+    found = compare_sweep("sw", points([axis]), ["a", "b"], comparisons)
+    ends = [e for v in found.values for e in v.pair.difference.percent_ci]
+    changes = [v.pair.difference.percent for v in found.values]
+    fig, caption = sweep_plot(found)
+    (ax,) = fig.axes
+    low, high = ax.get_ylim()
+    assert max(ends) > 10 * (high - low)  # the noisy value's interval: far off the axis
+    assert low < -1 and high > max(changes)  # the threshold band and the changes in view
+    assert "beyond the drawn range (arrowheads) are cut; the table has them" in caption
