@@ -195,17 +195,23 @@ class _Route:
 
 
 class _Batch:
-    """Samples numbered and waiting to be stored: those of new iterations, as the rows
-    ``Bulk.insert`` takes (a second sample of an iteration joins its row), and those whose
-    iteration may be stored already (left to ``Bulk.merge``)."""
+    """Samples numbered and waiting to be stored: those of new iterations, as the fields
+    ``Bulk.insert_flat`` takes, kept apart per target (a second sample of an iteration joins
+    its row), and those whose iteration may be stored already (left to ``Bulk.merge``).
+
+    Each target's rows go in together, in the order they were read: SQLite then inserts next
+    to the row before in each index, where rows of two guests in turn (as a long-format file
+    gives them) alternate between two places in every index; measured on 2,000,000 samples,
+    a tenth less CPU time for the whole import.
+    """
 
     def __init__(self, source: str) -> None:
         self.source = source
-        self.iterations: list[tuple[int, int, int, float | None, str]] = []
-        self.samples: list[tuple[int, int, int, str, float]] = []
-        # (target, number) -> the iteration's row in self.iterations, and its metrics
+        self.iterations: dict[_Target, list[Any]] = {}  # five fields a row (Bulk.insert_flat)
+        self.samples: dict[_Target, list[Any]] = {}
+        # (target, number) -> where the iteration's row starts in self.iterations[target],
+        # and its metrics
         self.fresh: dict[tuple[_Target, int], tuple[int, dict[str, float]]] = {}
-        self.made: dict[_Target, int] = {}
         self.maybe: list[tuple[int, int, int, int, float | None, dict[str, float]]] = []
         self.size = 0
 
@@ -220,30 +226,33 @@ class _Batch:
                 message = f"a second {clash[0]!r} value for iteration {number}"
                 malformed.add(BadLine(sample.line, message))
                 return
-            row = self.iterations[index]
-            self.iterations[index] = (*row[:4], f"{row[4]},{sample.line}")
+            row = self.iterations[target]
+            row[index + 4] = f"{row[index + 4]},{sample.line}"
             self.fresh[key] = (index, {**before, **metrics})
         elif number > target.high:
-            self.fresh[key] = (len(self.iterations), metrics)
-            source = f"{self.source}:{sample.line}"
-            self.iterations.append((run_id, guest_id, number, sample.started, source))
-            self.made[target] = self.made.get(target, 0) + 1
+            rows = self.iterations.get(target)
+            if rows is None:
+                rows = self.iterations[target] = []
+                self.samples[target] = []
+            self.fresh[key] = (len(rows), metrics)
+            rows += (run_id, guest_id, number, sample.started, f"{self.source}:{sample.line}")
             target.high = number
         else:
             self.maybe.append((run_id, guest_id, number, sample.line, sample.started, metrics))
             self.size += 1
             return
-        add = self.samples.append
+        samples = self.samples[target]
         for metric, value in metrics.items():
-            add((run_id, guest_id, number, metric, value))
+            samples += (run_id, guest_id, number, metric, value)
         self.size += 1
 
     def store(self, bulk: Bulk, summary: ImportSummary, malformed: Malformed,
               targets: Mapping[tuple[int, int], _Target]) -> None:  # fmt: skip
         """Write the batch; what it made, kept and refused goes into the summary."""
-        bulk.insert(self.iterations, self.samples)
-        for target, made in self.made.items():
-            _count(summary, target, made)
+        for target in sorted(self.iterations, key=lambda t: (t.run_id, t.guest_id)):
+            rows = self.iterations[target]
+            bulk.insert_flat(rows, self.samples[target])
+            _count(summary, target, len(rows) // 5)
         if self.maybe:
             merged = bulk.merge(self.source, self.maybe)
             for ids, made in merged.made.items():
