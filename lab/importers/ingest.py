@@ -246,27 +246,35 @@ class _Batch:
             samples += (run_id, guest_id, number, metric, value)
         self.size += 1
 
-    def store(self, bulk: Bulk, summary: ImportSummary, malformed: Malformed,
-              targets: Mapping[tuple[int, int], _Target]) -> None:  # fmt: skip
-        """Write the batch; what it made, kept and refused goes into the summary."""
+    def store(
+        self, bulk: Bulk, malformed: Malformed, targets: Mapping[tuple[int, int], _Target]
+    ) -> tuple[dict[_Target, int], int]:
+        """Write the batch: the iterations it made per target, and how many iterations stored
+        before it kept; the samples it refused go to ``malformed``."""
+        made: dict[_Target, int] = {}
         for target in sorted(self.iterations, key=lambda t: (t.run_id, t.guest_id)):
             rows = self.iterations[target]
             bulk.insert_flat(rows, self.samples[target])
-            _count(summary, target, len(rows) // 5)
+            made[target] = len(rows) // 5
+        kept = 0
         if self.maybe:
             merged = bulk.merge(self.source, self.maybe)
-            for ids, made in merged.made.items():
-                _count(summary, targets[ids], made)
-            summary.duplicates += merged.kept
+            for ids, count in merged.made.items():
+                made[targets[ids]] = made.get(targets[ids], 0) + count
+            kept = merged.kept
             for line, message in merged.clashes:
                 malformed.add(BadLine(line, message))
+        return made, kept
 
 
-def _count(summary: ImportSummary, target: _Target, made: int) -> None:
-    study, workload, variant, guest, _ = target.group
-    key = (study, workload, variant, guest)
-    summary.groups[key] = summary.groups.get(key, 0) + made
-    summary.stored += made
+def _count(summary: ImportSummary, made: Mapping[_Target, int], kept: int) -> None:
+    """Add what a batch stored to the summary."""
+    for target, count in made.items():
+        study, workload, variant, guest, _ = target.group
+        key = (study, workload, variant, guest)
+        summary.groups[key] = summary.groups.get(key, 0) + count
+        summary.stored += count
+    summary.duplicates += kept
 
 
 class _Import:
@@ -362,9 +370,9 @@ class _Import:
                 number = route.first + count
             batch.add(target, number, sample, malformed)
             if batch.size >= BATCH:
-                batch.store(self.bulk, summary, malformed, self.by_ids)
+                _count(summary, *batch.store(self.bulk, malformed, self.by_ids))
                 batch = _Batch(source.source)
-        batch.store(self.bulk, summary, malformed, self.by_ids)
+        _count(summary, *batch.store(self.bulk, malformed, self.by_ids))
         summary.read = read
         malformed.check()
         if not read:
