@@ -27,6 +27,7 @@ from lab.importers.appended import (
     sysbench_samples,
     time_samples,
 )
+from lab.importers.batch import Batch, Group, Route, Target
 from lab.importers.inputs import Input, open_input
 from lab.importers.malformed import Malformed, MalformedInputError
 from lab.importers.records import BadLine, Item, Sample, infer_direction, known_unit
@@ -153,121 +154,7 @@ def samples(planned: Planned, options: ImportOptions, malformed: Malformed) -> I
     return raw[fmt](lines)
 
 
-Group = tuple[str, str, str, str, str]  # study, workload, variant, guest, host
-
-
-class _Target:
-    """Where one group's samples go: its run and guest, the metrics this import declared for
-    its run, and the highest iteration number stored or written (a number above it is new)."""
-
-    __slots__ = ("declared", "group", "guest_id", "high", "run_id", "run_key", "study_id")
-
-    def __init__(self, store: Store, group: Group) -> None:
-        study, workload, variant, guest, host = group
-        self.group = group
-        self.study_id = store.ensure_study(study, "imported with lab import")
-        self.run_key = f"{study}/import/{workload}"
-        self.run_id = store.ensure_run(
-            self.study_id, self.run_key, workload, {"imported": True}, None, None, []
-        )
-        self.guest_id = store.ensure_guest(self.study_id, guest, variant, host=host)
-        self.declared: set[str] = set()  # by this import: ensure_run checks each once
-        self.high = store.max_iteration(self.run_id, self.guest_id)
-
-    def declare(self, store: Store, info: MetricInfo) -> None:
-        workload = self.group[1]
-        store.ensure_run(
-            self.study_id, self.run_key, workload, {"imported": True}, None, None, [info]
-        )
-        self.declared.add(info.name)
-
-
-class _Route:
-    """A group's target as one input sees it: its numbering, and its lines stored before."""
-
-    __slots__ = ("counters", "first", "imported", "target")
-
-    def __init__(self, target: _Target, imported: bytearray | None) -> None:
-        self.target = target
-        self.first = target.high + 1
-        self.counters: dict[str, int] = {}
-        self.imported = imported
-
-
-class _Batch:
-    """Samples numbered and waiting to be stored: those of new iterations, as the fields
-    ``Bulk.insert_flat`` takes, kept apart per target (a second sample of an iteration joins
-    its row), and those whose iteration may be stored already (left to ``Bulk.merge``).
-
-    Each target's rows go in together, in the order they were read: SQLite then inserts next
-    to the row before in each index, where rows of two guests in turn (as a long-format file
-    gives them) alternate between two places in every index; measured on 2,000,000 samples,
-    a tenth less CPU time for the whole import.
-    """
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.iterations: dict[_Target, list[Any]] = {}  # five fields a row (Bulk.insert_flat)
-        self.samples: dict[_Target, list[Any]] = {}
-        # (target, number) -> where the iteration's row starts in self.iterations[target],
-        # and its metrics
-        self.fresh: dict[tuple[_Target, int], tuple[int, dict[str, float]]] = {}
-        self.maybe: list[tuple[int, int, int, int, float | None, dict[str, float]]] = []
-        self.size = 0
-
-    def add(self, target: _Target, number: int, sample: Sample, malformed: Malformed) -> None:
-        key = (target, number)
-        entry = self.fresh.get(key)
-        run_id, guest_id, metrics = target.run_id, target.guest_id, sample.metrics
-        if entry is not None:
-            index, before = entry
-            clash = [m for m in metrics if m in before]
-            if clash:
-                message = f"a second {clash[0]!r} value for iteration {number}"
-                malformed.add(BadLine(sample.line, message))
-                return
-            row = self.iterations[target]
-            row[index + 4] = f"{row[index + 4]},{sample.line}"
-            self.fresh[key] = (index, {**before, **metrics})
-        elif number > target.high:
-            rows = self.iterations.get(target)
-            if rows is None:
-                rows = self.iterations[target] = []
-                self.samples[target] = []
-            self.fresh[key] = (len(rows), metrics)
-            rows += (run_id, guest_id, number, sample.started, f"{self.source}:{sample.line}")
-            target.high = number
-        else:
-            self.maybe.append((run_id, guest_id, number, sample.line, sample.started, metrics))
-            self.size += 1
-            return
-        samples = self.samples[target]
-        for metric, value in metrics.items():
-            samples += (run_id, guest_id, number, metric, value)
-        self.size += 1
-
-    def store(
-        self, bulk: Bulk, malformed: Malformed, targets: Mapping[tuple[int, int], _Target]
-    ) -> tuple[dict[_Target, int], int]:
-        """Write the batch: the iterations it made per target, and how many iterations stored
-        before it kept; the samples it refused go to ``malformed``."""
-        made: dict[_Target, int] = {}
-        for target in sorted(self.iterations, key=lambda t: (t.run_id, t.guest_id)):
-            rows = self.iterations[target]
-            bulk.insert_flat(rows, self.samples[target])
-            made[target] = len(rows) // 5
-        kept = 0
-        if self.maybe:
-            merged = bulk.merge(self.source, self.maybe)
-            for ids, count in merged.made.items():
-                made[targets[ids]] = made.get(targets[ids], 0) + count
-            kept = merged.kept
-            for line, message in merged.clashes:
-                malformed.add(BadLine(line, message))
-        return made, kept
-
-
-def _count(summary: ImportSummary, made: Mapping[_Target, int], kept: int) -> None:
+def _count(summary: ImportSummary, made: Mapping[Target, int], kept: int) -> None:
     """Add what a batch stored to the summary."""
     for target, count in made.items():
         study, workload, variant, guest, _ = target.group
@@ -284,8 +171,8 @@ class _Import:
         self.store = store
         self.bulk = bulk
         self.options = options
-        self.targets: dict[Group, _Target] = {}
-        self.by_ids: dict[tuple[int, int], _Target] = {}
+        self.targets: dict[Group, Target] = {}
+        self.by_ids: dict[tuple[int, int], Target] = {}
 
     def group(self, sample: Sample, fmt: str) -> Group:
         options = self.options
@@ -299,8 +186,8 @@ class _Import:
         )
 
     def route(
-        self, sample: Sample, planned: Planned, summary: ImportSummary, routes: dict[Group, _Route]
-    ) -> _Route:
+        self, sample: Sample, planned: Planned, summary: ImportSummary, routes: dict[Group, Route]
+    ) -> Route:
         """The input's route to the sample's group: one per group, however the rows spell it
         (an empty guest column and one naming the variant share the numbering)."""
         group = self.group(sample, planned.format)
@@ -308,12 +195,12 @@ class _Import:
         if route is None:
             target = self.targets.get(group)
             if target is None:
-                target = self.targets[group] = _Target(self.store, group)
+                target = self.targets[group] = Target(self.store, group)
                 self.by_ids[(target.run_id, target.guest_id)] = target
             summary.groups.setdefault(group[:4], 0)
             source = planned.input.source
             imported = self.bulk.imported_lines(target.run_id, target.guest_id, source)
-            route = routes[group] = _Route(target, imported)
+            route = routes[group] = Route(target, imported)
         return route
 
     def read(self, planned: Planned) -> ImportSummary:
@@ -323,11 +210,11 @@ class _Import:
         summary = ImportSummary(source.path, planned.format)
         malformed = Malformed(source.path, options.skip_bad)
         read = 0
-        routes: dict[tuple[Any, ...], _Route] = {}  # by the group as the file spells it
-        by_group: dict[Group, _Route] = {}
+        routes: dict[tuple[Any, ...], Route] = {}  # by the group as the file spells it
+        by_group: dict[Group, Route] = {}
         infos: dict[str, MetricInfo] = {}  # each metric's first unit and direction
         checked: dict[tuple[str, str | None, str | None], MetricInfo | str] = {}
-        batch = _Batch(source.source)
+        batch = Batch(source.source)
         for item in samples(planned, options, malformed):
             if isinstance(item, BadLine):
                 malformed.add(item)
@@ -371,7 +258,7 @@ class _Import:
             batch.add(target, number, sample, malformed)
             if batch.size >= BATCH:
                 _count(summary, *batch.store(self.bulk, malformed, self.by_ids))
-                batch = _Batch(source.source)
+                batch = Batch(source.source)
         _count(summary, *batch.store(self.bulk, malformed, self.by_ids))
         summary.read = read
         malformed.check()

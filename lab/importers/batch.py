@@ -1,0 +1,126 @@
+"""Where `lab import` puts samples: a group's target (its run and guest in the store), an
+input's route to it (its numbering), and the batch that holds numbered samples until they
+are stored."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from lab.importers.malformed import Malformed
+from lab.importers.records import BadLine, Sample
+from lab.store import MetricInfo, Store
+from lab.store.bulk import Bulk
+
+Group = tuple[str, str, str, str, str]  # study, workload, variant, guest, host
+
+
+class Target:
+    """Where one group's samples go: its run and guest, the metrics this import declared for
+    its run, and the highest iteration number stored or written (a number above it is new)."""
+
+    __slots__ = ("declared", "group", "guest_id", "high", "run_id", "run_key", "study_id")
+
+    def __init__(self, store: Store, group: Group) -> None:
+        study, workload, variant, guest, host = group
+        self.group = group
+        self.study_id = store.ensure_study(study, "imported with lab import")
+        self.run_key = f"{study}/import/{workload}"
+        self.run_id = store.ensure_run(
+            self.study_id, self.run_key, workload, {"imported": True}, None, None, []
+        )
+        self.guest_id = store.ensure_guest(self.study_id, guest, variant, host=host)
+        self.declared: set[str] = set()  # by this import: ensure_run checks each once
+        self.high = store.max_iteration(self.run_id, self.guest_id)
+
+    def declare(self, store: Store, info: MetricInfo) -> None:
+        workload = self.group[1]
+        store.ensure_run(
+            self.study_id, self.run_key, workload, {"imported": True}, None, None, [info]
+        )
+        self.declared.add(info.name)
+
+
+class Route:
+    """A group's target as one input sees it: its numbering, and its lines stored before."""
+
+    __slots__ = ("counters", "first", "imported", "target")
+
+    def __init__(self, target: Target, imported: bytearray | None) -> None:
+        self.target = target
+        self.first = target.high + 1
+        self.counters: dict[str, int] = {}
+        self.imported = imported
+
+
+class Batch:
+    """Samples numbered and waiting to be stored: those of new iterations, as the fields
+    ``Bulk.insert_flat`` takes, kept apart per target (a second sample of an iteration joins
+    its row), and those whose iteration may be stored already (left to ``Bulk.merge``).
+
+    Each target's rows go in together, in the order they were read: SQLite then inserts next
+    to the row before in each index, where rows of two guests in turn (as a long-format file
+    gives them) alternate between two places in every index; measured on 2,000,000 samples,
+    a tenth less CPU time for the whole import.
+    """
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.iterations: dict[Target, list[Any]] = {}  # five fields a row (Bulk.insert_flat)
+        self.samples: dict[Target, list[Any]] = {}
+        # (target, number) -> where the iteration's row starts in self.iterations[target],
+        # and its metrics
+        self.fresh: dict[tuple[Target, int], tuple[int, dict[str, float]]] = {}
+        self.maybe: list[tuple[int, int, int, int, float | None, dict[str, float]]] = []
+        self.size = 0
+
+    def add(self, target: Target, number: int, sample: Sample, malformed: Malformed) -> None:
+        key = (target, number)
+        entry = self.fresh.get(key)
+        run_id, guest_id, metrics = target.run_id, target.guest_id, sample.metrics
+        if entry is not None:
+            index, before = entry
+            clash = [m for m in metrics if m in before]
+            if clash:
+                message = f"a second {clash[0]!r} value for iteration {number}"
+                malformed.add(BadLine(sample.line, message))
+                return
+            row = self.iterations[target]
+            row[index + 4] = f"{row[index + 4]},{sample.line}"
+            self.fresh[key] = (index, {**before, **metrics})
+        elif number > target.high:
+            rows = self.iterations.get(target)
+            if rows is None:
+                rows = self.iterations[target] = []
+                self.samples[target] = []
+            self.fresh[key] = (len(rows), metrics)
+            rows += (run_id, guest_id, number, sample.started, f"{self.source}:{sample.line}")
+            target.high = number
+        else:
+            self.maybe.append((run_id, guest_id, number, sample.line, sample.started, metrics))
+            self.size += 1
+            return
+        samples = self.samples[target]
+        for metric, value in metrics.items():
+            samples += (run_id, guest_id, number, metric, value)
+        self.size += 1
+
+    def store(
+        self, bulk: Bulk, malformed: Malformed, targets: Mapping[tuple[int, int], Target]
+    ) -> tuple[dict[Target, int], int]:
+        """Write the batch: the iterations it made per target, and how many iterations stored
+        before it kept; the samples it refused go to ``malformed``."""
+        made: dict[Target, int] = {}
+        for target in sorted(self.iterations, key=lambda t: (t.run_id, t.guest_id)):
+            rows = self.iterations[target]
+            bulk.insert_flat(rows, self.samples[target])
+            made[target] = len(rows) // 5
+        kept = 0
+        if self.maybe:
+            merged = bulk.merge(self.source, self.maybe)
+            for ids, count in merged.made.items():
+                made[targets[ids]] = made.get(targets[ids], 0) + count
+            kept = merged.kept
+            for line, message in merged.clashes:
+                malformed.add(BadLine(line, message))
+        return made, kept
