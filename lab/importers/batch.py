@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lab.importers.malformed import Malformed
-from lab.importers.records import BadLine, Sample
+from lab.importers.records import BadLine
 from lab.store import MetricInfo, Store
 from lab.store.bulk import Bulk
 
@@ -52,6 +52,22 @@ class Route:
         self.counters: dict[str, int] = {}
         self.imported = imported
 
+    def had(self, line: int) -> bool:
+        """Whether the store held the group's sample of the input's ``line`` before."""
+        imported = self.imported
+        return (
+            imported is not None
+            and line >> 3 < len(imported)
+            and bool(imported[line >> 3] >> (line & 7) & 1)
+        )
+
+    def next(self, metric: str) -> int:
+        """The number of the next sample of ``metric`` that the input does not number: in
+        the order of its lines, after those stored before it."""
+        count = self.counters.get(metric, 0)
+        self.counters[metric] = count + 1
+        return self.first + count
+
 
 class Batch:
     """Samples numbered and waiting to be stored: those of new iterations, as the fields
@@ -69,40 +85,64 @@ class Batch:
         self.iterations: dict[Target, list[Any]] = {}  # five fields a row (Bulk.insert_flat)
         self.samples: dict[Target, list[Any]] = {}
         # (target, number) -> where the iteration's row starts in self.iterations[target],
-        # and its metrics
-        self.fresh: dict[tuple[Target, int], tuple[int, dict[str, float]]] = {}
+        # and the names of its metrics
+        self.fresh: dict[tuple[Target, int], tuple[int, tuple[str, ...]]] = {}
         self.maybe: list[tuple[int, int, int, int, float | None, dict[str, float]]] = []
         self.size = 0
 
-    def add(self, target: Target, number: int, sample: Sample, malformed: Malformed) -> None:
+    def add(
+        self, target: Target, number: int, line: int, started: float | None,
+        metrics: dict[str, float], malformed: Malformed,
+    ) -> None:  # fmt: skip
+        """The sample of ``line``: iteration ``number`` of ``target``, started at ``started``."""
         key = (target, number)
         entry = self.fresh.get(key)
-        run_id, guest_id, metrics = target.run_id, target.guest_id, sample.metrics
+        run_id, guest_id = target.run_id, target.guest_id
         if entry is not None:
             index, before = entry
             clash = [m for m in metrics if m in before]
             if clash:
                 message = f"a second {clash[0]!r} value for iteration {number}"
-                malformed.add(BadLine(sample.line, message))
+                malformed.add(BadLine(line, message))
                 return
             row = self.iterations[target]
-            row[index + 4] = f"{row[index + 4]},{sample.line}"
-            self.fresh[key] = (index, {**before, **metrics})
+            row[index + 4] = f"{row[index + 4]},{line}"
+            self.fresh[key] = (index, (*before, *metrics))
         elif number > target.high:
             rows = self.iterations.get(target)
             if rows is None:
                 rows = self.iterations[target] = []
                 self.samples[target] = []
-            self.fresh[key] = (len(rows), metrics)
-            rows += (run_id, guest_id, number, sample.started, f"{self.source}:{sample.line}")
+            self.fresh[key] = (len(rows), tuple(metrics))
+            rows += (run_id, guest_id, number, started, f"{self.source}:{line}")
             target.high = number
         else:
-            self.maybe.append((run_id, guest_id, number, sample.line, sample.started, metrics))
+            self.maybe.append((run_id, guest_id, number, line, started, metrics))
             self.size += 1
             return
         samples = self.samples[target]
         for metric, value in metrics.items():
             samples += (run_id, guest_id, number, metric, value)
+        self.size += 1
+
+    def add_one(
+        self, target: Target, number: int, line: int, started: float | None, metric: str,
+        value: float, malformed: Malformed,
+    ) -> None:  # fmt: skip
+        """:meth:`add` of a sample of one metric, with no dict of it when its iteration is new
+        (above every number stored or written: in no entry of ``fresh``), as most are."""
+        if number <= target.high:
+            self.add(target, number, line, started, {metric: value}, malformed)
+            return
+        rows = self.iterations.get(target)
+        if rows is None:
+            rows = self.iterations[target] = []
+            self.samples[target] = []
+        run_id, guest_id = target.run_id, target.guest_id
+        self.fresh[(target, number)] = (len(rows), (metric,))
+        rows += (run_id, guest_id, number, started, f"{self.source}:{line}")
+        self.samples[target] += (run_id, guest_id, number, metric, value)
+        target.high = number
         self.size += 1
 
     def store(

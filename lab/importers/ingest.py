@@ -30,7 +30,16 @@ from lab.importers.appended import (
 from lab.importers.batch import Batch, Group, Route, Target
 from lab.importers.inputs import Input, open_input
 from lab.importers.malformed import Malformed, MalformedInputError
-from lab.importers.records import BadLine, Item, Sample, infer_direction, known_unit
+from lab.importers.records import (
+    BadLine,
+    Context,
+    Item,
+    Row,
+    Rows,
+    Sample,
+    infer_direction,
+    known_unit,
+)
 from lab.importers.tabular import Defaults, csv_samples, jsonl_samples
 from lab.store import Direction, MetricInfo, Store
 from lab.store.bulk import Bulk
@@ -185,91 +194,25 @@ class _Import:
             sample.host or options.host or "local",
         )
 
-    def route(
-        self, sample: Sample, planned: Planned, summary: ImportSummary, routes: dict[Group, Route]
-    ) -> Route:
-        """The input's route to the sample's group: one per group, however the rows spell it
-        (an empty guest column and one naming the variant share the numbering)."""
-        group = self.group(sample, planned.format)
-        route = routes.get(group)
-        if route is None:
-            target = self.targets.get(group)
-            if target is None:
-                target = self.targets[group] = Target(self.store, group)
-                self.by_ids[(target.run_id, target.guest_id)] = target
-            summary.groups.setdefault(group[:4], 0)
-            source = planned.input.source
-            imported = self.bulk.imported_lines(target.run_id, target.guest_id, source)
-            route = routes[group] = Route(target, imported)
-        return route
+    def target(self, group: Group, summary: ImportSummary) -> Target:
+        target = self.targets.get(group)
+        if target is None:
+            target = self.targets[group] = Target(self.store, group)
+            self.by_ids[(target.run_id, target.guest_id)] = target
+        summary.groups.setdefault(group[:4], 0)
+        return target
 
     def read(self, planned: Planned) -> ImportSummary:
         """Store one input's samples (inside the bulk write's transaction)."""
-        source = planned.input
-        options = self.options
-        summary = ImportSummary(source.path, planned.format)
-        malformed = Malformed(source.path, options.skip_bad)
-        read = 0
-        routes: dict[tuple[Any, ...], Route] = {}  # by the group as the file spells it
-        by_group: dict[Group, Route] = {}
-        infos: dict[str, MetricInfo] = {}  # each metric's first unit and direction
-        checked: dict[tuple[str, str | None, str | None], MetricInfo | str] = {}
-        batch = Batch(source.source)
-        for item in samples(planned, options, malformed):
-            if isinstance(item, BadLine):
-                malformed.add(item)
-                continue
-            sample = item
-            read += 1
-            raw = sample[2:7]  # variant, workload, guest, host, study: as the file gives them
-            route = routes.get(raw)
-            if route is None:
-                route = routes[raw] = self.route(sample, planned, summary, by_group)
-            target = route.target
-            refused = None
-            for name in sample.metrics:
-                key = (name, sample.units.get(name), sample.directions.get(name))
-                info = checked.get(key)
-                if info is None:
-                    info = checked[key] = self.metric(key, infos, source, sample.line)
-                if isinstance(info, str):
-                    refused = info
-                    break
-                if name not in target.declared:
-                    target.declare(self.store, info)
-            if refused is not None:
-                malformed.add(BadLine(sample.line, refused))
-                continue
-            line = sample.line
-            imported = route.imported
-            if (
-                imported is not None
-                and line >> 3 < len(imported)
-                and imported[line >> 3] >> (line & 7) & 1
-            ):
-                summary.already += 1
-                continue
-            number = sample.iteration
-            if number is None:
-                metric = next(iter(sample.metrics))
-                count = route.counters.get(metric, 0)
-                route.counters[metric] = count + 1
-                number = route.first + count
-            batch.add(target, number, sample, malformed)
-            if batch.size >= BATCH:
-                _count(summary, *batch.store(self.bulk, malformed, self.by_ids))
-                batch = Batch(source.source)
-        _count(summary, *batch.store(self.bulk, malformed, self.by_ids))
-        summary.read = read
-        malformed.check()
-        if not read:
-            raise UsageError(
-                f"no samples found in {source.name} (read as {planned.format})",
-                hint="Check the file, or pass --format if it was detected wrongly",
-            )
-        summary.bad = sorted(malformed.listed, key=lambda b: b.line)
-        summary.bad_count = malformed.count
-        return summary
+        reading = _Reading(self, planned)
+        for item in samples(planned, self.options, reading.malformed):
+            if isinstance(item, Rows):
+                reading.rows(item.rows)
+            elif isinstance(item, BadLine):
+                reading.malformed.add(item)
+            else:
+                reading.sample(item)
+        return reading.end()
 
     def metric(
         self,
@@ -302,6 +245,141 @@ class _Import:
                 f" {earlier.unit!r} ({earlier.direction})"
             )
         return info
+
+
+class _Lane:
+    """What the rows of one context get from it, worked out at the first of them: their route,
+    their metric, and why each is malformed (None when they are not)."""
+
+    __slots__ = ("metric", "refused", "route")
+
+    def __init__(self, route: Route, metric: str, refused: str | None) -> None:
+        self.route = route
+        self.metric = metric
+        self.refused = refused
+
+
+class _Reading:
+    """One input being stored: its summary, its malformed lines, its routes and its batch."""
+
+    LANES = 4_096  # contexts remembered; past it they are forgotten, so memory stays bounded
+
+    def __init__(self, run: _Import, planned: Planned) -> None:
+        self.run = run
+        self.planned = planned
+        source = planned.input
+        self.summary = ImportSummary(source.path, planned.format)
+        self.malformed = Malformed(source.path, run.options.skip_bad)
+        self.read = 0
+        self.routes: dict[tuple[Any, ...], Route] = {}  # by the group as the file spells it
+        self.by_group: dict[Group, Route] = {}
+        self.infos: dict[str, MetricInfo] = {}  # each metric's first unit and direction
+        self.checked: dict[tuple[str, str | None, str | None], MetricInfo | str] = {}
+        self.lanes: dict[Context, _Lane] = {}
+        self.batch = Batch(source.source)
+
+    def sample(self, sample: Sample) -> None:
+        self.read += 1
+        route = self.route(sample)
+        refused = self.refused(sample, route.target)
+        line = sample.line
+        if refused is not None:
+            self.malformed.add(BadLine(line, refused))
+            return
+        if route.had(line):
+            self.summary.already += 1
+            return
+        number = sample.iteration
+        if number is None:
+            number = route.next(next(iter(sample.metrics)))
+        self.batch.add(route.target, number, line, sample.started, sample.metrics, self.malformed)
+        if self.batch.size >= BATCH:
+            self.flush()
+
+    def rows(self, rows: list[Row]) -> None:
+        """Rows of a table, each a sample of one metric, stored as :meth:`sample` stores a
+        sample; what their context decides (route, metric, refusal) is looked up once."""
+        self.read += len(rows)
+        lanes, malformed, summary, batch = self.lanes, self.malformed, self.summary, self.batch
+        for line, context, value, number, started in rows:
+            lane = lanes.get(context)
+            if lane is None:
+                lane = self.lane(context, line)
+            if lane.refused is not None:
+                malformed.add(BadLine(line, lane.refused))
+                continue
+            route = lane.route
+            if route.imported is not None and route.had(line):
+                summary.already += 1
+                continue
+            if number is None:
+                number = route.next(lane.metric)
+            batch.add_one(route.target, number, line, started, lane.metric, value, malformed)
+            if batch.size >= BATCH:
+                self.flush()
+                batch = self.batch
+
+    def lane(self, context: Context, line: int) -> _Lane:
+        """The lane of a context, from its first row read as a sample."""
+        if len(self.lanes) >= self.LANES:
+            self.lanes.clear()
+        sample = context.sample(line, 0.0, None, None)
+        route = self.route(sample)
+        lane = self.lanes[context] = _Lane(
+            route, context.metric, self.refused(sample, route.target)
+        )
+        return lane
+
+    def route(self, sample: Sample) -> Route:
+        """The input's route to the sample's group: one per group, however the rows spell it
+        (an empty guest column and one naming the variant share the numbering)."""
+        raw = sample[2:7]  # variant, workload, guest, host, study: as the file gives them
+        route = self.routes.get(raw)
+        if route is None:
+            group = self.run.group(sample, self.planned.format)
+            route = self.by_group.get(group)
+            if route is None:
+                target = self.run.target(group, self.summary)
+                source = self.planned.input.source
+                imported = self.run.bulk.imported_lines(target.run_id, target.guest_id, source)
+                route = self.by_group[group] = Route(target, imported)
+            self.routes[raw] = route
+        return route
+
+    def refused(self, sample: Sample, target: Target) -> str | None:
+        """Why the sample is malformed (a metric's unit or direction that differs from the
+        input's first); else None, once its metrics are declared for the target's run."""
+        for name in sample.metrics:
+            key = (name, sample.units.get(name), sample.directions.get(name))
+            info = self.checked.get(key)
+            if info is None:
+                info = self.checked[key] = self.run.metric(
+                    key, self.infos, self.planned.input, sample.line
+                )
+            if isinstance(info, str):
+                return info
+            if name not in target.declared:
+                target.declare(self.run.store, info)
+        return None
+
+    def flush(self) -> None:
+        _count(self.summary, *self.batch.store(self.run.bulk, self.malformed, self.run.by_ids))
+        self.batch = Batch(self.planned.input.source)
+
+    def end(self) -> ImportSummary:
+        """Store what is left, and the summary; or the error of an input that failed."""
+        self.flush()
+        summary, malformed = self.summary, self.malformed
+        summary.read = self.read
+        malformed.check()
+        if not self.read:
+            raise UsageError(
+                f"no samples found in {self.planned.input.name} (read as {self.planned.format})",
+                hint="Check the file, or pass --format if it was detected wrongly",
+            )
+        summary.bad = sorted(malformed.listed, key=lambda b: b.line)
+        summary.bad_count = malformed.count
+        return summary
 
 
 def import_inputs(

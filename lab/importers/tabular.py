@@ -14,12 +14,24 @@ import csv
 import io
 import json
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
+from operator import itemgetter
 from typing import Any
 
 from lab.core.errors import UsageError
-from lab.importers.records import NO_DIRECTIONS, NO_UNITS, BadLine, Item, Parsed, Sample, collect
+from lab.importers.records import (
+    NO_DIRECTIONS,
+    NO_UNITS,
+    BadLine,
+    Context,
+    Item,
+    Parsed,
+    Row,
+    Rows,
+    Sample,
+    collect,
+)
 
 REQUIRED = ("variant", "workload", "metric", "value")
 OPTIONAL = ("iteration", "timestamp", "started", "unit", "direction", "guest", "host", "study")
@@ -111,8 +123,70 @@ def _check_columns(columns: list[str], where: str) -> None:
         )
 
 
+class _Columns:
+    """Where a CSV header puts what varies from row to row (value, iteration, timestamp) and
+    what rows repeat (the rest: the context), for reading a row without a dict of its fields.
+
+    A row is read this way only when the outcome is sure to be :func:`_sample`'s: its width
+    is the header's, its context was checked whole once (``contexts``), and its value,
+    iteration and timestamp convert as they are (``float`` and ``int`` strip blanks as
+    :func:`_sample` does); any other row, malformed or not, goes through :func:`_sample`,
+    which says why.
+    """
+
+    CONTEXTS = 4_096  # contexts remembered; past it they are forgotten, so memory stays bounded
+
+    def __init__(self, columns: list[str], blank: Mapping[str, str | None]) -> None:
+        self.columns = columns
+        self.blank = blank
+        at = {name: i for i, name in enumerate(columns)}
+        self.value = at.get("value")
+        self.iteration = at.get("iteration")
+        self.timestamp = at.get("timestamp")
+        self.started = at.get("started")
+        varying = ("value", "iteration", "timestamp", "started", *IGNORED)
+        self.context_at = [i for i, name in enumerate(columns) if name not in varying]
+        # a column named twice: the last non-empty one counts, which only _sample knows
+        self.usable = self.value is not None and len(at) == len(columns)
+        self.contexts: dict[tuple[str, ...], Context | None] = {}
+
+        # a row's context columns, as a tuple made in C (itemgetter of one index gives the item)
+        self.key: Callable[[list[str]], tuple[str, ...]] = (
+            itemgetter(*self.context_at) if len(self.context_at) > 1 else self._key
+        )
+
+    def _key(self, row: list[str]) -> tuple[str, ...]:
+        return tuple([row[i] for i in self.context_at])
+
+    def context(self, key: tuple[str, ...]) -> Context | None:
+        """The context of rows whose context columns hold ``key``; None when it is not
+        complete or not valid (such rows are read by _sample, which says why)."""
+        if len(self.contexts) >= self.CONTEXTS:
+            self.contexts.clear()
+        fields = dict(self.blank)
+        for i, raw in zip(self.context_at, key, strict=True):
+            text = raw.strip()
+            if text:
+                fields[self.columns[i]] = text
+        variant, workload, metric, direction = (
+            fields["variant"], fields["workload"], fields["metric"], fields["direction"],
+        )  # fmt: skip
+        found = None
+        if variant and workload and metric and direction in (None, "lower", "higher"):
+            found = Context(
+                variant, workload, fields["guest"], fields["host"], fields["study"], metric,
+                fields["unit"], direction,  # type: ignore[arg-type]
+            )  # fmt: skip
+        self.contexts[key] = found
+        return found
+
+
+_UNSEEN = Context("", "", None, None, None, "", None, None)  # a context not looked at yet
+
+
 def csv_samples(lines: Iterable[str], name: str, defaults: Defaults) -> Iterator[Item]:
-    """Each row of a CSV text, read line by line, as a Sample or a BadLine (its last line)."""
+    """Each row of a CSV text, read line by line: its samples, as Rows of those that follow
+    each other, and its malformed rows, each a BadLine (of its last line)."""
     reader = csv.reader(lines)
     try:
         header = next(reader, [])
@@ -125,33 +199,91 @@ def csv_samples(lines: Iterable[str], name: str, defaults: Defaults) -> Iterator
     _check_columns(columns, f"{name}:1")
     width = len(columns)
     blank = _fields(defaults)
+    layout = _Columns(columns, blank)
+    usable, contexts, key = layout.usable, layout.contexts, layout.key
+    value_at, iteration_at = layout.value or 0, layout.iteration
+    timestamp_at, started_at = layout.timestamp, layout.started
+    isfinite = math.isfinite
+    rows: list[Row] = []
     line = reader.line_num  # the last line of the last row read
     while True:
         try:
             row = next(reader)
         except StopIteration:
-            return
+            break
         except csv.Error as err:  # e.g. a field past the csv module's size limit
+            if rows:
+                yield Rows(rows)
+                rows = []
             yield BadLine(line + 1, f"not readable as CSV ({err})")
             line = reader.line_num
             continue
         line = reader.line_num
-        if len(row) > width:
-            yield BadLine(line, f"{len(row) - width} more field(s) than the header has")
-            continue
-        fields = blank.copy()
-        filled = False
-        for key, value in zip(columns, row, strict=False):  # a short row: the rest defaults
-            text = value.strip()
-            if text:
-                fields[key] = text
-                filled = True
-        if not filled:
-            continue
-        try:
-            yield _sample(fields, line)
-        except RowError as err:
-            yield BadLine(line, str(err))
+        if usable and len(row) == width:
+            raw = key(row)
+            context = contexts.get(raw, _UNSEEN)
+            if context is _UNSEEN:
+                context = layout.context(raw)
+            if context is not None:
+                try:
+                    value = float(row[value_at])
+                    iteration = None
+                    if iteration_at is not None and (text := row[iteration_at]):
+                        iteration = int(text)
+                    stamp = row[timestamp_at] if timestamp_at is not None else ""
+                    if not stamp and started_at is not None:
+                        stamp = row[started_at]
+                    started = float(stamp) if stamp else None
+                except ValueError:
+                    pass  # _sample says why, or reads what float and int do not
+                else:
+                    if isfinite(value) and (iteration is None or iteration > 0):
+                        rows.append((line, context, value, iteration, started))
+                        if len(rows) >= ROWS:
+                            yield Rows(rows)
+                            rows = []
+                        continue
+        item = _csv_row(row, columns, blank, line)
+        if isinstance(item, Sample):
+            rows.append(_as_row(item))
+        elif item is not None:
+            if rows:
+                yield Rows(rows)
+                rows = []
+            yield item
+    if rows:
+        yield Rows(rows)
+
+
+ROWS = 1_000  # rows handed on at a time
+
+
+def _csv_row(
+    row: list[str], columns: list[str], blank: Mapping[str, str | None], line: int
+) -> Sample | BadLine | None:
+    """One CSV row read field by field: its sample, why it is malformed, or None (blank)."""
+    if len(row) > len(columns):
+        return BadLine(line, f"{len(row) - len(columns)} more field(s) than the header has")
+    fields = dict(blank)
+    filled = False
+    for key, value in zip(columns, row, strict=False):  # a short row: the rest defaults
+        text = value.strip()
+        if text:
+            fields[key] = text
+            filled = True
+    if not filled:
+        return None
+    try:
+        return _sample(fields, line)
+    except RowError as err:
+        return BadLine(line, str(err))
+
+
+def _as_row(sample: Sample) -> Row:
+    """A sample of one metric, read from a table's row, as a Row."""
+    ((metric, value),) = sample.metrics.items()
+    context = Context(*sample[2:7], metric, sample.units.get(metric), sample.directions.get(metric))
+    return (sample.line, context, value, sample.iteration, sample.started)
 
 
 def read_csv(text: str, name: str, defaults: Defaults) -> Parsed:
