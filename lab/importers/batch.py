@@ -69,10 +69,25 @@ class Route:
         return self.first + count
 
 
+class _New:
+    """A target's new iterations in a batch: their rows and their samples' rows, five fields
+    each (``Bulk.insert_flat``), and by number where each iteration's row starts, with the
+    names of its metrics. Keyed by a number, not by (target, number): a tuple that holds the
+    target is an object a row that the garbage collector follows until the batch is stored
+    (2.4 s of collections in an import of 2,000,000 rows, 1.0 s without)."""
+
+    __slots__ = ("at", "iterations", "samples")
+
+    def __init__(self) -> None:
+        self.iterations: list[Any] = []
+        self.samples: list[Any] = []
+        self.at: dict[int, tuple[int, tuple[str, ...]]] = {}
+
+
 class Batch:
-    """Samples numbered and waiting to be stored: those of new iterations, as the fields
-    ``Bulk.insert_flat`` takes, kept apart per target (a second sample of an iteration joins
-    its row), and those whose iteration may be stored already (left to ``Bulk.merge``).
+    """Samples numbered and waiting to be stored: those of new iterations, kept apart per
+    target (a second sample of an iteration joins its row), and those whose iteration may be
+    stored already (left to ``Bulk.merge``).
 
     Each target's rows go in together, in the order they were read: SQLite then inserts next
     to the row before in each index, where rows of two guests in turn (as a long-format file
@@ -82,11 +97,7 @@ class Batch:
 
     def __init__(self, source: str) -> None:
         self.source = source
-        self.iterations: dict[Target, list[Any]] = {}  # five fields a row (Bulk.insert_flat)
-        self.samples: dict[Target, list[Any]] = {}
-        # (target, number) -> where the iteration's row starts in self.iterations[target],
-        # and the names of its metrics
-        self.fresh: dict[tuple[Target, int], tuple[int, tuple[str, ...]]] = {}
+        self.new: dict[Target, _New] = {}
         self.maybe: list[tuple[int, int, int, int, float | None, dict[str, float]]] = []
         self.size = 0
 
@@ -95,32 +106,30 @@ class Batch:
         metrics: dict[str, float], malformed: Malformed,
     ) -> None:  # fmt: skip
         """The sample of ``line``: iteration ``number`` of ``target``, started at ``started``."""
-        key = (target, number)
-        entry = self.fresh.get(key)
+        new = self.new.get(target)
+        entry = new.at.get(number) if new is not None else None
         run_id, guest_id = target.run_id, target.guest_id
-        if entry is not None:
+        if new is not None and entry is not None:
             index, before = entry
             clash = [m for m in metrics if m in before]
             if clash:
                 message = f"a second {clash[0]!r} value for iteration {number}"
                 malformed.add(BadLine(line, message))
                 return
-            row = self.iterations[target]
-            row[index + 4] = f"{row[index + 4]},{line}"
-            self.fresh[key] = (index, (*before, *metrics))
+            rows = new.iterations
+            rows[index + 4] = f"{rows[index + 4]},{line}"
+            new.at[number] = (index, (*before, *metrics))
         elif number > target.high:
-            rows = self.iterations.get(target)
-            if rows is None:
-                rows = self.iterations[target] = []
-                self.samples[target] = []
-            self.fresh[key] = (len(rows), tuple(metrics))
-            rows += (run_id, guest_id, number, started, f"{self.source}:{line}")
+            if new is None:
+                new = self.new[target] = _New()
+            new.at[number] = (len(new.iterations), tuple(metrics))
+            new.iterations += (run_id, guest_id, number, started, f"{self.source}:{line}")
             target.high = number
         else:
             self.maybe.append((run_id, guest_id, number, line, started, metrics))
             self.size += 1
             return
-        samples = self.samples[target]
+        samples = new.samples
         for metric, value in metrics.items():
             samples += (run_id, guest_id, number, metric, value)
         self.size += 1
@@ -130,18 +139,18 @@ class Batch:
         value: float, malformed: Malformed,
     ) -> None:  # fmt: skip
         """:meth:`add` of a sample of one metric, with no dict of it when its iteration is new
-        (above every number stored or written: in no entry of ``fresh``), as most are."""
+        (above every number stored or written: not in ``at``), as most are."""
         if number <= target.high:
             self.add(target, number, line, started, {metric: value}, malformed)
             return
-        rows = self.iterations.get(target)
-        if rows is None:
-            rows = self.iterations[target] = []
-            self.samples[target] = []
+        new = self.new.get(target)
+        if new is None:
+            new = self.new[target] = _New()
+        rows = new.iterations
+        new.at[number] = (len(rows), (metric,))
         run_id, guest_id = target.run_id, target.guest_id
-        self.fresh[(target, number)] = (len(rows), (metric,))
         rows += (run_id, guest_id, number, started, f"{self.source}:{line}")
-        self.samples[target] += (run_id, guest_id, number, metric, value)
+        new.samples += (run_id, guest_id, number, metric, value)
         target.high = number
         self.size += 1
 
@@ -151,10 +160,10 @@ class Batch:
         """Write the batch: the iterations it made per target, and how many iterations stored
         before it kept; the samples it refused go to ``malformed``."""
         made: dict[Target, int] = {}
-        for target in sorted(self.iterations, key=lambda t: (t.run_id, t.guest_id)):
-            rows = self.iterations[target]
-            bulk.insert_flat(rows, self.samples[target])
-            made[target] = len(rows) // 5
+        for target in sorted(self.new, key=lambda t: (t.run_id, t.guest_id)):
+            new = self.new[target]
+            bulk.insert_flat(new.iterations, new.samples)
+            made[target] = len(new.iterations) // 5
         kept = 0
         if self.maybe:
             merged = bulk.merge(self.source, self.maybe)
