@@ -147,7 +147,6 @@ def _format(source: Input, options: ImportOptions) -> str:
 
 def samples(planned: Planned, options: ImportOptions, malformed: Malformed) -> Iterator[Item]:
     """The input's samples and malformed lines, in the order of its lines, as they are read."""
-    lines = planned.input.lines(malformed.too_long)
     defaults: Defaults = {
         "variant": options.variant, "workload": options.workload, "guest": options.guest,
         "host": options.host, "study": options.study, "unit": options.unit,
@@ -155,7 +154,8 @@ def samples(planned: Planned, options: ImportOptions, malformed: Malformed) -> I
     }  # fmt: skip
     fmt = planned.format
     if fmt == "csv":
-        return csv_samples(lines, planned.input.name, defaults)
+        return csv_samples(planned.input.blocks(malformed.too_long), planned.input.name, defaults)
+    lines = planned.input.lines(malformed.too_long)
     if fmt == "jsonl":
         return jsonl_samples(lines, defaults)
     raw = {"time": time_samples, "sysbench": sysbench_samples, "iperf3": iperf3_text_samples,

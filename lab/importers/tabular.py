@@ -4,8 +4,9 @@ Optional columns: iteration, timestamp (epoch seconds or ISO 8601; ``started`` i
 unit, direction (lower or higher), guest, host and study. The columns ``lab export`` adds
 (run, params, attempt, ended, source) are accepted and ignored, so an export imports back.
 
-:func:`csv_samples` and :func:`jsonl_samples` read lines as they come and yield each row's
-sample or malformed line in turn; :func:`read_csv` and :func:`read_jsonl` read a whole text.
+:func:`csv_samples` (blocks of lines) and :func:`jsonl_samples` (lines) read as the input comes
+and yield each row's sample (a CSV's as Rows, several at a time) or malformed line in turn;
+:func:`read_csv` and :func:`read_jsonl` read a whole text.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
+from itertools import islice, repeat
+from math import isfinite
 from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
 from lab.core.errors import UsageError
 from lab.importers.records import (
@@ -149,6 +152,7 @@ class _Columns:
         # a column named twice: the last non-empty one counts, which only _sample knows
         self.usable = self.value is not None and len(at) == len(columns)
         self.contexts: dict[tuple[str, ...], Context | None] = {}
+        self.width = len(columns)
 
         # a row's context columns, as a tuple made in C (itemgetter of one index gives the item)
         self.key: Callable[[list[str]], tuple[str, ...]] = (
@@ -180,13 +184,117 @@ class _Columns:
         self.contexts[key] = found
         return found
 
+    def block(self, lines: list[str], first: int) -> list[Row] | None:
+        """Lines ``first`` on, read as rows column by column (loops in C, not in Python);
+        None when they are not all plain rows of known contexts, numbers and iterations
+        (then each is read on its own). Plain: no quote (a field with a comma, or over
+        lines), no carriage return, no field past the csv module's limit, and as many commas
+        on every line as the header has."""
+        text = "".join(lines)
+        count, width = len(lines), self.width
+        if (
+            not self.usable
+            or '"' in text
+            or "\r" in text
+            or max(map(len, lines)) > csv.field_size_limit()
+            or list(map(str.count, lines, repeat(","))).count(width - 1) != count
+        ):
+            return None
+        fields = text.replace("\n", ",").split(",")
+        if text.endswith("\n"):
+            fields.pop()
+        columns = [fields[i::width] for i in self.context_at]
+        keys: list[tuple[str, ...]] = list(zip(*columns, strict=True)) if columns else [()] * count
+        contexts = list(map(self.contexts.get, keys))
+        if None in contexts:
+            for i, (key, context) in enumerate(zip(keys, contexts, strict=True)):
+                if context is None and key not in self.contexts:
+                    contexts[i] = self.context(key)
+            if None in contexts:
+                return None
+        try:
+            values = list(map(float, fields[self.value or 0 :: width]))
+            numbers = None
+            if self.iteration is not None:
+                numbers = list(map(int, fields[self.iteration :: width]))
+            stamps = self.stamps(fields, count)
+        except ValueError:
+            return None  # an iteration left empty, or whatever _sample reads or refuses
+        if not all(map(isfinite, values)) or (numbers is not None and min(numbers) < 1):
+            return None
+        iterations: Iterable[int | None] = repeat(None) if numbers is None else numbers
+        if stamps is None:
+            return None
+        known = cast(list[Context], contexts)  # none is None (above)
+        lines_at = range(first, first + count)
+        return list(zip(lines_at, known, values, iterations, stamps, strict=False))  # repeat()s
+
+    def stamps(self, fields: list[str], count: int) -> Iterable[float | None] | None:
+        """The start of each of ``count`` rows, for :meth:`block`: None when two columns
+        may give it."""
+        if self.timestamp is not None and self.started is not None:
+            return None  # _sample takes the first one that is not blank
+        at = self.timestamp if self.started is None else self.started
+        if at is None:
+            return repeat(None)
+        texts = fields[at :: self.width]
+        if texts.count("") == count:
+            return repeat(None)
+        return list(map(float, texts))  # ValueError for a blank among others: row by row
+
 
 _UNSEEN = Context("", "", None, None, None, "", None, None)  # a context not looked at yet
 
 
-def csv_samples(lines: Iterable[str], name: str, defaults: Defaults) -> Iterator[Item]:
-    """Each row of a CSV text, read line by line: its samples, as Rows of those that follow
-    each other, and its malformed rows, each a BadLine (of its last line)."""
+class _Lines:
+    """The lines of a CSV input, from its blocks: handed to the csv module one by one, or
+    taken as a piece of a block; ``count`` is how many were handed out or taken so far."""
+
+    def __init__(self, blocks: Iterable[list[str]]) -> None:
+        self.blocks = iter(blocks)
+        self.block: list[str] = []
+        self.at = 0  # in self.block: the first line not read
+        self.count = 0
+
+    def __iter__(self) -> Iterator[str]:
+        while True:
+            if self.at < len(self.block):
+                self.at += 1
+                self.count += 1
+                yield self.block[self.at - 1]
+            elif not self.next_block():
+                return
+
+    def next_block(self) -> bool:
+        block = next(self.blocks, None)
+        if block is None:
+            return False
+        self.block, self.at = block, 0
+        return True
+
+    def piece(self, size: int) -> list[str]:
+        """Up to ``size`` lines not read yet, all from one block (none at the end); they are
+        read once :meth:`take` is told so, or by the csv module."""
+        while self.at >= len(self.block):
+            if not self.next_block():
+                return []
+        return self.block[self.at : self.at + size]
+
+    def take(self, count: int) -> None:
+        self.at += count
+        self.count += count
+
+
+def csv_samples(blocks: Iterable[list[str]], name: str, defaults: Defaults) -> Iterator[Item]:
+    """Each row of a CSV text, read as blocks of lines come (``Input.blocks``): its samples,
+    as Rows of those that follow each other, and its malformed rows, each a BadLine (of its
+    last line).
+
+    The lines are taken :data:`BLOCK` at a time and read column by column when they are
+    plain rows (``_Columns.block``); else the csv module reads them row by row, and goes on
+    into the next lines for a quoted field that does not end on its line.
+    """
+    lines = _Lines(blocks)
     reader = csv.reader(lines)
     try:
         header = next(reader, [])
@@ -197,28 +305,46 @@ def csv_samples(lines: Iterable[str], name: str, defaults: Defaults) -> Iterator
         ) from None
     columns = [c.strip() for c in header]
     _check_columns(columns, f"{name}:1")
-    width = len(columns)
-    blank = _fields(defaults)
-    layout = _Columns(columns, blank)
+    layout = _Columns(columns, _fields(defaults))
+    while piece := lines.piece(BLOCK):
+        rows = layout.block(piece, lines.count + 1)
+        if rows is None:
+            yield from _row_by_row(reader, lines, lines.count + len(piece), layout)
+        else:
+            lines.take(len(piece))
+            yield Rows(rows)
+
+
+BLOCK = 1_000  # lines read at a time
+
+
+def in_blocks(lines: Iterable[str], size: int = BLOCK) -> Iterator[list[str]]:
+    """Lines as blocks of ``size``, for :func:`csv_samples`."""
+    source = iter(lines)
+    while block := list(islice(source, size)):
+        yield block
+
+
+def _row_by_row(reader: Any, lines: _Lines, end: int, layout: _Columns) -> Iterator[Item]:
+    """The rows of the lines up to line ``end``, each read by the csv module on its own (and
+    the lines after, for a row that does not end there): as :func:`csv_samples` gives them."""
+    columns, blank, width = layout.columns, layout.blank, layout.width
     usable, contexts, key = layout.usable, layout.contexts, layout.key
     value_at, iteration_at = layout.value or 0, layout.iteration
     timestamp_at, started_at = layout.timestamp, layout.started
-    isfinite = math.isfinite
     rows: list[Row] = []
-    line = reader.line_num  # the last line of the last row read
-    while True:
+    line = lines.count  # the last line of the last row read
+    while lines.count < end:
         try:
             row = next(reader)
-        except StopIteration:
-            break
         except csv.Error as err:  # e.g. a field past the csv module's size limit
             if rows:
                 yield Rows(rows)
                 rows = []
             yield BadLine(line + 1, f"not readable as CSV ({err})")
-            line = reader.line_num
+            line = lines.count
             continue
-        line = reader.line_num
+        line = lines.count
         if usable and len(row) == width:
             raw = key(row)
             context = contexts.get(raw, _UNSEEN)
@@ -239,9 +365,6 @@ def csv_samples(lines: Iterable[str], name: str, defaults: Defaults) -> Iterator
                 else:
                     if isfinite(value) and (iteration is None or iteration > 0):
                         rows.append((line, context, value, iteration, started))
-                        if len(rows) >= ROWS:
-                            yield Rows(rows)
-                            rows = []
                         continue
         item = _csv_row(row, columns, blank, line)
         if isinstance(item, Sample):
@@ -253,9 +376,6 @@ def csv_samples(lines: Iterable[str], name: str, defaults: Defaults) -> Iterator
             yield item
     if rows:
         yield Rows(rows)
-
-
-ROWS = 1_000  # rows handed on at a time
 
 
 def _csv_row(
@@ -287,7 +407,7 @@ def _as_row(sample: Sample) -> Row:
 
 
 def read_csv(text: str, name: str, defaults: Defaults) -> Parsed:
-    return collect("csv", csv_samples(io.StringIO(text), name, defaults))
+    return collect("csv", csv_samples(in_blocks(io.StringIO(text)), name, defaults))
 
 
 ENVIRONMENT = "environment"  # the "record" of lab export's environment lines
