@@ -15,7 +15,9 @@ batch, not a file, and an import that fails, or is killed, leaves the store as i
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -387,12 +389,27 @@ def import_inputs(
 ) -> list[ImportSummary]:
     """Store every input's samples in one transaction: all of them, or (on any error) none."""
     try:
-        with store.bulk() as bulk:
+        with _collector_paused(), store.bulk() as bulk:
             run = _Import(store, bulk, options)
             return [run.read(p) for p in planned]
     finally:
         for p in planned:
             p.input.close()
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector paused for the import: it makes millions of objects (rows,
+    floats, batches) that live a batch long, and the collector followed them again and again
+    (2,000,000 rows: 11.4 s CPU paused, 12.8 not). The import makes no reference cycle a row,
+    so memory does not grow meanwhile (a test counts what the collector finds after it)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def import_file(store: Store, path: Path, options: ImportOptions) -> ImportSummary:
