@@ -255,3 +255,32 @@ def test_an_import_leaves_no_cycles_behind(tmp_path: Path) -> None:
         finally:
             gc.enable()
     assert found[2] <= found[1] + 10, found
+
+
+def test_starts_given_to_some_rows_of_a_batch(tmp_path: Path) -> None:
+    """A batch keeps the iterations of a guest without their start (none given) until one
+    has a start; then they all get a field for it. Samples joining an iteration of either
+    kind add their line to its source."""
+    path = tmp_path / "r.csv"
+    path.write_text(
+        "variant,workload,metric,value,iteration,timestamp\n"
+        "thp,w,t_s,1,1,\n"  # line 2
+        "thp,w,t_s,2,2,\n"
+        "thp,w,r_per_s,7,1,\n"  # joins iteration 1: no start
+        "thp,w,t_s,3,3,1700000000\n"  # line 5: the first start
+        "thp,w,r_per_s,8,2,\n"  # joins iteration 2, after the rows got starts
+        "thp,w,r_per_s,9,3,\n"
+        "thp,w,t_s,4,4,\n"
+    )
+    store = Store.open(tmp_path / "lab.db")
+    summary = import_file(store, path, ImportOptions())
+    assert summary.stored == 4
+    got = {(r.iteration, r.metric): (r.value, r.started, r.source) for r in store.export_rows()}
+    at = str(path.resolve())
+    assert got == {
+        (1, "t_s"): (1.0, None, f"{at}:2,4"), (1, "r_per_s"): (7.0, None, f"{at}:2,4"),
+        (2, "t_s"): (2.0, None, f"{at}:3,6"), (2, "r_per_s"): (8.0, None, f"{at}:3,6"),
+        (3, "t_s"): (3.0, 1700000000.0, f"{at}:5,7"),
+        (3, "r_per_s"): (9.0, 1700000000.0, f"{at}:5,7"),
+        (4, "t_s"): (4.0, None, f"{at}:8"),
+    }  # fmt: skip
