@@ -128,7 +128,8 @@ def _check_columns(columns: list[str], where: str) -> None:
 
 class _Columns:
     """Where a CSV header puts what varies from row to row (value, iteration, timestamp) and
-    what rows repeat (the rest: the context), for reading a row without a dict of its fields.
+    what rows repeat (the rest: the context), for reading a row without a dict of its fields,
+    and a block of plain rows column by column (:meth:`block`).
 
     A row is read this way only when the outcome is sure to be :func:`_sample`'s: its width
     is the header's, its context was checked whole once (``contexts``), and its value,
@@ -188,18 +189,21 @@ class _Columns:
         """Lines ``first`` on, read as rows column by column (loops in C, not in Python);
         None when they are not all plain rows of known contexts, numbers and iterations
         (then each is read on its own). Plain: no quote (a field with a comma, or over
-        lines), no carriage return, no field past the csv module's limit, and as many commas
-        on every line as the header has."""
+        lines), no carriage return but at the end of a line, no field past the csv module's
+        limit, and as many commas on every line as the header has."""
         text = "".join(lines)
         count, width = len(lines), self.width
         if (
             not self.usable
             or '"' in text
-            or "\r" in text
             or max(map(len, lines)) > csv.field_size_limit()
             or list(map(str.count, lines, repeat(","))).count(width - 1) != count
         ):
             return None
+        if "\r" in text:  # lines that end in "\r\n", as the csv module writes them, are read
+            if text.count("\r") != text.count("\r\n"):
+                return None
+            text = text.replace("\r\n", "\n")
         fields = text.replace("\n", ",").split(",")
         if text.endswith("\n"):
             fields.pop()

@@ -284,3 +284,17 @@ def test_starts_given_to_some_rows_of_a_batch(tmp_path: Path) -> None:
         (3, "r_per_s"): (9.0, 1700000000.0, f"{at}:5,7"),
         (4, "t_s"): (4.0, None, f"{at}:8"),
     }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        "thp,w,t_s,1\r\nthp,w,t_s,2\r\n",
+        "thp,w\rx,t_s,1\nthp,w,t_s,2\n",
+        "thp,w,t_s,1\r\rthp,w,t_s,2\n",
+    ],
+)
+def test_carriage_returns_read_as_the_csv_module_reads_them(rows: str) -> None:
+    text = "variant,workload,metric,value\n" + rows
+    fast = collect("csv", tabular.csv_samples(tabular.in_blocks(io.StringIO(text)), "f", {}))
+    assert fast == collect("csv", field_by_field(text))
