@@ -93,6 +93,14 @@ class Input:
     def lines(self, too_long: Callable[[int], None]) -> Iterator[str]:
         """Every line as text; ``too_long(number)`` is told of a line past :data:`MAX_LINE`
         (it may raise), which is then read to its end and given out as an empty line."""
+        for block in self.blocks(too_long):
+            yield from block
+
+    def blocks(self, too_long: Callable[[int], None]) -> Iterator[list[str]]:
+        """:meth:`lines` as lists of the lines of each chunk read (a pipe's may be short).
+        ``too_long`` is told of a long line only when the block after the lines before it is
+        asked for, as :meth:`lines` tells it when that line is: a reader that reads each block
+        whole before the next one reports malformed lines in the order of the lines."""
         self.head()
         carry = b""  # the start of a line whose end has not been read yet
         offset = 0  # of carry's first byte in the input
@@ -114,7 +122,7 @@ class Input:
                     continue
                 skipping = False
                 number += 1
-                yield "\n"
+                yield ["\n"]
                 offset += end + 1
                 chunk = chunk[end + 1 :]
                 continue
@@ -127,7 +135,7 @@ class Input:
                     skipping = first < 0
                     if not skipping:  # its end is here: give the line out empty
                         number += 1
-                        yield "\n"
+                        yield ["\n"]
                         offset += first + 1
                         chunk = data[first + 1 :]
                     else:
@@ -140,11 +148,11 @@ class Input:
             text = self._decode(data[: last + 1], offset)
             carry = data[last + 1 :]
             offset += last + 1
-            for line in io.StringIO(text):
-                number += 1
-                yield line
+            block = list(io.StringIO(text))  # split at "\n" only, as str.splitlines does not
+            number += len(block)
+            yield block
         if carry:
-            yield self._decode(carry, offset)
+            yield [self._decode(carry, offset)]
 
     def _check_bytes(self, data: bytes, offset: int) -> None:
         nul = data.find(0)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import NamedTuple
@@ -35,13 +35,55 @@ class Sample(NamedTuple):
     directions: Mapping[str, Direction] = NO_DIRECTIONS
 
 
+class Context(NamedTuple):
+    """What the rows of a table that name the same metric of the same group share: a reader
+    makes one for each spelling it meets and hands it with every such row, so that whoever
+    stores the rows checks it once, not once a row. ``None`` is what the file leaves empty."""
+
+    variant: str | None
+    workload: str | None
+    guest: str | None
+    host: str | None
+    study: str | None
+    metric: str
+    unit: str | None
+    direction: Direction | None
+
+    def sample(
+        self, line: int, value: float, iteration: int | None, started: float | None
+    ) -> Sample:
+        """The row as a :class:`Sample` of one metric."""
+        metric, unit, direction = self.metric, self.unit, self.direction
+        return Sample(
+            line, {metric: value}, *self[:5], iteration, started,
+            {metric: unit} if unit else NO_UNITS,
+            {metric: direction} if direction else NO_DIRECTIONS,
+        )  # fmt: skip
+
+
+# One row of a table, one sample: (line, context, value, iteration, started). A plain tuple: a
+# large import makes millions, and a tuple that Python builds itself costs a call less.
+Row = tuple[int, Context, float, int | None, float | None]
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Rows of a table that follow each other, each one sample, none of them malformed."""
+
+    rows: list[Row]
+
+    def samples(self) -> Iterator[Sample]:
+        for line, context, value, iteration, started in self.rows:
+            yield context.sample(line, value, iteration, started)
+
+
 @dataclass(frozen=True)
 class BadLine:
     line: int
     message: str
 
 
-Item = Sample | BadLine  # what a reader yields, in the order of the lines
+Item = Sample | Rows | BadLine  # what a reader yields, in the order of the lines
 
 
 @dataclass(frozen=True)
@@ -59,6 +101,8 @@ def collect(fmt: str, items: Iterable[Item]) -> Parsed:
     for item in items:
         if isinstance(item, BadLine):
             parsed.bad.append(item)
+        elif isinstance(item, Rows):
+            parsed.samples.extend(item.samples())
         else:
             parsed.samples.append(item)
     return parsed

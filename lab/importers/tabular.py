@@ -4,8 +4,9 @@ Optional columns: iteration, timestamp (epoch seconds or ISO 8601; ``started`` i
 unit, direction (lower or higher), guest, host and study. The columns ``lab export`` adds
 (run, params, attempt, ended, source) are accepted and ignored, so an export imports back.
 
-:func:`csv_samples` and :func:`jsonl_samples` read lines as they come and yield each row's
-sample or malformed line in turn; :func:`read_csv` and :func:`read_jsonl` read a whole text.
+:func:`csv_samples` (blocks of lines) and :func:`jsonl_samples` (lines) read as the input comes
+and yield each row's sample (a CSV's as Rows, several at a time) or malformed line in turn;
+:func:`read_csv` and :func:`read_jsonl` read a whole text.
 """
 
 from __future__ import annotations
@@ -14,12 +15,26 @@ import csv
 import io
 import json
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
-from typing import Any
+from itertools import islice, repeat
+from math import isfinite
+from operator import itemgetter
+from typing import Any, cast
 
 from lab.core.errors import UsageError
-from lab.importers.records import NO_DIRECTIONS, NO_UNITS, BadLine, Item, Parsed, Sample, collect
+from lab.importers.records import (
+    NO_DIRECTIONS,
+    NO_UNITS,
+    BadLine,
+    Context,
+    Item,
+    Parsed,
+    Row,
+    Rows,
+    Sample,
+    collect,
+)
 
 REQUIRED = ("variant", "workload", "metric", "value")
 OPTIONAL = ("iteration", "timestamp", "started", "unit", "direction", "guest", "host", "study")
@@ -111,8 +126,179 @@ def _check_columns(columns: list[str], where: str) -> None:
         )
 
 
-def csv_samples(lines: Iterable[str], name: str, defaults: Defaults) -> Iterator[Item]:
-    """Each row of a CSV text, read line by line, as a Sample or a BadLine (its last line)."""
+class _Columns:
+    """Where a CSV header puts what varies from row to row (value, iteration, timestamp) and
+    what rows repeat (the rest: the context), for reading a row without a dict of its fields,
+    and a block of plain rows column by column (:meth:`block`).
+
+    A row is read this way only when the outcome is sure to be :func:`_sample`'s: its width
+    is the header's, its context was checked whole once (``contexts``), and its value,
+    iteration and timestamp convert as they are (``float`` and ``int`` strip blanks as
+    :func:`_sample` does); any other row, malformed or not, goes through :func:`_sample`,
+    which says why.
+    """
+
+    CONTEXTS = 4_096  # contexts remembered; past it they are forgotten, so memory stays bounded
+
+    def __init__(self, columns: list[str], blank: Mapping[str, str | None]) -> None:
+        self.columns = columns
+        self.blank = blank
+        at = {name: i for i, name in enumerate(columns)}
+        self.value = at.get("value")
+        self.iteration = at.get("iteration")
+        self.timestamp = at.get("timestamp")
+        self.started = at.get("started")
+        varying = ("value", "iteration", "timestamp", "started", *IGNORED)
+        self.context_at = [i for i, name in enumerate(columns) if name not in varying]
+        # a column named twice: the last non-empty one counts, which only _sample knows
+        self.usable = self.value is not None and len(at) == len(columns)
+        self.contexts: dict[tuple[str, ...], Context | None] = {}
+        self.width = len(columns)
+
+        # a row's context columns, as a tuple made in C (itemgetter of one index gives the item)
+        self.key: Callable[[list[str]], tuple[str, ...]] = (
+            itemgetter(*self.context_at) if len(self.context_at) > 1 else self._key
+        )
+
+    def _key(self, row: list[str]) -> tuple[str, ...]:
+        return tuple([row[i] for i in self.context_at])
+
+    def context(self, key: tuple[str, ...]) -> Context | None:
+        """The context of rows whose context columns hold ``key``; None when it is not
+        complete or not valid (such rows are read by _sample, which says why)."""
+        if len(self.contexts) >= self.CONTEXTS:
+            self.contexts.clear()
+        fields = dict(self.blank)
+        for i, raw in zip(self.context_at, key, strict=True):
+            text = raw.strip()
+            if text:
+                fields[self.columns[i]] = text
+        variant, workload, metric, direction = (
+            fields["variant"], fields["workload"], fields["metric"], fields["direction"],
+        )  # fmt: skip
+        found = None
+        if variant and workload and metric and direction in (None, "lower", "higher"):
+            found = Context(
+                variant, workload, fields["guest"], fields["host"], fields["study"], metric,
+                fields["unit"], direction,  # type: ignore[arg-type]
+            )  # fmt: skip
+        self.contexts[key] = found
+        return found
+
+    def block(self, lines: list[str], first: int) -> list[Row] | None:
+        """Lines ``first`` on, read as rows column by column (loops in C, not in Python);
+        None when they are not all plain rows of known contexts, numbers and iterations
+        (then each is read on its own). Plain: no quote (a field with a comma, or over
+        lines), no carriage return but at the end of a line, no field past the csv module's
+        limit, and as many commas on every line as the header has."""
+        text = "".join(lines)
+        count, width = len(lines), self.width
+        if (
+            not self.usable
+            or '"' in text
+            or max(map(len, lines)) > csv.field_size_limit()
+            or list(map(str.count, lines, repeat(","))).count(width - 1) != count
+        ):
+            return None
+        if "\r" in text:  # lines that end in "\r\n", as the csv module writes them, are read
+            if text.count("\r") != text.count("\r\n"):
+                return None
+            text = text.replace("\r\n", "\n")
+        fields = text.replace("\n", ",").split(",")
+        if text.endswith("\n"):
+            fields.pop()
+        columns = [fields[i::width] for i in self.context_at]
+        keys: list[tuple[str, ...]] = list(zip(*columns, strict=True)) if columns else [()] * count
+        contexts = list(map(self.contexts.get, keys))
+        if None in contexts:
+            for i, (key, context) in enumerate(zip(keys, contexts, strict=True)):
+                if context is None and key not in self.contexts:
+                    contexts[i] = self.context(key)
+            if None in contexts:
+                return None
+        try:
+            values = list(map(float, fields[self.value or 0 :: width]))
+            numbers = None
+            if self.iteration is not None:
+                numbers = list(map(int, fields[self.iteration :: width]))
+            stamps = self.stamps(fields, count)
+        except ValueError:
+            return None  # an iteration left empty, or whatever _sample reads or refuses
+        if not all(map(isfinite, values)) or (numbers is not None and min(numbers) < 1):
+            return None
+        iterations: Iterable[int | None] = repeat(None) if numbers is None else numbers
+        if stamps is None:
+            return None
+        known = cast(list[Context], contexts)  # none is None (above)
+        lines_at = range(first, first + count)
+        return list(zip(lines_at, known, values, iterations, stamps, strict=False))  # repeat()s
+
+    def stamps(self, fields: list[str], count: int) -> Iterable[float | None] | None:
+        """The start of each of ``count`` rows, for :meth:`block`: None when two columns
+        may give it."""
+        if self.timestamp is not None and self.started is not None:
+            return None  # _sample takes the first one that is not blank
+        at = self.timestamp if self.started is None else self.started
+        if at is None:
+            return repeat(None)
+        texts = fields[at :: self.width]
+        if texts.count("") == count:
+            return repeat(None)
+        return list(map(float, texts))  # ValueError for a blank among others: row by row
+
+
+_UNSEEN = Context("", "", None, None, None, "", None, None)  # a context not looked at yet
+
+
+class _Lines:
+    """The lines of a CSV input, from its blocks: handed to the csv module one by one, or
+    taken as a piece of a block; ``count`` is how many were handed out or taken so far."""
+
+    def __init__(self, blocks: Iterable[list[str]]) -> None:
+        self.blocks = iter(blocks)
+        self.block: list[str] = []
+        self.at = 0  # in self.block: the first line not read
+        self.count = 0
+
+    def __iter__(self) -> Iterator[str]:
+        while True:
+            if self.at < len(self.block):
+                self.at += 1
+                self.count += 1
+                yield self.block[self.at - 1]
+            elif not self.next_block():
+                return
+
+    def next_block(self) -> bool:
+        block = next(self.blocks, None)
+        if block is None:
+            return False
+        self.block, self.at = block, 0
+        return True
+
+    def piece(self, size: int) -> list[str]:
+        """Up to ``size`` lines not read yet, all from one block (none at the end); they are
+        read once :meth:`take` is told so, or by the csv module."""
+        while self.at >= len(self.block):
+            if not self.next_block():
+                return []
+        return self.block[self.at : self.at + size]
+
+    def take(self, count: int) -> None:
+        self.at += count
+        self.count += count
+
+
+def csv_samples(blocks: Iterable[list[str]], name: str, defaults: Defaults) -> Iterator[Item]:
+    """Each row of a CSV text, read as blocks of lines come (``Input.blocks``): its samples,
+    as Rows of those that follow each other, and its malformed rows, each a BadLine (of its
+    last line).
+
+    The lines are taken :data:`BLOCK` at a time and read column by column when they are
+    plain rows (``_Columns.block``); else the csv module reads them row by row, and goes on
+    into the next lines for a quoted field that does not end on its line.
+    """
+    lines = _Lines(blocks)
     reader = csv.reader(lines)
     try:
         header = next(reader, [])
@@ -123,39 +309,109 @@ def csv_samples(lines: Iterable[str], name: str, defaults: Defaults) -> Iterator
         ) from None
     columns = [c.strip() for c in header]
     _check_columns(columns, f"{name}:1")
-    width = len(columns)
-    blank = _fields(defaults)
-    line = reader.line_num  # the last line of the last row read
-    while True:
+    layout = _Columns(columns, _fields(defaults))
+    while piece := lines.piece(BLOCK):
+        rows = layout.block(piece, lines.count + 1)
+        if rows is None:
+            yield from _row_by_row(reader, lines, lines.count + len(piece), layout)
+        else:
+            lines.take(len(piece))
+            yield Rows(rows)
+
+
+BLOCK = 1_000  # lines read at a time
+
+
+def in_blocks(lines: Iterable[str], size: int = BLOCK) -> Iterator[list[str]]:
+    """Lines as blocks of ``size``, for :func:`csv_samples`."""
+    source = iter(lines)
+    while block := list(islice(source, size)):
+        yield block
+
+
+def _row_by_row(reader: Any, lines: _Lines, end: int, layout: _Columns) -> Iterator[Item]:
+    """The rows of the lines up to line ``end``, each read by the csv module on its own (and
+    the lines after, for a row that does not end there): as :func:`csv_samples` gives them."""
+    columns, blank, width = layout.columns, layout.blank, layout.width
+    usable, contexts, key = layout.usable, layout.contexts, layout.key
+    value_at, iteration_at = layout.value or 0, layout.iteration
+    timestamp_at, started_at = layout.timestamp, layout.started
+    rows: list[Row] = []
+    line = lines.count  # the last line of the last row read
+    while lines.count < end:
         try:
             row = next(reader)
-        except StopIteration:
-            return
         except csv.Error as err:  # e.g. a field past the csv module's size limit
+            if rows:
+                yield Rows(rows)
+                rows = []
             yield BadLine(line + 1, f"not readable as CSV ({err})")
-            line = reader.line_num
+            line = lines.count
             continue
-        line = reader.line_num
-        if len(row) > width:
-            yield BadLine(line, f"{len(row) - width} more field(s) than the header has")
-            continue
-        fields = blank.copy()
-        filled = False
-        for key, value in zip(columns, row, strict=False):  # a short row: the rest defaults
-            text = value.strip()
-            if text:
-                fields[key] = text
-                filled = True
-        if not filled:
-            continue
-        try:
-            yield _sample(fields, line)
-        except RowError as err:
-            yield BadLine(line, str(err))
+        line = lines.count
+        if usable and len(row) == width:
+            raw = key(row)
+            context = contexts.get(raw, _UNSEEN)
+            if context is _UNSEEN:
+                context = layout.context(raw)
+            if context is not None:
+                try:
+                    value = float(row[value_at])
+                    iteration = None
+                    if iteration_at is not None and (text := row[iteration_at]):
+                        iteration = int(text)
+                    stamp = row[timestamp_at] if timestamp_at is not None else ""
+                    if not stamp and started_at is not None:
+                        stamp = row[started_at]
+                    started = float(stamp) if stamp else None
+                except ValueError:
+                    pass  # _sample says why, or reads what float and int do not
+                else:
+                    if isfinite(value) and (iteration is None or iteration > 0):
+                        rows.append((line, context, value, iteration, started))
+                        continue
+        item = _csv_row(row, columns, blank, line)
+        if isinstance(item, Sample):
+            rows.append(_as_row(item))
+        elif item is not None:
+            if rows:
+                yield Rows(rows)
+                rows = []
+            yield item
+    if rows:
+        yield Rows(rows)
+
+
+def _csv_row(
+    row: list[str], columns: list[str], blank: Mapping[str, str | None], line: int
+) -> Sample | BadLine | None:
+    """One CSV row read field by field: its sample, why it is malformed, or None (blank)."""
+    if len(row) > len(columns):
+        return BadLine(line, f"{len(row) - len(columns)} more field(s) than the header has")
+    fields = dict(blank)
+    filled = False
+    for key, value in zip(columns, row, strict=False):  # a short row: the rest defaults
+        text = value.strip()
+        if text:
+            fields[key] = text
+            filled = True
+    if not filled:
+        return None
+    try:
+        return _sample(fields, line)
+    except RowError as err:
+        return BadLine(line, str(err))
+
+
+def _as_row(sample: Sample) -> Row:
+    """A sample of one metric, read from a table's row, as a Row."""
+    ((metric, value),) = sample.metrics.items()
+    context = Context(*sample[2:7], metric, sample.units.get(metric), sample.directions.get(metric))
+    return (sample.line, context, value, sample.iteration, sample.started)
 
 
 def read_csv(text: str, name: str, defaults: Defaults) -> Parsed:
-    return collect("csv", csv_samples(io.StringIO(text), name, defaults))
+    return collect("csv", csv_samples(in_blocks(io.StringIO(text)), name, defaults))
 
 
 ENVIRONMENT = "environment"  # the "record" of lab export's environment lines

@@ -103,3 +103,28 @@ def test_foreign_keys_are_checked_again_after_the_bulk_write(store: Store) -> No
     with store.bulk() as bulk:
         bulk.insert([(run, guest, 1, None, "f:2")], [(run, guest, 1, "t", 1.0)])
     assert store._conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
+
+
+@pytest.mark.parametrize("timed", [False, True])
+def test_iterations_and_samples_of_one_guest_beyond_one_statement(
+    store: Store, timed: bool
+) -> None:
+    from lab.store.bulk import ROWS
+
+    run, guest = _ids(store)
+    n = 2 * ROWS + 7
+    numbers = range(1, n + 1)
+    with store.bulk() as bulk:
+        if timed:
+            rows = [f for i in numbers for f in (i, 1000.0 + i, f"f:{i}")]
+        else:
+            rows = [f for i in numbers for f in (i, f"f:{i}")]
+        bulk.insert_iterations(run, guest, rows, timed=timed)
+        bulk.insert_samples(run, guest, "t", [f for i in numbers for f in (i, i / 2)])
+        bulk.insert_samples(run, guest, "r", [f for i in numbers if i % 2 for f in (i, -i)])
+    got = {(r.iteration, r.metric): (r.value, r.started, r.source) for r in store.export_rows()}
+    assert len(got) == n + (n + 1) // 2
+    for i in (1, ROWS, ROWS + 1, n):
+        started = 1000.0 + i if timed else None
+        assert got[(i, "t")] == (i / 2, started, f"f:{i}")
+        assert got.get((i, "r")) == ((-i, started, f"f:{i}") if i % 2 else None)

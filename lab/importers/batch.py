@@ -1,0 +1,210 @@
+"""Where `lab import` puts samples: a group's target (its run and guest in the store), an
+input's route to it (its numbering), and the batch that holds numbered samples until they
+are stored."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from lab.importers.malformed import Malformed
+from lab.importers.records import BadLine
+from lab.store import MetricInfo, Store
+from lab.store.bulk import Bulk
+
+Group = tuple[str, str, str, str, str]  # study, workload, variant, guest, host
+
+
+class Target:
+    """Where one group's samples go: its run and guest, the metrics this import declared for
+    its run, and the highest iteration number stored or written (a number above it is new)."""
+
+    __slots__ = ("declared", "group", "guest_id", "high", "run_id", "run_key", "study_id")
+
+    def __init__(self, store: Store, group: Group) -> None:
+        study, workload, variant, guest, host = group
+        self.group = group
+        self.study_id = store.ensure_study(study, "imported with lab import")
+        self.run_key = f"{study}/import/{workload}"
+        self.run_id = store.ensure_run(
+            self.study_id, self.run_key, workload, {"imported": True}, None, None, []
+        )
+        self.guest_id = store.ensure_guest(self.study_id, guest, variant, host=host)
+        self.declared: set[str] = set()  # by this import: ensure_run checks each once
+        self.high = store.max_iteration(self.run_id, self.guest_id)
+
+    def declare(self, store: Store, info: MetricInfo) -> None:
+        workload = self.group[1]
+        store.ensure_run(
+            self.study_id, self.run_key, workload, {"imported": True}, None, None, [info]
+        )
+        self.declared.add(info.name)
+
+
+class Route:
+    """A group's target as one input sees it: its numbering, and its lines stored before."""
+
+    __slots__ = ("counters", "first", "imported", "target")
+
+    def __init__(self, target: Target, imported: bytearray | None) -> None:
+        self.target = target
+        self.first = target.high + 1
+        self.counters: dict[str, int] = {}
+        self.imported = imported
+
+    def had(self, line: int) -> bool:
+        """Whether the store held the group's sample of the input's ``line`` before."""
+        imported = self.imported
+        return (
+            imported is not None
+            and line >> 3 < len(imported)
+            and bool(imported[line >> 3] >> (line & 7) & 1)
+        )
+
+    def next(self, metric: str) -> int:
+        """The number of the next sample of ``metric`` that the input does not number: in
+        the order of its lines, after those stored before it."""
+        count = self.counters.get(metric, 0)
+        self.counters[metric] = count + 1
+        return self.first + count
+
+
+class _New:
+    """A target's new iterations in a batch, as ``Bulk.insert_iterations`` and
+    ``Bulk.insert_samples`` take them: what each row has of its own, one field after the
+    other (the run, guest and metric they share are given once); and by number, which row
+    each iteration is, with the names of its metrics.
+
+    Keyed by a number, not by (target, number): a tuple that holds the target is an object a
+    row that the garbage collector follows until the batch is stored (2.4 s of collections
+    in an import of 2,000,000 rows, 1.0 s without)."""
+
+    __slots__ = ("at", "iterations", "samples", "width")
+
+    def __init__(self) -> None:
+        # (number, source) a row while no iteration of the batch has a start; then (number,
+        # started, source): width is 2, then 3
+        self.iterations: list[Any] = []
+        self.width = 2
+        self.samples: dict[str, list[Any]] = {}  # metric -> (number, value) a row
+        self.at: dict[int, tuple[int, tuple[str, ...]]] = {}
+
+    def iteration(self, number: int, started: float | None, source: str) -> int:
+        """A new iteration's row, and which row it is."""
+        row = len(self.iterations) // self.width
+        if started is None and self.width == 2:
+            self.iterations += (number, source)
+        else:
+            if self.width == 2:  # the first start: every row gets one
+                pairs = self.iterations
+                self.iterations = [f for row in zip(pairs[::2], pairs[1::2], strict=True)
+                                   for f in (row[0], None, row[1])]  # fmt: skip
+                self.width = 3
+            self.iterations += (number, started, source)
+        return row
+
+    def also(self, row: int, line: int) -> None:
+        """Iteration ``row`` is also the sample of ``line``: the line joins its source."""
+        at = row * self.width + self.width - 1
+        self.iterations[at] = f"{self.iterations[at]},{line}"
+
+    def sample(self, metric: str, number: int, value: float) -> None:
+        rows = self.samples.get(metric)
+        if rows is None:
+            rows = self.samples[metric] = []
+        rows += (number, value)
+
+
+class Batch:
+    """Samples numbered and waiting to be stored: those of new iterations, kept apart per
+    target (a second sample of an iteration joins its row), and those whose iteration may be
+    stored already (left to ``Bulk.merge``).
+
+    Each target's rows go in together, in the order they were read: SQLite then inserts next
+    to the row before in each index, where rows of two guests in turn (as a long-format file
+    gives them) alternate between two places in every index; measured on 2,000,000 samples,
+    a tenth less CPU time for the whole import.
+    """
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.new: dict[Target, _New] = {}
+        self.maybe: list[tuple[int, int, int, int, float | None, dict[str, float]]] = []
+        self.size = 0
+
+    def add(
+        self, target: Target, number: int, line: int, started: float | None,
+        metrics: dict[str, float], malformed: Malformed,
+    ) -> None:  # fmt: skip
+        """The sample of ``line``: iteration ``number`` of ``target``, started at ``started``."""
+        new = self.new.get(target)
+        entry = new.at.get(number) if new is not None else None
+        if new is not None and entry is not None:
+            row, before = entry
+            clash = [m for m in metrics if m in before]
+            if clash:
+                message = f"a second {clash[0]!r} value for iteration {number}"
+                malformed.add(BadLine(line, message))
+                return
+            new.also(row, line)
+            new.at[number] = (row, (*before, *metrics))
+        elif number > target.high:
+            if new is None:
+                new = self.new[target] = _New()
+            row = new.iteration(number, started, f"{self.source}:{line}")
+            new.at[number] = (row, tuple(metrics))
+            target.high = number
+        else:
+            self.maybe.append((target.run_id, target.guest_id, number, line, started, metrics))
+            self.size += 1
+            return
+        for metric, value in metrics.items():
+            new.sample(metric, number, value)
+        self.size += 1
+
+    def add_one(
+        self, target: Target, number: int, line: int, started: float | None, metric: str,
+        value: float, malformed: Malformed,
+    ) -> None:  # fmt: skip
+        """:meth:`add` of a sample of one metric, with no dict of it when its iteration is new
+        (above every number stored or written: not in ``at``), as most are."""
+        if number <= target.high:
+            self.add(target, number, line, started, {metric: value}, malformed)
+            return
+        new = self.new.get(target)
+        if new is None:
+            new = self.new[target] = _New()
+        rows = new.iterations
+        if started is None and new.width == 2:  # new.iteration(), without a call
+            new.at[number] = (len(rows) >> 1, (metric,))
+            rows += (number, f"{self.source}:{line}")
+        else:
+            new.at[number] = (new.iteration(number, started, f"{self.source}:{line}"), (metric,))
+        values = new.samples.get(metric)
+        if values is None:
+            values = new.samples[metric] = []
+        values += (number, value)
+        target.high = number
+        self.size += 1
+
+    def store(
+        self, bulk: Bulk, malformed: Malformed, targets: Mapping[tuple[int, int], Target]
+    ) -> tuple[dict[Target, int], int]:
+        """Write the batch: the iterations it made per target, and how many iterations stored
+        before it kept; the samples it refused go to ``malformed``."""
+        made: dict[Target, int] = {}
+        for target in sorted(self.new, key=lambda t: (t.run_id, t.guest_id)):
+            new, ids = self.new[target], (target.run_id, target.guest_id)
+            bulk.insert_iterations(*ids, new.iterations, timed=new.width == 3)
+            for metric, values in new.samples.items():
+                bulk.insert_samples(*ids, metric, values)
+            made[target] = len(new.iterations) // new.width
+        kept = 0
+        if self.maybe:
+            merged = bulk.merge(self.source, self.maybe)
+            for ids, count in merged.made.items():
+                made[targets[ids]] = made.get(targets[ids], 0) + count
+            kept = merged.kept
+            for line, message in merged.clashes:
+                malformed.add(BadLine(line, message))
+        return made, kept
