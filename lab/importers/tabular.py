@@ -15,7 +15,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from itertools import islice, repeat
 from math import isfinite
@@ -187,28 +187,19 @@ class _Columns:
 
     def block(self, lines: list[str], first: int) -> list[Row] | None:
         """Lines ``first`` on, read as rows column by column (loops in C, not in Python);
-        None when they are not all plain rows of known contexts, numbers and iterations
-        (then each is read on its own). Plain: no quote (a field with a comma, or over
-        lines), no carriage return but at the end of a line, no field past the csv module's
-        limit, and as many commas on every line as the header has."""
-        text = "".join(lines)
-        count, width = len(lines), self.width
-        if (
-            not self.usable
-            or '"' in text
-            or max(map(len, lines)) > csv.field_size_limit()
-            or list(map(str.count, lines, repeat(","))).count(width - 1) != count
-        ):
+        None when they are not all whole rows of known contexts, numbers and iterations
+        (then each is read on its own)."""
+        if not self.usable:
             return None
-        if "\r" in text:  # lines that end in "\r\n", as the csv module writes them, are read
-            if text.count("\r") != text.count("\r\n"):
-                return None
-            text = text.replace("\r\n", "\n")
-        fields = text.replace("\n", ",").split(",")
-        if text.endswith("\n"):
-            fields.pop()
-        columns = [fields[i::width] for i in self.context_at]
-        keys: list[tuple[str, ...]] = list(zip(*columns, strict=True)) if columns else [()] * count
+        columns = self.split(lines)
+        if columns is None:
+            return None
+        count = len(lines)
+        keys: list[tuple[str, ...]] = (
+            list(zip(*[columns[i] for i in self.context_at], strict=True))
+            if self.context_at
+            else [()] * count
+        )
         contexts = list(map(self.contexts.get, keys))
         if None in contexts:
             for i, (key, context) in enumerate(zip(keys, contexts, strict=True)):
@@ -217,11 +208,11 @@ class _Columns:
             if None in contexts:
                 return None
         try:
-            values = list(map(float, fields[self.value or 0 :: width]))
+            values = list(map(float, columns[self.value or 0]))
             numbers = None
             if self.iteration is not None:
-                numbers = list(map(int, fields[self.iteration :: width]))
-            stamps = self.stamps(fields, count)
+                numbers = list(map(int, columns[self.iteration]))
+            stamps = self.stamps(columns, count)
         except ValueError:
             return None  # an iteration left empty, or whatever _sample reads or refuses
         if not all(map(isfinite, values)) or (numbers is not None and min(numbers) < 1):
@@ -233,7 +224,32 @@ class _Columns:
         lines_at = range(first, first + count)
         return list(zip(lines_at, known, values, iterations, stamps, strict=False))  # repeat()s
 
-    def stamps(self, fields: list[str], count: int) -> Iterable[float | None] | None:
+    def split(self, lines: list[str]) -> Sequence[Sequence[str]] | None:
+        """Each column's fields in ``lines``, when every line is a whole row as wide as the
+        header (else None). Lines without a quote and a carriage return but at their end
+        are split at their commas; others are read by the csv module, strictly: a quoted
+        field that goes on past the lines, or anything it would read otherwise than
+        :func:`csv_samples` row by row, is an error there."""
+        text = "".join(lines)
+        count, width = len(lines), self.width
+        if '"' in text or text.count("\r") != text.count("\r\n"):
+            try:
+                rows = list(csv.reader(lines, strict=True))
+                columns = list(zip(*rows, strict=True)) if len(rows) == count else []
+            except (csv.Error, ValueError):  # ValueError: rows of different widths
+                return None
+            return columns if len(columns) == width else None
+        if (
+            max(map(len, lines)) > csv.field_size_limit()
+            or list(map(str.count, lines, repeat(","))).count(width - 1) != count
+        ):
+            return None
+        fields = text.replace("\r\n", "\n").replace("\n", ",").split(",")
+        if text.endswith("\n"):
+            fields.pop()
+        return [fields[i::width] for i in range(width)]
+
+    def stamps(self, columns: Sequence[Sequence[str]], count: int) -> Iterable[float | None] | None:
         """The start of each of ``count`` rows, for :meth:`block`: None when two columns
         may give it."""
         if self.timestamp is not None and self.started is not None:
@@ -241,7 +257,7 @@ class _Columns:
         at = self.timestamp if self.started is None else self.started
         if at is None:
             return repeat(None)
-        texts = fields[at :: self.width]
+        texts = columns[at]
         if texts.count("") == count:
             return repeat(None)
         return list(map(float, texts))  # ValueError for a blank among others: row by row

@@ -84,6 +84,9 @@ def tables(draw: st.DrawFn) -> str:
             row[0] = "line\nbreak"  # quoted, over two lines
         elif shape == 4:
             row = [*row[:-2], "a,b"]  # a row short of a field, with a comma in one
+        elif shape in (5, 6):
+            row[-1] = "1\n2"  # quoted, over two lines, in the last column (a block may end
+            # inside it: the csv module must not take what it read of it for a row)
         writer.writerow(row)
     return out.getvalue()
 
