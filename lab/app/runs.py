@@ -8,7 +8,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from lab.core.config import Config
 from lab.core.errors import UsageError
@@ -100,18 +100,26 @@ def _summary(store: Store, run: RunRecord, sweep: SweepRecord | None = None) -> 
 
 def find_run(store: Store, prefix: str, study: str | None = None) -> RunRecord:
     """The run whose key is ``prefix`` or starts with it; an error names the candidates."""
-    runs = store.runs(study)
-    exact = [r for r in runs if r.key == prefix]
-    matches = exact or [r for r in runs if r.key.startswith(prefix)]
+    return _by_key(store.runs(study), prefix, "run", store.path)
+
+
+K = TypeVar("K", RunRecord, SweepRecord)
+
+
+def _by_key(found: list[K], prefix: str, kind: str, path: Path) -> K:
+    """The one of ``found`` whose key is ``prefix`` or starts with it, as git picks a
+    commit; an error names the candidates (``kind``: "run" or "sweep")."""
+    exact = [x for x in found if x.key == prefix]
+    matches = exact or [x for x in found if x.key.startswith(prefix)]
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        known = ", ".join(r.key for r in runs[:8]) or "none"
+        known = ", ".join(x.key for x in found[:8]) or "none"
         raise UsageError(
-            f"no run {prefix!r} in {store.path}", hint=f"See `lab runs`; its runs: {known}"
+            f"no {kind} {prefix!r} in {path}", hint=f"See `lab runs`; its {kind}s: {known}"
         )
     raise UsageError(
-        f"{prefix!r} names {len(matches)} runs: {', '.join(r.key for r in matches[:8])}",
+        f"{prefix!r} names {len(matches)} {kind}s: {', '.join(x.key for x in matches[:8])}",
         hint="Give more of the key",
     )
 
@@ -135,20 +143,7 @@ def declared_by_variants(
 
 def find_sweep(store: Store, prefix: str, study: str | None = None) -> SweepRecord:
     """The sweep whose key is ``prefix`` or starts with it; an error names the candidates."""
-    sweeps = store.sweeps(study)
-    exact = [s for s in sweeps if s.key == prefix]
-    matches = exact or [s for s in sweeps if s.key.startswith(prefix)]
-    if len(matches) == 1:
-        return matches[0]
-    if not matches:
-        known = ", ".join(s.key for s in sweeps[:8]) or "none"
-        raise UsageError(
-            f"no sweep {prefix!r} in {store.path}", hint=f"See `lab runs`; its sweeps: {known}"
-        )
-    raise UsageError(
-        f"{prefix!r} names {len(matches)} sweeps: {', '.join(s.key for s in matches[:8])}",
-        hint="Give more of the key",
-    )
+    return _by_key(store.sweeps(study), prefix, "sweep", store.path)
 
 
 def detail(
