@@ -315,7 +315,7 @@ def _sweep_span(sweep: SweepComparison) -> tuple[float, float]:
     room = max(high - low, 2 * t, 1.0)
     limit_low, limit_high = low - 3 * room, high + 3 * room
     drawn = [e for e in ends if np.isfinite(e) and limit_low <= e <= limit_high]
-    low, high = min(low, *drawn), max(high, *drawn)
+    low, high = min([low, *drawn]), max([high, *drawn])
     pad = 0.05 * (high - low or 1.0)
     return low - pad, high + pad
 

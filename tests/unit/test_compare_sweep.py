@@ -257,3 +257,31 @@ def test_intervals_far_wider_than_the_changes_are_cut_at_the_axis_and_said_so() 
     assert max(ends) > 10 * (high - low)  # the noisy value's interval: far off the axis
     assert low < -1 and high > max(changes)  # the threshold band and the changes in view
     assert "beyond the drawn range (arrowheads) are cut; the table has them" in caption
+
+
+def test_a_sweep_whose_every_interval_is_cut_still_plots() -> None:
+    """CI found this: when no interval end fits the drawn range, the span was taken over the
+    changes alone and min() was handed one float (TypeError) instead of a list."""
+    import numpy as np
+
+    from lab.core.sweeps import Axis, points
+    from lab.report.plots import sweep_plot
+    from lab.stats.analysis import analyse
+    from lab.stats.sweep import compare_sweep
+    from tests.unit.test_sweep_stats import ONE_PERCENT, _series
+
+    values = {"4M": 0.5, "64M": -0.5}  # small changes, wide intervals: no end is drawn
+    axis = Axis("total_size", tuple(values))
+    comparisons = []
+    for shift in values.values():
+        a = np.array([80.0, 100.0, 120.0])
+        b = a * (1 + shift / 100)
+        (c,) = analyse(_series("s", a, b), 0.9999, ONE_PERCENT, order=["thp", "shp1g"])
+        comparisons.append(c)
+    found = compare_sweep("sw", points([axis]), ["a", "b"], comparisons)
+    changes = [v.pair.difference.percent for v in found.values]
+    fig, caption = sweep_plot(found)
+    (ax,) = fig.axes
+    low, high = ax.get_ylim()
+    assert low < min(changes) and high > max(changes)
+    assert "4 interval ends beyond the drawn range" in caption
