@@ -103,7 +103,7 @@ ORDER = (
     "test_pair.py",
     None,
     "test_zz_down.py",
-    "test_variants_guest_thp_never.py",
+    "test_variants.py",
     "test_variants_thp_prealloc.py",
 )
 
