@@ -30,6 +30,7 @@ class MemoryBacking:
     preallocates hugetlb-backed RAM and faults the rest in)."""
 
     XPATH: ClassVar[str] = "/domain/memoryBacking"
+    ALLOCATION_XPATH: ClassVar[str] = "/domain/memoryBacking/allocation"
 
     hugepages: HugePages | None = None
     allocation: str | None = None

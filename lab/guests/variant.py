@@ -101,6 +101,8 @@ class TransparentHugePages(Variant):
         self.name = name
         self.description = description
         self.prealloc = prealloc
+        if prealloc:  # the backend's prealloc is this variant's, not a consequence
+            self.changes = (MemoryBacking.XPATH, MemoryBacking.ALLOCATION_XPATH)
 
     def apply(self, base: DomainSpec) -> DomainSpec:
         backing = MemoryBacking(allocation="immediate") if self.prealloc else None

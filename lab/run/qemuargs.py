@@ -7,7 +7,8 @@ with ``"prealloc":true`` (and a thread context to preallocate with), the other t
 its RAM in during a run. So every difference is put in one of four kinds:
 
 - ``variant``: the declared delta itself (the memory backend's type, and an option that a
-  part of the domain a variant declares it changes becomes: ``<cmdline>`` is ``-append``);
+  part of the domain a variant declares it changes becomes: ``<cmdline>`` is ``-append``,
+  ``<allocation>`` the backend's ``prealloc``);
 - ``consequence``: what libvirt adds because of it (preallocation, the hugetlbfs path, the
   thread context that preallocates), each with what it means for the measurement;
 - ``identity``: the guests' names, UUIDs, MACs, file paths and descriptor numbers;
@@ -26,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from lab.domainxml.boot import KernelBoot
+from lab.domainxml.memorybacking import MemoryBacking
 
 VARIANT, CONSEQUENCE, IDENTITY, UNEXPLAINED = "variant", "consequence", "identity", "unexplained"
 
@@ -38,8 +40,14 @@ MEMORY_CONSEQUENCES = {
     "x-use-canonical-path-for-ramblock-id": "a migration detail of file-backed RAM",
 }
 THREAD_CONTEXT = "thread-context"  # the object libvirt adds to preallocate with
-# The QEMU option that a part of the domain a variant may declare (Variant.changes) becomes.
-OPTION_OF_PART = {KernelBoot.CMDLINE_XPATH: "-append"}
+# Stands for the guest RAM's memory backend object, whatever id libvirt gave it.
+MEMORY_BACKEND = "memory-backend"
+# The QEMU option (or memory backend field) that a part of the domain a variant may declare
+# (Variant.changes) becomes.
+OPTION_OF_PART = {
+    KernelBoot.CMDLINE_XPATH: "-append",
+    MemoryBacking.ALLOCATION_XPATH: f"{MEMORY_BACKEND} prealloc",
+}
 
 _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 _MAC = re.compile(r"\b(?:[0-9a-f]{2}:){5}[0-9a-f]{2}\b")
@@ -151,7 +159,7 @@ def compare_cmdlines(
             meaning = MEMORY_CONSEQUENCES["prealloc-context"]
             found.append(QemuDifference(CONSEQUENCE, key, va, vb, meaning))
         elif _memory_backend(fa) or _memory_backend(fb):
-            found += _backend_differences(key, fa, fb, name_a, name_b)
+            found += _backend_differences(key, fa, fb, name_a, name_b, declared)
         else:
             found.append(QemuDifference(UNEXPLAINED, key, va, vb))
     return found
@@ -162,10 +170,15 @@ def _memory_backend(fields: dict[str, object]) -> bool:
 
 
 def _backend_differences(
-    key: str, fa: dict[str, object], fb: dict[str, object], name_a: str, name_b: str
+    key: str,
+    fa: dict[str, object],
+    fb: dict[str, object],
+    name_a: str,
+    name_b: str,
+    declared: Mapping[str, str],
 ) -> list[QemuDifference]:
-    """A memory backend field by field: its type is the variant, what libvirt adds for
-    hugetlb pages the consequences, the rest unexplained."""
+    """A memory backend field by field: its type and the fields a variant declares are the
+    variant, what libvirt adds for hugetlb pages the consequences, the rest unexplained."""
     found = []
     for field in sorted(set(fa) | set(fb)):
         va, vb = json.dumps(fa.get(field)), json.dumps(fb.get(field))
@@ -176,8 +189,12 @@ def _backend_differences(
         if va == vb or normalise(va, [name_a]) == normalise(vb, [name_b]):
             continue
         where = f"{key} {field}"
+        by = declared.get(f"{MEMORY_BACKEND} {field}")
         if field == "qom-type":
             found.append(QemuDifference(VARIANT, where, va, vb, "the memory backend"))
+        elif by:
+            meaning = MEMORY_CONSEQUENCES.get(field, "").split(" (")[0]
+            found.append(QemuDifference(VARIANT, where, va, vb, f"declared by {by}: {meaning}"))
         elif field in MEMORY_CONSEQUENCES:
             found.append(QemuDifference(CONSEQUENCE, where, va, vb, MEMORY_CONSEQUENCES[field]))
         else:
