@@ -104,7 +104,6 @@ ORDER = (
     None,
     "test_zz_down.py",
     "test_variants.py",
-    "test_variants_thp_prealloc.py",
 )
 
 
