@@ -71,8 +71,8 @@ def per_iteration(found: Sequence[EvidenceSummary]) -> list[str]:
         parts = []
         for e in metrics:
             name = e.metric.removeprefix("backing.")
-            if e.unit == "KiB":
-                parts.append(f"{name} {e.mean:,.0f} KiB ({e.low:,.0f}–{e.high:,.0f})")
+            if e.unit in ("KiB", "pages"):
+                parts.append(f"{name} {e.mean:,.0f} {e.unit} ({e.low:,.0f}–{e.high:,.0f})")
             else:
                 parts.append(f"{name} {e.mean:,.3g} per iteration")
         n = max(e.n for e in metrics)

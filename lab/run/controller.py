@@ -376,6 +376,7 @@ class Controller:
         for guest in self.guests:
             self.with_guest(guest, lambda g: g.runner.install())
             self.with_guest(guest, self.ingest)
+        self.evidence.mark_sampled(self.guests)
 
     def advance(self, upto: int | None = None) -> None:
         """Run the missing iterations up to ``upto`` (at most n): all of them at once, or a
@@ -424,6 +425,9 @@ class Controller:
 
     def end_counting(self, iteration: int, guests: Sequence[GuestProgress]) -> None:
         self.evidence.end_counting(iteration, guests)
+
+    def sample_backing(self, guests: Sequence[GuestProgress]) -> None:
+        self.evidence.sample_backing(guests)
 
     def before_iteration(self, iteration: int, guests: Sequence[GuestProgress]) -> None:
         """Between iterations of a sync run no runner runs: the CPU sets of --swap-every."""

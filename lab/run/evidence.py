@@ -2,7 +2,8 @@
 guest's memory, and perf's counts of the guests' vCPU threads over every iteration.
 
 The controller (``lab.run.controller``) holds one :class:`Evidence` per run and calls it at the
-start of a run, around each iteration (sync and alternate schedules) and at the end.
+start of a run, around each iteration (sync and alternate schedules), after each look at the
+journals (the concurrent schedule) and at the end.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from lab.core.context import Context
 from lab.core.errors import LabError
 from lab.core.hostexec import Host
+from lab.core.units import format_kib
 from lab.guests.labstate import GuestRecord, LabState
 from lab.guests.ssh import GuestShell
 from lab.host.environment import host_environment
-from lab.host.facts import read_hugepage_pools
+from lab.host.facts import Pool, read_hugepage_pools
 from lab.host.perf import counted, derived, events_for, per_kilo_instruction, refused
 from lab.host.qemuproc import parse_smaps, qemu_cmdline, qemu_pid
 from lab.host.site import SYSFS
@@ -33,9 +35,11 @@ if TYPE_CHECKING:
 
 
 # What backed each guest's memory, per iteration: the guest's own THP counters, read by its
-# runner (lab.inguest.backing), and under the sync and alternate schedules its QEMU's
-# memory on the host after each iteration (lab.run.backing). Evidence, not performance:
-# their direction is None, so they are stored and exported but never given a verdict.
+# runner (lab.inguest.backing), and its QEMU's memory on the host with the host's free huge
+# pages per pool: after each iteration under the sync and alternate schedules, after each
+# look at the journals under the concurrent one (as a sample of the last iteration that
+# look found). Evidence, not performance: their direction is None, so they are stored and
+# exported but never given a verdict.
 HOST_BACKING = {  # metric -> the smaps_rollup fields it sums, in KiB
     "backing.qemu_rss_kib": ("Rss",),
     "backing.qemu_anon_huge_kib": ("AnonHugePages",),
@@ -46,6 +50,22 @@ EVIDENCE_METRICS = (
       for name in guest_backing.METRICS),
     *(MetricInfo(name, "KiB", None) for name in HOST_BACKING),
 )  # fmt: skip
+POOL_FREE = "backing.host_free_pages_{size}"  # and "_node{N}", one metric per pool
+
+
+def pool_metrics(pools: Sequence[Pool]) -> dict[str, str]:
+    """Metric -> the sysfs file of its free page count, for each pool that holds pages: per
+    NUMA node, or the global pools of a host whose sysfs has no nodes."""
+    per_node = [p for p in pools if p.node is not None and p.total > 0]
+    found = {}
+    for pool in per_node or [p for p in pools if p.node is None and p.total > 0]:
+        metric = POOL_FREE.format(size=format_kib(pool.page_kib).lower())
+        where = "/sys/kernel/mm/hugepages"
+        if pool.node is not None:
+            metric += f"_node{pool.node}"
+            where = f"/sys/devices/system/node/node{pool.node}/hugepages"
+        found[metric] = f"{where}/hugepages-{pool.page_kib}kB/free_hugepages"
+    return found
 
 
 class GuestProgress(Protocol):
@@ -82,6 +102,8 @@ class Evidence:
         self.counting: dict[str, Counting] = {}  # guest -> its perf stat of this iteration
         self.xml: dict[str, str | None] = {}  # guest -> its domain XML at this start
         self.threads: dict[str, tuple[int, list[int]]] = {}  # guest -> (QEMU pid, vCPU tids)
+        self.pools: dict[str, dict[str, str]] = {}  # host -> pool_metrics() of its pools
+        self.sampled: dict[str, int] = {}  # guest -> the last iteration sample_backing() took
 
     def record_environment(self) -> None:
         """Store each host's and guest's facts for this start of the run
@@ -98,6 +120,10 @@ class Evidence:
             except LabError:
                 conn = None
             pools = site[0].hugepage_pools() if site else read_hugepage_pools(SYSFS)
+            self.pools[name] = pool_metrics(pools)
+            self.store.add_metrics(
+                self.run_id, [MetricInfo(m, "pages", None) for m in self.pools[name]]
+            )
             facts = host_environment(ctx.host.read_text, pools, conn)
             facts.update(self._probe_counters(record, remote=site is not None and site[0].remote))
             facts.update(
@@ -191,15 +217,43 @@ class Evidence:
             if values:
                 self.store.record_samples(self.run_id, guest.guest_id, iteration, values)
 
+    def mark_sampled(self, guests: Sequence[GuestProgress]) -> None:
+        """At a start, after the journals are read: the iterations done before it keep the
+        host samples they have (:meth:`sample_backing` takes only newer ones)."""
+        for guest in guests:
+            self.sampled[guest.record.name] = max(guest.completed, default=0)
+
+    def sample_backing(self, guests: Sequence[GuestProgress]) -> None:
+        """Under the concurrent schedule, after a look at the journals: what backs each
+        guest's memory now, as samples of the last iteration it completed since the last
+        look (the runner goes on by itself, so there is no moment between iterations)."""
+        for guest in guests:
+            name = guest.record.name
+            last = max(guest.completed, default=0)
+            if last <= self.sampled.get(name, 0):
+                continue
+            self.sampled[name] = last
+            values = self._host_backing(guest.record)
+            if values:
+                self.store.record_samples(self.run_id, guest.guest_id, last, values)
+
     def _host_backing(self, record: GuestRecord) -> dict[str, float]:
-        """The guest's QEMU's memory now, by kind ({} where it cannot be read)."""
+        """The guest's QEMU's memory now, by kind, and its host's free huge pages per pool
+        (each left out where it cannot be read)."""
         read = self._host(record).read_text
+        found: dict[str, float] = {}
+        for metric, path in self.pools.get(record.host, {}).items():
+            try:
+                found[metric] = float(int(read(path).strip()))
+            except (OSError, ValueError):
+                continue
         try:
             fields = parse_smaps(read(f"/proc/{qemu_pid(read, record.name)}/smaps_rollup"))
         except (OSError, ValueError):
-            return {}
-        return {metric: float(sum(fields.get(f, 0) for f in summed))
-                for metric, summed in HOST_BACKING.items()}  # fmt: skip
+            return found
+        found.update({metric: float(sum(fields.get(f, 0) for f in summed))
+                      for metric, summed in HOST_BACKING.items()})  # fmt: skip
+        return found
 
     def _host(self, record: GuestRecord) -> Host:
         site = self.sites.get(record.host)

@@ -199,7 +199,8 @@ def stored(store: Store, run_id: int, guest_id: int) -> list[tuple[int, int, flo
     return store._conn.execute(
         "SELECT i.iteration, i.attempt, s.value FROM iteration i JOIN sample s"
         " ON (s.run_id, s.guest_id, s.iteration) = (i.run_id, i.guest_id, i.iteration)"
-        " WHERE i.run_id=? AND i.guest_id=? ORDER BY i.iteration, i.attempt",
+        " WHERE i.run_id=? AND i.guest_id=? AND s.metric NOT LIKE 'backing.%'"  # the host's
+        " ORDER BY i.iteration, i.attempt",
         (run_id, guest_id),
     ).fetchall()
 
