@@ -10,7 +10,7 @@ import pytest
 
 from lab.app.study import load_study
 from lab.core.paths import CHECKOUT
-from tests.integration.conftest import Pair
+from tests.integration.conftest import Pair, free_1g_pages
 from tests.integration.test_run import samples
 
 pytestmark = pytest.mark.integration
@@ -85,6 +85,17 @@ def test_the_demo_study_runs_every_workload_stores_its_file_and_writes_the_repor
         faults_in_guest = samples(db, "demo-build", "backing.guest_thp_fault_alloc")[name]
         assert [i for i, _ in faults_in_guest] == list(range(1, 6))
     assert "lab-thp over 5 iterations: guest_anon_huge_kib" in page
+    # the host's free 1 GiB pages after every iteration: the shp1g twin holds one all along
+    pool = samples(db, "demo-build", "backing.host_free_pages_1g_node0")
+    free = free_1g_pages()
+    assert {name: [v for _, v in pool[name]] for name in pool} == {
+        "lab-thp": [free] * 5, "lab-shp1g": [free] * 5}  # fmt: skip
+    # sysbench-memory ran concurrent: the host side is sampled as the journals are read,
+    # as the last iteration each look found, so the last iteration has one
+    hugetlb = samples(db, "sysbench-memory", "backing.qemu_hugetlb_kib")
+    assert hugetlb["lab-shp1g"][-1][0] == 5, hugetlb
+    assert {v for _, v in hugetlb["lab-shp1g"]} == {1024 * 1024}
+    assert {v for _, v in hugetlb["lab-thp"]} == {0}
 
     # Running it again resumes: every run is complete, so nothing is added.
     pair.lab("study", "run", str(DEMO), "--db", str(db), timeout=1800)
