@@ -1,0 +1,90 @@
+"""``lab report`` draws what backed each twin's memory over a run's iterations: the
+``backing.*`` sizes (KiB) the store holds per iteration, one figure per run that has them,
+inside the Evidence section; a run without them gets none."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lab.store import IterationRecord, MetricInfo, Store
+
+PNG = b"\x89PNG\r\n\x1a\n"
+RAM_KIB = 1_048_576  # both twins' RAM: 1 GiB
+ITERATIONS = (1, 2, 3, 5, 6, 7, 8, 9)  # iteration 4 has no successful attempt: a gap
+SIZES = (
+    MetricInfo("backing.qemu_rss_kib", "KiB", None),
+    MetricInfo("backing.qemu_anon_huge_kib", "KiB", None),
+    MetricInfo("backing.qemu_hugetlb_kib", "KiB", None),
+    MetricInfo("backing.guest_anon_huge_kib", "KiB", None),
+)
+COUNTER = MetricInfo("backing.guest_thp_fault_alloc", "count", None)
+
+
+@pytest.fixture(autouse=True)
+def no_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("LAB_CONFIG", str(tmp_path / "none.toml"))
+    (tmp_path / "none.toml").write_text("")
+
+
+def backing(variant: str, i: int) -> dict[str, float]:
+    """What backed a twin's memory after iteration ``i``: shp1g's 1 GiB of hugetlb pages
+    throughout; thp's transparent huge pages growing by 128 MiB an iteration."""
+    if variant == "shp1g":
+        return {"backing.qemu_rss_kib": 40_000.0, "backing.qemu_anon_huge_kib": 0.0,
+                "backing.qemu_hugetlb_kib": float(RAM_KIB),
+                "backing.guest_anon_huge_kib": 2048.0 * i}  # fmt: skip
+    return {"backing.qemu_rss_kib": 300_000.0 + 131_072 * i,
+            "backing.qemu_anon_huge_kib": 131_072.0 * i, "backing.qemu_hugetlb_kib": 0.0,
+            "backing.guest_anon_huge_kib": 120_000.0 * i}  # fmt: skip
+
+
+def backing_store(path: Path, memory: bool = True) -> Path:
+    """Run hp/stream recorded what backed both twins after each iteration (stored out of
+    order); run hp/iperf3 recorded nothing of it. ``memory``: their RAM is in the facts."""
+    with Store.open(path) as store:
+        study = store.ensure_study("hugepages")
+        stream = store.ensure_run(
+            study,
+            "hp/stream",
+            "stream",
+            {},
+            "sync",
+            len(ITERATIONS),
+            [MetricInfo("triad_mb_s", "MB/s", "higher"), *SIZES, COUNTER],
+        )
+        iperf = store.ensure_run(study, "hp/iperf3", "iperf3", {}, "sync", len(ITERATIONS),
+                                 [MetricInfo("sender_gbit_s", "Gbit/s", "higher")])  # fmt: skip
+        for k, variant in enumerate(("thp", "shp1g")):
+            name = f"lab-{variant}"
+            guest = store.ensure_guest(study, name, variant)
+            noise = np.random.default_rng(k).normal(0, 1, len(ITERATIONS))
+            store.record(stream, guest, [
+                IterationRecord(i, 1, True, metrics={
+                    "triad_mb_s": 20_000 + 100 * k + float(z), **backing(variant, i),
+                    "backing.guest_thp_fault_alloc": 500.0})
+                for i, z in sorted(zip(ITERATIONS, noise, strict=True), reverse=True)
+            ])  # fmt: skip
+            store.record(iperf, guest, [
+                IterationRecord(i, 1, True, metrics={"sender_gbit_s": 30 + k + float(z)})
+                for i, z in zip(ITERATIONS, noise, strict=True)
+            ])  # fmt: skip
+            if memory:
+                store.record_environment(stream, "guest", name, {"memory_kib": str(RAM_KIB)})
+    return path
+
+
+def test_the_store_reads_each_twin_s_sizes_in_iteration_order(tmp_path: Path) -> None:
+    with Store.open(backing_store(tmp_path / "lab.db")) as store:
+        stream, iperf = (next(r.id for r in store.runs() if r.key == k)
+                         for k in ("hp/stream", "hp/iperf3"))  # fmt: skip
+        found = store.evidence_series(stream)
+        assert list(found) == ["lab-thp", "lab-shp1g"]  # stored order: A first
+        for variant, metrics in (("thp", found["lab-thp"]), ("shp1g", found["lab-shp1g"])):
+            assert set(metrics) == {m.name for m in SIZES}  # the counter is no size
+            for name, (x, y) in metrics.items():
+                assert x.tolist() == list(ITERATIONS)
+                assert y.tolist() == [backing(variant, i)[name] for i in ITERATIONS]
+        assert store.evidence_series(iperf) == {}
