@@ -8,7 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from matplotlib.axes import Axes
 
+from lab.report.plots import backing_plot
 from lab.store import IterationRecord, MetricInfo, Store
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -88,3 +90,48 @@ def test_the_store_reads_each_twin_s_sizes_in_iteration_order(tmp_path: Path) ->
                 assert x.tolist() == list(ITERATIONS)
                 assert y.tolist() == [backing(variant, i)[name] for i in ITERATIONS]
         assert store.evidence_series(iperf) == {}
+
+
+def _lines(ax: Axes) -> dict[str, tuple[list[float], list[float], str]]:
+    """Legend label -> (x, y, line style) of every line the plot drew."""
+    return {
+        line.get_label(): (
+            np.asarray(line.get_xdata(), dtype=float).tolist(),
+            np.asarray(line.get_ydata(), dtype=float).tolist(),
+            line.get_linestyle(),
+        )
+        for line in ax.get_lines()
+    }
+
+
+def test_the_plot_draws_the_stored_series_as_shares_of_each_twin_s_ram(tmp_path: Path) -> None:
+    with Store.open(backing_store(tmp_path / "lab.db")) as store:
+        run = next(r.id for r in store.runs() if r.key == "hp/stream")
+        series = store.evidence_series(run)
+    fig, caption = backing_plot("hp/stream", series, {"lab-thp": RAM_KIB, "lab-shp1g": RAM_KIB})
+    (ax,) = fig.axes
+    lines = _lines(ax)
+    assert len(lines) == 8  # four kinds for each of two twins
+    x = [float(i) for i in ITERATIONS]
+    assert lines["lab-shp1g: QEMU hugetlb pages"] == (x, [100.0] * 8, "-")
+    assert lines["lab-thp: QEMU hugetlb pages"] == (x, [0.0] * 8, "-")
+    assert lines["lab-thp: QEMU transparent huge pages"] == (x, [12.5 * i for i in x], "--")
+    assert lines["lab-thp: QEMU resident memory (RSS)"][2] == ":"
+    assert lines["lab-shp1g: guest AnonHugePages"][2] == "-."
+    assert {label.split(":")[0] for label in lines} == {"lab-thp", "lab-shp1g"}
+    colours = {str(line.get_label()).split(":")[0]: line.get_color() for line in ax.get_lines()}
+    assert colours["lab-thp"] != colours["lab-shp1g"]
+    assert ax.get_ylabel() == "% of the guest's RAM" and ax.get_xlabel() == "iteration"
+    assert "8 iterations" in caption and "lab-thp, lab-shp1g" in caption
+
+
+def test_without_each_twin_s_ram_the_plot_is_in_mib(tmp_path: Path) -> None:
+    with Store.open(backing_store(tmp_path / "lab.db", memory=False)) as store:
+        run = next(r.id for r in store.runs() if r.key == "hp/stream")
+        series = store.evidence_series(run)
+    fig, caption = backing_plot("hp/stream", series, {"lab-thp": RAM_KIB})  # shp1g's unknown
+    (ax,) = fig.axes
+    lines = _lines(ax)
+    assert lines["lab-shp1g: QEMU hugetlb pages"][1] == [1024.0] * 8  # 1 GiB in MiB
+    assert lines["lab-thp: QEMU transparent huge pages"][1] == [128.0 * i for i in ITERATIONS]
+    assert ax.get_ylabel() == "MiB" and "in MiB" in caption
