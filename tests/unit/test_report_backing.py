@@ -4,12 +4,14 @@ inside the Evidence section; a run without them gets none."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 from matplotlib.axes import Axes
 
+from lab.cli import main
 from lab.report.plots import backing_plot
 from lab.store import IterationRecord, MetricInfo, Store
 
@@ -135,3 +137,43 @@ def test_without_each_twin_s_ram_the_plot_is_in_mib(tmp_path: Path) -> None:
     assert lines["lab-shp1g: QEMU hugetlb pages"][1] == [1024.0] * 8  # 1 GiB in MiB
     assert lines["lab-thp: QEMU transparent huge pages"][1] == [128.0 * i for i in ITERATIONS]
     assert ax.get_ylabel() == "MiB" and "in MiB" in caption
+
+
+def evidence(page: str) -> str:
+    return page[page.index('<h2 id="evidence">') : page.index("<h2>Verdicts</h2>")]
+
+
+def test_the_report_has_one_backing_figure_for_the_run_that_recorded_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = backing_store(tmp_path / "lab.db")
+    code = main(["report", "--db", str(db), "--out", str(tmp_path / "out")])
+    assert code == 0, capsys.readouterr().err
+    page = (tmp_path / "out" / "index.html").read_text()
+    section = evidence(page)
+    (src,) = re.findall(r'<img src="(figures/backing-[^"]+)"', page)
+    assert src == "figures/backing-hp-stream.png" and src in section  # hp/iperf3: none
+    assert (tmp_path / "out" / src).read_bytes()[:8] == PNG
+    caption = section[section.index(src) :]
+    caption = caption[caption.index("<figcaption>") : caption.index("</figcaption>")]
+    assert "run hp/stream&#x27;s 8 iterations, in % of each guest&#x27;s RAM" in caption
+    assert "solid: QEMU hugetlb pages" in caption and "dash-dot: guest AnonHugePages" in caption
+    assert "read on the host" in caption and "after each iteration" in caption
+    assert not list((tmp_path / "out" / "figures").glob("backing-hp-iperf3*"))
+
+
+def test_embedded_the_backing_figure_is_inside_the_page(tmp_path: Path) -> None:
+    db = backing_store(tmp_path / "lab.db")
+    assert main(["report", "--db", str(db), "--out", str(tmp_path / "r"), "--embed"]) == 0
+    section = evidence((tmp_path / "r" / "index.html").read_text())
+    assert section.count('<img src="data:image/png;base64,') == 1
+    assert not (tmp_path / "r" / "figures").exists()
+
+
+def test_a_store_without_backing_metrics_has_no_backing_figure(tmp_path: Path) -> None:
+    from tests.unit.test_compare import study_store
+
+    db = study_store(tmp_path / "lab.db", n=30)
+    assert main(["report", "--db", str(db), "--out", str(tmp_path / "out")]) == 0
+    assert "backing-" not in (tmp_path / "out" / "index.html").read_text()
+    assert not list((tmp_path / "out" / "figures").glob("backing-*"))
