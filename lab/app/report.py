@@ -3,6 +3,7 @@ HTML page with the store's metadata (studies, runs, guests, images)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -19,9 +20,10 @@ from lab.app.environment import environment_report
 from lab.core.context import Context
 from lab.core.errors import UsageError
 from lab.report.images import image_summaries
-from lab.run.backing import describe
+from lab.run.backing import MEMORY, describe
 from lab.run.environment import latest
-from lab.store import Store
+from lab.store import RunRecord, Store
+from lab.store.records import EvidenceSeries
 
 
 @dataclass(frozen=True)
@@ -47,17 +49,16 @@ def report(ctx: Context, request: ReportRequest) -> ReportResult:
         samples = select_samples(store, selection)
         sweeps = select_sweeps(store, selection)
         backing = sweep_backing(store, sweeps)
-        guests = store.guests(study)
+        guests, runs = store.guests(study), store.runs(study)
+        now = {r.key: latest(store.environment(r.id)) for r in runs}
         meta = ReportMeta(
             store_path=str(path), studies=[s for s in store.studies() if study in (None, s.name)],
-            guests=guests, runs=store.runs(study), attempts=store.attempt_counts(study),
+            guests=guests, runs=runs, attempts=store.attempt_counts(study),
             images=image_summaries(guests, Path(ctx.config.image_dir)),
-            environment={
-                r.key: {f"{scope} {name}": facts
-                        for (scope, name), facts in latest(store.environment(r.id)).items()}
-                for r in store.runs(study)
-            },
-            sweep_backing=backing,
+            environment={key: {f"{scope} {name}": facts for (scope, name), facts in at.items()}
+                         for key, at in now.items()},
+            sweep_backing=backing, backing_series=backing_series(store, runs),
+            guest_memory_kib={key: guest_memory_kib(at) for key, at in now.items()},
         )  # fmt: skip
     if not samples.series and not any(sw.values for sw in sweeps):
         raise UsageError(
@@ -90,3 +91,21 @@ def sweep_backing(store: Store, sweeps: list[SweepSamples]) -> dict[str, dict[st
                 if scope == "guest"
             }
     return found
+
+
+def backing_series(store: Store, runs: Sequence[RunRecord]) -> dict[str, EvidenceSeries]:
+    """Run key -> guest -> ``backing.*`` metric in KiB -> (iterations, values): what backed
+    each twin's memory over the run, for the runs that recorded any (the report draws one
+    figure for each; a run without them gets none)."""
+    found = {r.key: store.evidence_series(r.id) for r in runs}
+    return {key: series for key, series in found.items() if series}
+
+
+def guest_memory_kib(now: Mapping[tuple[str, str], Mapping[str, str]]) -> dict[str, int]:
+    """Guest -> its RAM in KiB (its domain's ``<memory>``) as a run's last start recorded
+    it, for the guests that have it: the backing figure draws shares of it."""
+    return {
+        name: int(facts[MEMORY])
+        for (scope, name), facts in now.items()
+        if scope == "guest" and facts.get(MEMORY, "").isdigit() and int(facts[MEMORY]) > 0
+    }

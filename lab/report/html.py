@@ -24,13 +24,14 @@ from matplotlib.figure import Figure
 from lab import __version__
 from lab.report import sweeps as sweep_table
 from lab.report.images import ImageSummary
-from lab.report.plots import all_figures, forest, sweep_plot
+from lab.report.plots import all_figures, backing_plot, forest, sweep_plot
 from lab.report.summary import HEADER, family_note, summary_rows
 from lab.report.tables import TableData, block_tables, blocks, notes
 from lab.stats.analysis import ALL, MetricComparison, with_paired
 from lab.stats.paired import synced_workloads
 from lab.stats.sweep import SweepComparison
 from lab.store import GuestRecord, MetricInfo, RunRecord, StudyRecord
+from lab.store.records import EvidenceSeries
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
@@ -73,16 +74,23 @@ class ReportMeta:
     """run key -> "host NAME" / "guest NAME" -> facts at the run's last start"""
     sweep_backing: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """a sweep's run key -> guest -> what backed its memory (``lab.run.backing.describe``)"""
+    backing_series: Mapping[str, EvidenceSeries] = field(default_factory=dict)
+    """run key -> guest -> ``backing.*`` metric in KiB -> (iterations, values), for the runs
+    that recorded any (``Store.evidence_series``)"""
+    guest_memory_kib: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    """run key -> guest -> its RAM in KiB at the run's last start, where recorded"""
 
 
-def _evidence_html(meta: ReportMeta) -> str:
+def _evidence_html(meta: ReportMeta, out_dir: Path, embed: bool) -> str:
     """What the runs' recorded environment says: warnings first, what backed each twin's
-    memory, then each run's facts (``lab runs show``)."""
-    if not (meta.warnings or meta.evidence or meta.environment):
+    memory (in words, then over the iterations of each run that recorded it), then each
+    run's facts (``lab runs show``)."""
+    if not (meta.warnings or meta.evidence or meta.environment or meta.backing_series):
         return ""
     parts = ['<h2 id="evidence">Evidence</h2>']
     parts += [f'<p class="slower">warning: {_e(w)}</p>' for w in meta.warnings]
     parts += ["<ul>" + "".join(f"<li>{_e(n)}</li>" for n in meta.evidence) + "</ul>"]
+    parts += _backing_figures(meta, out_dir, embed)
     for key, where in meta.environment.items():
         for name, facts in where.items():
             rows = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>"
@@ -90,6 +98,27 @@ def _evidence_html(meta: ReportMeta) -> str:
             parts.append(f"<details><summary>run {_e(key)}: environment of {_e(name)}</summary>"
                          f"<table>{rows}</table></details>")  # fmt: skip
     return "".join(parts)
+
+
+def _backing_figures(meta: ReportMeta, out_dir: Path, embed: bool) -> list[str]:
+    """One figure per run that recorded ``backing.*`` sizes: what backed each twin's memory
+    over its iterations (``plots.backing_plot``), in the order of the runs' table."""
+    figures: list[str] = []
+    names: set[str] = set()  # two keys can slug alike ("a/b", "a-b"): neither overwrites
+    for run in meta.runs:
+        series = meta.backing_series.get(run.key)
+        if not series:
+            continue
+        fig, caption = backing_plot(run.key, series, meta.guest_memory_kib.get(run.key, {}))
+        name = f"backing-{_slug(run.key)}.png"
+        name = name if name not in names else f"backing-{_slug(run.key)}-{len(names)}.png"
+        names.add(name)
+        src = _image(fig, out_dir, name, embed)
+        figures.append(
+            f'<figure><img src="{_e(src)}" alt="what backed each twin\'s memory over run'
+            f' {_e(run.key)}"><figcaption>{_e(caption)}</figcaption></figure>'
+        )
+    return figures
 
 
 def _e(text: object) -> str:
@@ -389,7 +418,7 @@ def render(
         f" <code>{_e(meta.store_path)}</code>.</p>",
         _summary_html(comparisons, out_dir, embed),
         _sweeps_html(sweeps, meta, out_dir, embed),
-        _evidence_html(meta),
+        _evidence_html(meta, out_dir, embed),
         "<h2>Verdicts</h2><ul>" + "".join(verdicts) + "</ul>",
         *(_block_html(i, b, out_dir, embed) for i, b in enumerate(grouped)),
         _metadata_html(meta),

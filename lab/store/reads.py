@@ -12,6 +12,7 @@ import numpy as np
 from lab.stats.series import Series, SeriesKey
 from lab.store.records import (
     EnvironmentRecord,
+    EvidenceSeries,
     EvidenceSummary,
     FailedAttempt,
     GuestProgress,
@@ -158,6 +159,32 @@ class Reads:
             (run_id,),
         ).fetchall()
         return [EvidenceSummary(r[0], r[1], r[2] or "", int(r[3]), r[4], r[5], r[6]) for r in rows]
+
+    def evidence_series(self, run_id: int) -> EvidenceSeries:
+        """Per guest (in the order they were stored: A first) and evidence metric in KiB
+        (direction None: QEMU's RSS and huge pages, the guest's AnonHugePages) of a run: its
+        (iterations, values), ordered by iteration, for the report to draw over the run.
+
+        The counters (unit "count": events per iteration) are left out: they are not sizes
+        and share no axis with them. One statement, in the order of the ``sample_series``
+        index (metric, guest, iteration), so that SQLite reads it without sorting.
+        """
+        rows = self._conn.execute(
+            "SELECT s.guest_id, g.name, s.metric, s.iteration, s.value FROM metric m"
+            " JOIN sample s INDEXED BY sample_series ON s.run_id=m.run_id AND s.metric=m.name"
+            " JOIN guest g ON g.id=s.guest_id"
+            " WHERE m.run_id=? AND m.direction IS NULL AND m.unit='KiB'"
+            " ORDER BY s.metric, s.guest_id, s.iteration",
+            (run_id,),
+        ).fetchall()
+        by_guest: dict[tuple[int, str], dict[str, tuple[np.ndarray, np.ndarray]]] = {}
+        for (guest_id, guest, metric), part in itertools.groupby(rows, key=lambda r: r[:3]):
+            pairs = np.array([r[3:] for r in part], dtype=np.float64)
+            by_guest.setdefault((guest_id, guest), {})[metric] = (
+                pairs[:, 0].astype(np.int64),
+                pairs[:, 1].copy(),
+            )
+        return {guest: by_guest[(guest_id, guest)] for guest_id, guest in sorted(by_guest)}
 
     def placement_labels(
         self, workload: str | None = None, metric: str | None = None, study: str | None = None,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
+
+import numpy as np
 
 from lab.core.errors import StoreError
 from lab.stats.series import Direction
@@ -152,6 +154,11 @@ class FailedAttempt:
     started: float | None
     exit_status: int | None
     output_tail: str  # the error first, then the end of the command's output
+
+
+EvidenceSeries: TypeAlias = dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]
+"""guest -> evidence metric -> (iterations, values), ordered by iteration
+(``Store.evidence_series``)"""
 
 
 @dataclass(frozen=True)
