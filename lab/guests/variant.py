@@ -23,7 +23,7 @@ from lab.domainxml.domain import DomainSpec
 from lab.domainxml.memorybacking import HugePages, MemoryBacking
 from lab.guests.verify import GUEST_THP_ENABLED, THP_MODES, check_guest_thp, check_preallocated
 from lab.host.hugepages import HugePageNeed
-from lab.host.qemuproc import qemu_pid
+from lab.host.qemuproc import SMAPS, qemu_pid
 
 
 class GuestCommands(Protocol):
@@ -118,10 +118,10 @@ class TransparentHugePages(Variant):
             return []
         try:
             pid = qemu_pid(guest.read_host, guest.name)
-            rollup = guest.read_host(f"/proc/{pid}/smaps_rollup")
+            smaps = guest.read_host(SMAPS.format(pid=pid))
         except (OSError, ValueError) as err:
             return [f"{guest.name}: cannot read its QEMU's memory to see it preallocated: {err}"]
-        return check_preallocated(guest.name, guest.spec.memory_kib, rollup)
+        return check_preallocated(guest.name, guest.spec.memory_kib, smaps)
 
 
 class GuestTHPMode(TransparentHugePages):

@@ -19,7 +19,7 @@ from lab.domainxml.domain import DomainSpec
 from lab.domainxml.memorybacking import MemoryBacking
 from lab.domainxml.numatune import NUMATune
 from lab.host.facts import parse_thp_mode
-from lab.host.qemuproc import parse_smaps
+from lab.host.qemuproc import qemu_memory
 
 GUEST_THP_ENABLED = "/sys/kernel/mm/transparent_hugepage/enabled"
 THP_MODES = ("always", "madvise", "never")
@@ -141,11 +141,12 @@ def check_guest_thp(name: str, mode: str, enabled: str) -> list[str]:
     return []
 
 
-def check_preallocated(name: str, memory_kib: int, smaps_rollup: str) -> list[str]:
+def check_preallocated(name: str, memory_kib: int, smaps: str) -> list[str]:
     """Problems with a guest declared preallocated: right after boot its QEMU process must
-    already hold all guest RAM (``Rss``, plus hugetlb pages, which smaps counts apart),
-    where a guest that faults its RAM in holds only what it touched while booting."""
-    fields = parse_smaps(smaps_rollup)
+    already hold all guest RAM (``Rss``, plus hugetlb pages, which smaps counts apart; less
+    TCG's translation buffer, see ``qemu_memory``), where a guest that faults its RAM in holds
+    only what it touched while booting."""
+    fields = qemu_memory(smaps)
     held = fields.get("Rss", 0) + fields.get("Shared_Hugetlb", 0) + fields.get("Private_Hugetlb", 0)
     if held < memory_kib:
         return [

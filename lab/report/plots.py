@@ -322,7 +322,7 @@ def _sweep_span(sweep: SweepComparison) -> tuple[float, float]:
 
 
 # What backed a twin's memory, by evidence metric (``backing.*`` in KiB): line style, what
-# the line is, and where it was read. Host side: the QEMU process's smaps_rollup.
+# the line is, and where it was read. Host side: the QEMU process's smaps, less TCG's code.
 BACKING_LINES = {
     "backing.qemu_hugetlb_kib": ("-", "QEMU hugetlb pages", "host"),
     "backing.qemu_anon_huge_kib": ("--", "QEMU transparent huge pages", "host"),
@@ -388,8 +388,8 @@ def _backing_caption(
     sides = {BACKING_LINES[m][2] for m in present if m in BACKING_LINES}
     read = []
     if "host" in sides:
-        read.append("QEMU's lines are read on the host (its process's smaps_rollup) after each"
-                    " iteration")  # fmt: skip
+        read.append("QEMU's lines are read on the host (its process's smaps, less TCG's"
+                    " translation buffer) after each iteration")  # fmt: skip
     if "guest" in sides:
         read.append("the guest's AnonHugePages by the guest itself (/proc/meminfo) after each"
                     " iteration")  # fmt: skip

@@ -2,12 +2,13 @@
 
 A "thp" twin whose RAM sits in 4 KiB pages, or a "shp1g" twin that got no hugetlb pages,
 makes a different study from the one declared. The host knows: the guest's QEMU process's
-``/proc/PID/smaps_rollup`` sums ``AnonHugePages`` (transparent huge pages) and
+``/proc/PID/smaps`` sums ``AnonHugePages`` (transparent huge pages) and
 ``Shared_Hugetlb``/``Private_Hugetlb`` (hugetlbfs, what ``<memoryBacking><hugepages/>``
-gives) over its mappings; libvirt writes the PID to ``/run/libvirt/qemu/NAME.pid``. The
-controller reads them at every start of a run and at its end (``lab.run.environment``), and
-``lab compare`` says in a line per twin what backed its RAM, loudly when a variant did not
-take effect.
+gives) over its mappings, less TCG's translation buffer under emulation (up to 1 GiB of
+anonymous, THP-backed code that is not the guest's RAM: ``lab.host.qemuproc.qemu_memory``);
+libvirt writes the PID to ``/run/libvirt/qemu/NAME.pid``. The controller reads them at
+every start of a run and at its end (``lab.run.environment``), and ``lab compare`` says in
+a line per twin what backed its RAM, loudly when a variant did not take effect.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable, Mapping
 from lxml import etree
 
 from lab.host.environment import NOT_AVAILABLE
-from lab.host.qemuproc import parse_smaps, qemu_pid
+from lab.host.qemuproc import read_qemu_memory
 
 # the facts, in KiB, as recorded
 ANON_HUGE, HUGETLB, RSS, DECLARED, MEMORY = (
@@ -53,8 +54,7 @@ def backing_facts(read: Callable[[str], str], name: str, domain_xml: str | None)
     domain declares; "not available" where the process or its files cannot be read."""
     facts = {DECLARED: declared_backing(domain_xml), MEMORY: memory_kib(domain_xml)}
     try:
-        pid = qemu_pid(read, name)
-        fields = parse_smaps(read(f"/proc/{pid}/smaps_rollup"))
+        fields = read_qemu_memory(read, name)
     except (OSError, ValueError):
         return {**facts, ANON_HUGE: NOT_AVAILABLE, HUGETLB: NOT_AVAILABLE, RSS: NOT_AVAILABLE}
     hugetlb = fields.get("Shared_Hugetlb", 0) + fields.get("Private_Hugetlb", 0)

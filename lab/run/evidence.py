@@ -22,7 +22,7 @@ from lab.guests.ssh import GuestShell
 from lab.host.environment import host_environment
 from lab.host.facts import Pool, read_hugepage_pools
 from lab.host.perf import counted, derived, events_for, per_kilo_instruction, refused
-from lab.host.qemuproc import parse_smaps, qemu_cmdline, qemu_pid
+from lab.host.qemuproc import qemu_cmdline, qemu_pid, read_qemu_memory
 from lab.host.site import SYSFS
 from lab.inguest import backing as guest_backing
 from lab.run.backing import backing_facts
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 # look at the journals under the concurrent one (as a sample of the last iteration that
 # look found). Evidence, not performance: their direction is None, so they are stored and
 # exported but never given a verdict.
-HOST_BACKING = {  # metric -> the smaps_rollup fields it sums, in KiB
+HOST_BACKING = {  # metric -> the smaps fields it sums, in KiB, less TCG's translation buffer
     "backing.qemu_rss_kib": ("Rss",),
     "backing.qemu_anon_huge_kib": ("AnonHugePages",),
     "backing.qemu_hugetlb_kib": ("Shared_Hugetlb", "Private_Hugetlb"),
@@ -248,7 +248,7 @@ class Evidence:
             except (OSError, ValueError):
                 continue
         try:
-            fields = parse_smaps(read(f"/proc/{qemu_pid(read, record.name)}/smaps_rollup"))
+            fields = read_qemu_memory(read, record.name)
         except (OSError, ValueError):
             return found
         found.update({metric: float(sum(fields.get(f, 0) for f in summed))

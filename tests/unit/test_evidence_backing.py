@@ -1,6 +1,6 @@
 """What backed each guest's memory, per iteration, under the concurrent schedule too: the
 controller drives real runners (local shells) while the host it reads is a canned one,
-whose QEMU smaps_rollup (captured from a real lab-shp1g) and huge page pools change between
+whose QEMU smaps (captured from a real lab-shp1g) and huge page pools change between
 two starts of the run."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def canned_host(hugetlb_kib: int, free_1g: int) -> RecordingHost:
     files = {FREE_1G: f"{free_1g}\n"}
     for pid, name in ((4001, "lab-thp"), (4002, "lab-shp1g")):
         files[f"/run/libvirt/qemu/{name}.pid"] = str(pid)
-        files[f"/proc/{pid}/smaps_rollup"] = rollup(hugetlb_kib)
+        files[f"/proc/{pid}/smaps"] = rollup(hugetlb_kib)
     return RecordingHost(files=files)
 
 

@@ -220,10 +220,10 @@ def test_guest_thp_never_boots_its_kernel_so_and_checks_it_in_the_guest() -> Non
 
 def test_thp_prealloc_is_checked_on_its_qemu_and_thp_is_not() -> None:
     pid = {"/run/libvirt/qemu/lab-thp-prealloc.pid": "5151\n"}
-    host = RecordingHost(files={**pid, "/proc/5151/smaps_rollup": rollup(1_112_000)})
+    host = RecordingHost(files={**pid, "/proc/5151/smaps": rollup(1_112_000)})
     variant, seen = running("thp-prealloc", FakeShell("lab-thp-prealloc", {}), host)
     assert variant.verify(seen) == []
-    host.files["/proc/5151/smaps_rollup"] = rollup(311_000)
+    host.files["/proc/5151/smaps"] = rollup(311_000)
     (problem,) = variant.verify(seen)
     assert "holds 311000 KiB of its 1048576 KiB" in problem
     (problem,) = variant.verify(replace(seen, read_host=RecordingHost().read_text))
