@@ -14,8 +14,15 @@ from collections.abc import Callable
 PID_FILE = "/run/libvirt/qemu/{name}.pid"
 SMAPS = "/proc/{pid}/smaps"
 _FIELD = re.compile(r"^(\w+):\s+(\d+) kB$", re.MULTILINE)
-# A mapping's first line: its range, permissions, offset, device, inode and path (if any).
-_MAPPING = re.compile(r"^[0-9a-f]+-[0-9a-f]+ ([rwxsp-]{4}) \S+ \S+ \d+ *(.*)$")
+# The fields qemu_memory() sums, and in one pattern with a mapping's first line (its range,
+# permissions, offset, device, inode and path): one pass of the regex engine over the
+# ~15,000 lines of a QEMU's smaps (3 ms here, where a loop over its lines took 20).
+MEMORY_FIELDS = ("Rss", "AnonHugePages", "Shared_Hugetlb", "Private_Hugetlb")
+_MEMORY = re.compile(
+    r"^(?:[0-9a-f]+-[0-9a-f]+ ([rwxsp-]{4}) \S+ \S+ \d+ *(.*)"
+    rf"|({'|'.join(MEMORY_FIELDS)}):\s+(\d+) kB)$",
+    re.MULTILINE,
+)
 TCG_JIT_NAME = "tcg-jit"  # the memfd of TCG's code buffer under --enable-tcg's split-wx
 
 
@@ -35,20 +42,17 @@ def is_translation_buffer(perms: str, path: str) -> bool:
 
 
 def qemu_memory(smaps: str) -> dict[str, int]:
-    """``/proc/PID/smaps`` of a guest's QEMU summed by field over its mappings, less TCG's
-    translation buffer (:func:`is_translation_buffer`), so ``AnonHugePages`` and ``Rss``
-    speak of the guest's RAM and QEMU's own, not of translated code (KVM has none). A
-    smaps_rollup text sums the same way, with nothing to leave out."""
-    fields: dict[str, int] = {}
+    """:data:`MEMORY_FIELDS` of a guest's QEMU's ``/proc/PID/smaps``, each summed over its
+    mappings less TCG's translation buffer (:func:`is_translation_buffer`), so
+    ``AnonHugePages`` and ``Rss`` speak of the guest's RAM and QEMU's own, not of translated
+    code (KVM has none). A smaps_rollup text sums the same way, with nothing to leave out."""
+    fields = dict.fromkeys(MEMORY_FIELDS, 0)
     counted = True
-    for line in smaps.splitlines():
-        mapping = _MAPPING.match(line)
-        if mapping:
-            counted = not is_translation_buffer(mapping.group(1), mapping.group(2).strip())
-            continue
-        field = _FIELD.match(line) if counted else None
-        if field:
-            fields[field.group(1)] = fields.get(field.group(1), 0) + int(field.group(2))
+    for perms, path, name, value in _MEMORY.findall(smaps):
+        if perms:
+            counted = not is_translation_buffer(perms, path.strip())
+        elif counted:
+            fields[name] += int(value)
     return fields
 
 

@@ -112,4 +112,5 @@ def test_split_wx_s_writable_view_of_the_buffer_is_left_out_too() -> None:
         "7f2000000000-7f2000001000 r-xp 00000000 fe:00 99 /usr/bin/qemu-system-x86_64\n"
         "Rss:  4 kB\n"
     )
-    assert qemu_memory(text) == {"Rss": 1004, "AnonHugePages": 512}
+    assert qemu_memory(text) == {"Rss": 1004, "AnonHugePages": 512, "Shared_Hugetlb": 0,
+                                 "Private_Hugetlb": 0}  # fmt: skip
