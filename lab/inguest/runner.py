@@ -38,6 +38,8 @@ class Runner:
         self.children = Children(files, self.boot_id)
         self.cwd = files.dir / (spec.cwd or ".")  # an absolute cwd replaces DIR
         self.env = {**os.environ, **spec.env}
+        self.proc = backing.ProcFiles()  # /proc/vmstat and /proc/meminfo, kept open
+        self.counters: dict[str, int] | None = None
         try:  # configured once per start: a regex compiles here, not at every sample
             self.parse = tools.parser_for(spec.parser, spec.parser_options)
         except tools.OptionsError as err:
@@ -47,21 +49,26 @@ class Runner:
         """Run one attempt and return its journal record; None if stopped before it began."""
         spec, children = self.spec, self.children
         env = {**self.env, "LAB_ITERATION": str(iteration), "LAB_ATTEMPT": str(attempt)}
+        carried, self.counters = self.counters, None  # the THP counters after the last attempt
         if spec.clean_argv:
+            carried = None  # the clean command ran since: read them again
             clean = children.run(spec.clean_argv, self.cwd, env, spec.timeout_s)
             if clean.stopped:
                 return None
             if clean.error is not None:
                 error = f"clean command failed: {clean.error}"
                 return self.entry(iteration, attempt, Child(clean.started, clean.ended), {}, error)
-        before = backing.counters() if spec.backing else None  # untimed, like the journal
+        before = None  # untimed, like the journal: the last attempt's reading if nothing ran since
+        if spec.backing:
+            before = carried if carried is not None else backing.counters(self.proc)
         journal.event("begin", iteration=iteration, attempt=attempt, boot_id=self.boot_id)
         child = children.run(spec.argv, self.cwd, env, spec.timeout_s)
         if child.error is not None:
             return self.entry(iteration, attempt, child, {}, child.error)
         metrics, problem = self.metrics(child)
         if before is not None and problem is None:
-            metrics.update(backing.after(before))
+            found, self.counters = backing.measure(before, self.proc)
+            metrics.update(found)
         return self.entry(iteration, attempt, child, metrics, problem)
 
     def metrics(self, child: Child) -> tuple[dict[str, float], str | None]:

@@ -405,7 +405,8 @@ def test_run_key_cannot_leave_the_directory(guest: GuestDir) -> None:
 
 def test_the_command_gets_only_stdin_stdout_stderr_and_default_sigpipe(guest: GuestDir) -> None:
     """posix_spawn keeps every descriptor without close-on-exec: the runner's own must all
-    have it, and SIGPIPE, which Python ignores, is the default again in the command."""
+    have it (those it keeps open on /proc too), and SIGPIPE, which Python ignores, is the
+    default again in the command."""
     # A child that opens nothing lists what it inherited: listing /proc with ls shows the
     # listing's own descriptor, and a pipeline or a redirection makes the shell hold more.
     probe = (
@@ -413,7 +414,7 @@ def test_the_command_gets_only_stdin_stdout_stderr_and_default_sigpipe(guest: Gu
         " except OSError: pass"
     )
     script = f'{sys.executable} -I -S -c "{probe}"; grep SigIgn /proc/$$/status'
-    guest.start("fds", end_iteration=1, argv=["sh", "-c", script])
+    guest.start("fds", end_iteration=1, argv=["sh", "-c", script], backing=True)  # its /proc
     guest.finish("fds")
     (entry,) = guest.entries("fds")
     fds, ignored = entry.output_tail.split("SigIgn:")
