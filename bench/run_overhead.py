@@ -105,10 +105,14 @@ def baseline_runner(where: Where, rev: str) -> str:
     return f"{folder}/runner.py"
 
 
-def runner_alone(where: Where, runner: str, n: int) -> float:
-    """The runner in the foreground, journalling as in a run, with no controller reading."""
+def runner_alone(where: Where, runner: str, n: int, backing: bool = True) -> float:
+    """The runner in the foreground, journalling as in a run, with no controller reading;
+    ``backing``: reading the guest's THP counters around each attempt, as `lab run` asks
+    (a runner older than that option is given a spec without it)."""
     spec = {"workload": "null", "argv": ["true"], "env": {"LC_ALL": "C"},
             "metrics_from": {"wall_s": "wall_s"}, "end_iteration": n}  # fmt: skip
+    if backing:
+        spec["backing"] = True
     key, folder = f"bench-{time.time():.0f}", f"{where.scratch}/runs"
     where.run("mkdir", "-p", folder)
     where.run("python3", "-c", WRITE, f"{folder}/{key}.json", json.dumps(spec))
@@ -167,7 +171,7 @@ def main() -> int:
             bare = bare_loop(where, args.n)
             alone = runner_alone(where, str(write_zipapp(Path(tmp))), args.n)
             old = args.baseline and runner_alone(
-                where, baseline_runner(where, args.baseline), args.n
+                where, baseline_runner(where, args.baseline), args.n, backing=False
             )
             fsync = fsynced_append(where)
         print(f"bare `true` loop      {bare * 1e3:8.3f} ms/iteration (this host)")
@@ -199,15 +203,18 @@ def main() -> int:
             old_labs.append(through_lab(args.guest, per_round, args.baseline_tree)[0])
         alones.append(runner_alone(where, app, per_round))
         if old_runner:
-            olds.append(runner_alone(where, old_runner, per_round))
+            olds.append(runner_alone(where, old_runner, per_round, backing=False))
     bare, alone, in_guest, whole = map(statistics.median, (bares, alones, labs, wholes))
     fsync = fsynced_append(where)
     # each round's own difference, then their median: the rounds drift apart by more than
     # what the lab adds, so a difference of medians from different rounds would not do
     overhead = statistics.median(lab - b for lab, b in zip(labs, bares, strict=True))
     runner_share = statistics.median(a - b for a, b in zip(alones, bares, strict=True))
-    for i, row in enumerate(zip(bares, labs, alones, olds or alones, strict=True), 1):
-        print(f"round {i}: bare, lab, alone, baseline " + ", ".join(f"{v * 1e3:.2f}" for v in row))
+    columns = {"bare": bares, "lab": labs, "alone": alones, "lab of the tree": old_labs,
+               "runner of the revision": olds}  # fmt: skip
+    shown = {name: values for name, values in columns.items() if values}
+    for i, row in enumerate(zip(*shown.values(), strict=True), 1):
+        print(f"round {i}: {', '.join(shown)} " + ", ".join(f"{v * 1e3:.2f}" for v in row))
     print(f"rounds                {ROUNDS} x {per_round} iterations, medians")
     print(f"bare `true` loop      {bare * 1e3:8.3f} ms/iteration")
     print(f"lab run null          {in_guest * 1e3:8.3f} ms/iteration (runner start to last line)")
