@@ -226,8 +226,13 @@ class Evidence:
     def sample_backing(self, guests: Sequence[GuestProgress]) -> None:
         """Under the concurrent schedule, after a look at the journals: what backs each
         guest's memory now, as samples of the last iteration it completed since the last
-        look (the runner goes on by itself, so there is no moment between iterations)."""
+        look (the runner goes on by itself, so there is no moment between iterations).
+        Guests of this machine only, as with the counters: on another host every look would
+        be SSH commands in the controller's loop, which a host that drops off would hold."""
         for guest in guests:
+            site = self.sites.get(guest.record.host)
+            if site is not None and site[0].remote:
+                continue
             name = guest.record.name
             last = max(guest.completed, default=0)
             if last <= self.sampled.get(name, 0):
@@ -245,11 +250,11 @@ class Evidence:
         for metric, path in self.pools.get(record.host, {}).items():
             try:
                 found[metric] = float(int(read(path).strip()))
-            except (OSError, ValueError):
+            except (OSError, ValueError, LabError):  # LabError: a remote host's SSH failed
                 continue
         try:
             fields = read_qemu_memory(read, record.name)
-        except (OSError, ValueError):
+        except (OSError, ValueError, LabError):
             return found
         found.update({metric: float(sum(fields.get(f, 0) for f in summed))
                       for metric, summed in HOST_BACKING.items()})  # fmt: skip

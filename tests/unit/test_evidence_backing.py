@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from lab.core.errors import HostCommandError
 from lab.core.hostexec import RecordingHost
 from lab.host.facts import Pool
 from lab.run import evidence
@@ -94,3 +95,20 @@ def test_a_concurrent_run_samples_the_host_side_as_it_goes_and_a_resume_keeps_th
         assert {i: v for i, v in found.items() if i <= 3} == first[guest]
         later = {i: v for i, v in found.items() if i > 3}
         assert 6 in later and set(later.values()) == {0.0}, guest
+
+
+class UnreachableHost(RecordingHost):
+    """A host whose SSH fails on every read, as a remote one that dropped off does."""
+
+    def read_text(self, path: str | Path) -> str:
+        raise HostCommandError(["ssh", "loop"], 255, "Connection closed by remote host")
+
+
+def test_a_host_that_cannot_be_read_costs_the_samples_not_the_run(tmp_path: Path) -> None:
+    controller, _ = make(tmp_path, ["true"], n=4)
+    controller.begin()  # its environment recorded, the host then drops off
+    controller.ctx.host = UnreachableHost()
+    controller.advance()
+    assert {g.record.name: sorted(g.completed) for g in controller.guests} == {
+        "lab-thp": [1, 2, 3, 4], "lab-shp1g": [1, 2, 3, 4]}  # fmt: skip
+    assert backing(tmp_path / "lab.db", "backing.qemu_hugetlb_kib") == {}
