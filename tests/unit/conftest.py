@@ -1,4 +1,17 @@
 """Fixtures shared by unit test modules: ``lab_env`` (the CLI against libvirt's test driver
-and a recording host, checked to have changed nothing) for every module of bad input."""
+and a recording host, checked to have changed nothing) for every module of bad input, and
+``no_config`` for the modules that run the CLI without any lab.toml of the machine's."""
+
+from pathlib import Path
+
+import pytest
 
 from tests.unit.test_bad_input import lab_env  # noqa: F401
+
+
+@pytest.fixture
+def no_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """LAB_CONFIG names an empty file: the CLI sees the defaults, never this host's file.
+    A module asks for it with ``pytestmark = pytest.mark.usefixtures("no_config")``."""
+    monkeypatch.setenv("LAB_CONFIG", str(tmp_path / "none.toml"))
+    (tmp_path / "none.toml").write_text("")

@@ -57,10 +57,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return study_store(tmp_path_factory.mktemp("compare") / "lab.db")
 
 
-@pytest.fixture(autouse=True)
-def no_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("LAB_CONFIG", str(tmp_path / "none.toml"))
-    (tmp_path / "none.toml").write_text("")
+pytestmark = pytest.mark.usefixtures("no_config")
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lab.cli import main
 from lab.store import IterationRecord, MetricInfo, Store
+from tests.unit.test_compare import run as lab
 
 TIME = MetricInfo("total_time_s", "s", "lower")
 SIZES = ("4M", "16M", "64M", "256M")
@@ -55,16 +55,7 @@ def sweep_store(path: Path, n: int = 30, other_run: bool = False) -> Path:
     return path
 
 
-@pytest.fixture(autouse=True)
-def no_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("LAB_CONFIG", str(tmp_path / "none.toml"))
-    (tmp_path / "none.toml").write_text("")
-
-
-def lab(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+pytestmark = pytest.mark.usefixtures("no_config")
 
 
 def test_a_sweep_is_compared_value_by_value_with_its_crossing(

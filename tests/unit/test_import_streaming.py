@@ -25,10 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HEADER = "variant,workload,metric,value,iteration\n"
 
 
-@pytest.fixture(autouse=True)
-def no_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("LAB_CONFIG", str(tmp_path / "none.toml"))
-    (tmp_path / "none.toml").write_text("")
+pytestmark = pytest.mark.usefixtures("no_config")
 
 
 def write_csv(path: Path, rows: int) -> Path:

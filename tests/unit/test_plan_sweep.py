@@ -9,24 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lab.cli import main
 from lab.stats.diagnostics import lag1_autocorrelation
 from lab.stats.planning import plan_samples
 from lab.stats.verdict import Threshold
 from lab.store import Store
-from tests.unit.test_compare_sweep import SIZES, SWEEP, sweep_store
+from tests.unit.test_compare_sweep import SIZES, SWEEP, lab, sweep_store
 
-
-@pytest.fixture(autouse=True)
-def no_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("LAB_CONFIG", str(tmp_path / "none.toml"))
-    (tmp_path / "none.toml").write_text("")
-
-
-def lab(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+pytestmark = pytest.mark.usefixtures("no_config")
 
 
 def test_each_value_is_planned_from_its_own_pilot_at_one_minus_alpha_over_m(

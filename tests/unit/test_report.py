@@ -13,11 +13,7 @@ from lab.report.plots import smoothed, thin
 from lab.store import Store
 from tests.unit.test_compare import study_store
 
-
-@pytest.fixture(autouse=True)
-def no_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("LAB_CONFIG", str(tmp_path / "none.toml"))
-    (tmp_path / "none.toml").write_text("")
+pytestmark = pytest.mark.usefixtures("no_config")
 
 
 @pytest.fixture(scope="module")

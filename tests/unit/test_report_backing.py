@@ -27,10 +27,7 @@ SIZES = (
 COUNTER = MetricInfo("backing.guest_thp_fault_alloc", "count", None)
 
 
-@pytest.fixture(autouse=True)
-def no_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("LAB_CONFIG", str(tmp_path / "none.toml"))
-    (tmp_path / "none.toml").write_text("")
+pytestmark = pytest.mark.usefixtures("no_config")
 
 
 def backing(variant: str, i: int) -> dict[str, float]:

@@ -11,11 +11,7 @@ import pytest
 from lab.cli import main
 from lab.store import EXPORT_COLUMNS, IterationRecord, MetricInfo, Store
 
-
-@pytest.fixture(autouse=True)
-def no_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("LAB_CONFIG", str(tmp_path / "none.toml"))
-    (tmp_path / "none.toml").write_text("")
+pytestmark = pytest.mark.usefixtures("no_config")
 
 
 @pytest.fixture
