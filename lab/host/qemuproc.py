@@ -13,7 +13,6 @@ from collections.abc import Callable
 
 PID_FILE = "/run/libvirt/qemu/{name}.pid"
 SMAPS = "/proc/{pid}/smaps"
-_FIELD = re.compile(r"^(\w+):\s+(\d+) kB$", re.MULTILINE)
 # The fields qemu_memory() sums, and in one pattern with a mapping's first line (its range,
 # permissions, offset, device, inode and path): one pass of the regex engine over the
 # ~15,000 lines of a QEMU's smaps (3 ms here, where a loop over its lines took 20).
@@ -24,14 +23,6 @@ _MEMORY = re.compile(
     re.MULTILINE,
 )
 TCG_JIT_NAME = "tcg-jit"  # the memfd of TCG's code buffer under --enable-tcg's split-wx
-
-
-def parse_smaps(text: str) -> dict[str, int]:
-    """Every ``Name: N kB`` field of smaps or smaps_rollup, summed over the mappings."""
-    fields: dict[str, int] = {}
-    for name, value in _FIELD.findall(text):
-        fields[name] = fields.get(name, 0) + int(value)
-    return fields
 
 
 def is_translation_buffer(perms: str, path: str) -> bool:

@@ -7,7 +7,7 @@ import gzip
 from pathlib import Path
 
 from lab.host.environment import NOT_AVAILABLE
-from lab.host.qemuproc import parse_smaps, qemu_memory
+from lab.host.qemuproc import qemu_memory
 from lab.run.backing import (
     ANON_HUGE,
     DEFAULT_DECLARED,
@@ -33,12 +33,16 @@ def host(files: dict[str, str]):  # type: ignore[no-untyped-def]
     return read
 
 
+def summed(smaps: str, field: str) -> int:
+    """The reference: ``field`` summed over every mapping, line by line, leaving none out."""
+    prefix = field + ":"
+    return sum(int(line.split()[1]) for line in smaps.splitlines() if line.startswith(prefix))
+
+
 def test_smaps_fields_are_summed_over_the_mappings() -> None:
-    fields = parse_smaps(SMAPS)
+    fields = qemu_memory(SMAPS)
     assert fields["Shared_Hugetlb"] == 1048576
-    assert fields["AnonHugePages"] == sum(
-        int(line.split()[1]) for line in SMAPS.splitlines() if line.startswith("AnonHugePages:")
-    )
+    assert fields["AnonHugePages"] == summed(SMAPS, "AnonHugePages")
 
 
 def test_the_shp1g_twins_ram_is_in_hugetlb_as_declared() -> None:
@@ -86,8 +90,8 @@ def test_tcg_s_translation_buffer_is_not_counted_as_the_guest_s_huge_pages() -> 
     # the capture's two 1 GiB anonymous mappings: the guest's RAM (rw-p, 225,280 KiB of it
     # in THP) and TCG's code buffer (rwxp, 468,992 KiB in THP)
     assert "7f80c8000000-7f8107fff000 rwxp 00000000 00:00 0" in smaps
-    everything, counted = parse_smaps(smaps), qemu_memory(smaps)
-    assert everything["AnonHugePages"] - counted["AnonHugePages"] == 468_992
+    counted = qemu_memory(smaps)
+    assert summed(smaps, "AnonHugePages") - counted["AnonHugePages"] == 468_992
     assert counted["AnonHugePages"] == 225_280 + 2_048  # the RAM and one more (QEMU's heap)
     read = host({"/run/libvirt/qemu/lab-thp.pid": "18798\n", "/proc/18798/smaps": smaps})
     said = describe("lab-thp", backing_facts(read, "lab-thp", THP_XML))
@@ -98,7 +102,7 @@ def test_the_hugetlb_twin_keeps_its_hugetlb_pages_and_loses_only_tcg_s_buffer() 
     smaps = full_smaps("lab-shp1g")
     counted = qemu_memory(smaps)
     assert counted["Private_Hugetlb"] == 1_048_576  # its RAM, on a 1 GiB page
-    assert parse_smaps(smaps)["AnonHugePages"] == 473_088 and counted["AnonHugePages"] == 2_048
+    assert summed(smaps, "AnonHugePages") == 473_088 and counted["AnonHugePages"] == 2_048
 
 
 def test_split_wx_s_writable_view_of_the_buffer_is_left_out_too() -> None:
