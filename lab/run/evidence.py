@@ -102,7 +102,7 @@ class Evidence:
         self.counting: dict[str, Counting] = {}  # guest -> its perf stat of this iteration
         self.xml: dict[str, str | None] = {}  # guest -> its domain XML at this start
         self.threads: dict[str, tuple[int, list[int]]] = {}  # guest -> (QEMU pid, vCPU tids)
-        self.pools: dict[str, dict[str, str]] = {}  # host -> pool_metrics() of its pools
+        self.pool_files: dict[str, dict[str, str]] = {}  # host -> pool_metrics() of its pools
         self.sampled: dict[str, int] = {}  # guest -> the last iteration sample_backing() took
 
     def record_environment(self) -> None:
@@ -120,12 +120,12 @@ class Evidence:
             except LabError:
                 conn = None
             pools = site[0].hugepage_pools() if site else read_hugepage_pools(SYSFS)
-            self.pools[name] = pool_metrics(pools)
+            self.pool_files[name] = pool_metrics(pools)
             self.store.add_metrics(
-                self.run_id, [MetricInfo(m, "pages", None) for m in self.pools[name]]
+                self.run_id, [MetricInfo(m, "pages", None) for m in self.pool_files[name]]
             )
             facts = host_environment(ctx.host.read_text, pools, conn)
-            facts.update(self._probe_counters(record, remote=site is not None and site[0].remote))
+            facts.update(self._probe_counters(record, remote=self._remote(name)))
             facts.update(
                 accelerator=state.accelerator, accelerator_reason=state.accel_reason,
                 image_hash=state.image_hash, **lab_facts(self.ctx.host),
@@ -205,6 +205,7 @@ class Evidence:
     def end_counting(self, iteration: int, guests: Sequence[GuestProgress]) -> None:
         """Stop counting; the counts of an iteration that succeeded become its samples, with
         what backs its guest's memory now (:data:`HOST_BACKING`)."""
+        pools: dict[str, dict[str, float]] = {}  # host -> its free pages, read once here
         for guest in guests:
             counting = self.counting.pop(guest.record.name, None)
             readings = counting.stop() if counting is not None else {}
@@ -213,7 +214,7 @@ class Evidence:
             values = {r.metric: r.value for e, r in readings.items()
                       if r.value is not None and e in self.counter_events}  # fmt: skip
             values.update(derived(readings, self.counter_events))
-            values.update(self._host_backing(guest.record))
+            values.update(self._host_backing(guest.record, pools))
             if values:
                 self.store.record_samples(self.run_id, guest.guest_id, iteration, values)
 
@@ -229,29 +230,34 @@ class Evidence:
         look (the runner goes on by itself, so there is no moment between iterations).
         Guests of this machine only, as with the counters: on another host every look would
         be SSH commands in the controller's loop, which a host that drops off would hold."""
+        pools: dict[str, dict[str, float]] = {}  # host -> its free pages, read once here
         for guest in guests:
-            site = self.sites.get(guest.record.host)
-            if site is not None and site[0].remote:
+            if self._remote(guest.record.host):
                 continue
             name = guest.record.name
             last = max(guest.completed, default=0)
             if last <= self.sampled.get(name, 0):
                 continue
             self.sampled[name] = last
-            values = self._host_backing(guest.record)
+            values = self._host_backing(guest.record, pools)
             if values:
                 self.store.record_samples(self.run_id, guest.guest_id, last, values)
 
-    def _host_backing(self, record: GuestRecord) -> dict[str, float]:
+    def _host_backing(
+        self, record: GuestRecord, pools: dict[str, dict[str, float]]
+    ) -> dict[str, float]:
         """The guest's QEMU's memory now, by kind, and its host's free huge pages per pool
-        (each left out where it cannot be read)."""
+        (each left out where it cannot be read); ``pools`` holds each host's free pages
+        once read, so twins on one host share one reading."""
         read = self._host(record).read_text
-        found: dict[str, float] = {}
-        for metric, path in self.pools.get(record.host, {}).items():
-            try:
-                found[metric] = float(int(read(path).strip()))
-            except (OSError, ValueError, LabError):  # LabError: a remote host's SSH failed
-                continue
+        if record.host not in pools:
+            pools[record.host] = {}
+            for metric, path in self.pool_files.get(record.host, {}).items():
+                try:
+                    pools[record.host][metric] = float(int(read(path).strip()))
+                except (OSError, ValueError, LabError):  # LabError: a remote host's SSH failed
+                    continue
+        found = dict(pools[record.host])
         try:
             fields = read_qemu_memory(read, record.name)
         except (OSError, ValueError, LabError):
@@ -259,6 +265,11 @@ class Evidence:
         found.update({metric: float(sum(fields.get(f, 0) for f in summed))
                       for metric, summed in HOST_BACKING.items()})  # fmt: skip
         return found
+
+    def _remote(self, host: str) -> bool:
+        """Whether guests of ``host`` are on another machine (reached over SSH)."""
+        site = self.sites.get(host)
+        return site is not None and site[0].remote
 
     def _host(self, record: GuestRecord) -> Host:
         site = self.sites.get(record.host)
