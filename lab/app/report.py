@@ -20,7 +20,7 @@ from lab.app.environment import environment_report
 from lab.core.context import Context
 from lab.core.errors import UsageError
 from lab.report.images import image_summaries
-from lab.run.backing import MEMORY, describe
+from lab.run.backing import MEMORY, describe, kib_fact
 from lab.run.environment import latest
 from lab.store import RunRecord, Store
 from lab.store.records import EvidenceSeries
@@ -105,7 +105,7 @@ def guest_memory_kib(now: Mapping[tuple[str, str], Mapping[str, str]]) -> dict[s
     """Guest -> its RAM in KiB (its domain's ``<memory>``) as a run's last start recorded
     it, for the guests that have it: the backing figure draws shares of it."""
     return {
-        name: int(facts[MEMORY])
+        name: kib
         for (scope, name), facts in now.items()
-        if scope == "guest" and facts.get(MEMORY, "").isdigit() and int(facts[MEMORY]) > 0
+        if scope == "guest" and (kib := kib_fact(facts, MEMORY))
     }

@@ -66,7 +66,9 @@ def backing_facts(read: Callable[[str], str], name: str, domain_xml: str | None)
     }
 
 
-def _kib(facts: Mapping[str, str], key: str) -> int | None:
+def kib_fact(facts: Mapping[str, str], key: str) -> int | None:
+    """A recorded fact in KiB (``MEMORY``, ``ANON_HUGE``, ...) as a number; None when it
+    was not available."""
     value = facts.get(key, NOT_AVAILABLE)
     return int(value) if value.isdigit() else None
 
@@ -74,8 +76,8 @@ def _kib(facts: Mapping[str, str], key: str) -> int | None:
 def describe(name: str, facts: Mapping[str, str]) -> str | None:
     """'lab-thp: 98 % of its 1,048,576 KiB of RAM in transparent huge pages, …', or None when
     nothing was recorded."""
-    anon, hugetlb = _kib(facts, ANON_HUGE), _kib(facts, HUGETLB)
-    guest_kib = _kib(facts, MEMORY)
+    anon, hugetlb = kib_fact(facts, ANON_HUGE), kib_fact(facts, HUGETLB)
+    guest_kib = kib_fact(facts, MEMORY)
     if anon is None or hugetlb is None:
         return None
 
@@ -93,7 +95,7 @@ def describe(name: str, facts: Mapping[str, str]) -> str | None:
 def problem(name: str, variant: str, facts: Mapping[str, str]) -> str | None:
     """The variant that did not take effect: hugetlb declared and none in use, or no huge
     pages at all behind a twin that relies on transparent ones."""
-    anon, hugetlb = _kib(facts, ANON_HUGE), _kib(facts, HUGETLB)
+    anon, hugetlb = kib_fact(facts, ANON_HUGE), kib_fact(facts, HUGETLB)
     declared = facts.get(DECLARED)
     if anon is None or hugetlb is None:
         return None
