@@ -228,7 +228,7 @@ def _check_specs(
     """What each guest would run, described now: a parameter its guest cannot take (stream's
     arrays, sysbench-oltp's buffer pool, against the guest's memory) is refused before the
     run is stored or anything starts, not at its first runner start."""
-    from lab.run.hostside import guest_infos
+    from lab.run.hostside import guest_infos  # deferred, as in run_workload
 
     for _site, state in up:
         for info in guest_infos(state, [g for g in state.guests if g in guests], work_dir):

@@ -214,8 +214,7 @@ def plans_json(rows: list[PlanRow], formula: str) -> str:
 
 def _run_sweep(args: argparse.Namespace, ctx: Context) -> int:
     """``lab plan --sweep``: a table per sweep and metric, a row per value."""
-    import dataclasses
-
+    # deferred: heavy (scipy, through the planning), as in the other actions here
     from rich.table import Table
 
     from lab.app.analyse import Selection
