@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import fields
 from typing import Any
 
 from hypothesis import given, settings
@@ -140,3 +141,14 @@ def test_numbers_past_a_float_are_journal_errors(
         assert "should be a finite number" in str(err)
     else:
         raise AssertionError("accepted")
+
+
+@FAST
+@given(ENTRIES)
+def test_an_entry_the_runner_writes_reads_back_the_same(entry: dict[str, Any]) -> None:
+    record = parse_journal_line(line(entry))
+    assert isinstance(record, JournalEntry)
+    written = record.line()
+    assert parse_journal_line(written.decode()) == record
+    # every field is written, so a field added to JournalEntry cannot be left out
+    assert set(json.loads(written)) == {"v", *(f.name for f in fields(JournalEntry))}
