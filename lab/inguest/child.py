@@ -1,8 +1,11 @@
 """One command at a time: started in its own session, timed, reaped, stopped or timed out.
 
-The command's environment carries LAB_RUN_KEY and LAB_RUN_DIR, and KEY.child names its pid
-and boot id: that is how a restarted runner tells a command a killed runner left running
-from a process that reused its pid (:meth:`Children.end_orphans`).
+Every command's environment carries LAB_RUN_KEY and LAB_RUN_DIR, and an iteration's commands
+(the clean command and the timed one) LAB_ITERATION too, which the setup command's lack:
+that is how a restarted runner finds what a killed runner left running, the processes an
+iteration's command started included, without touching a daemon its setup started
+(:meth:`Children.end_orphans`). Nothing is written per command for it: under emulation one
+more system call after each command cost a tenth of a millisecond and more.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ TAIL_CHARS = 2000
 # Python ignores these; a command must get them back, as subprocess's restore_signals does
 RESTORED = (signal.SIGPIPE, signal.SIGXFSZ)
 KILL_GRACE_S = 5.0
+ITERATION = "LAB_ITERATION"  # in the environment of an iteration's commands
 
 
 def boot_id() -> str:
@@ -35,11 +39,18 @@ def boot_id() -> str:
 
 
 def environment(pid: int) -> set[str]:
-    """The ``NAME=value`` entries process ``pid`` was started with (empty if it is gone)."""
+    """The ``NAME=value`` entries process ``pid`` was started with (empty if it is gone or
+    not ours to read)."""
     try:
         return set(Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace").split("\0"))
     except OSError:
         return set()
+
+
+def processes() -> list[int]:
+    """The pids of /proc, this process's left out."""
+    me = os.getpid()
+    return [int(name) for name in os.listdir("/proc") if name.isdigit() and int(name) != me]
 
 
 @dataclass(frozen=True)
@@ -57,7 +68,7 @@ class Child:
 
 
 class Scratch:
-    """KEY.out, KEY.err and KEY.child, opened once per start and emptied for each command.
+    """KEY.out and KEY.err, opened once per start and emptied for each command.
 
     Opening these files per attempt cost more than the attempt itself under emulation. The
     runner opens them only once it holds the lock, so a second ``start`` truncates nothing.
@@ -65,8 +76,8 @@ class Scratch:
 
     def __init__(self, files: RunFiles) -> None:
         flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
-        self.out, self.err, self.child = (
-            os.open(files.path(suffix), flags, 0o644) for suffix in ("out", "err", "child")
+        self.out, self.err = (
+            os.open(files.path(suffix), flags, 0o644) for suffix in ("out", "err")
         )
         # the commands' stdin, opened once (subprocess.DEVNULL opens and closes it each time)
         self.devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
@@ -94,10 +105,6 @@ class Scratch:
         start = 0 if last is None else max(0, size - last)
         return os.pread(fd, size - start, start).decode(errors="replace")
 
-    def name_child(self, pid: int, boot: str) -> None:
-        """Write KEY.child in place: the same width every time, so nothing is truncated."""
-        os.pwrite(self.child, f"{pid:>10} {boot:36.36}\n".encode(), 0)
-
     def tail(self) -> str:
         """The last TAIL_CHARS characters of the last command's stdout, then its stderr."""
         if not self.dirty:
@@ -109,19 +116,27 @@ class Scratch:
 class Children:
     """Runs the run's commands one at a time; SIGTERM or SIGINT asks it to stop them."""
 
-    def __init__(self, files: RunFiles, boot: str) -> None:
-        self.files, self.boot_id = files, boot
+    def __init__(self, files: RunFiles) -> None:
+        self.files = files
         self.stop_requested = False
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         # The command, and whatever it starts, carries the run's name in its environment:
         # that is how a restarted runner knows a process left by a killed one.
         self.mark = {"LAB_RUN_KEY": files.key, "LAB_RUN_DIR": str(files.dir)}
         self.scratch: Scratch  # opened by open_scratch(), once the lock is held
+        self.actions: list[tuple[int, int, int]] = []  # the commands' stdin, stdout, stderr
         self.found: dict[tuple[str, str | None], str] = {}  # (program, PATH) -> its path
         self.cwd: Path | None = None  # the folder the runner moved to for its commands
+        # One poller for the whole start, always watching the wake-up pipe; each command's
+        # pidfd joins it while the command runs (under emulation, a poller made per
+        # command was a measurable part of an iteration of `null`)
+        self.poller = select.poll()
+        self.poller.register(self.wake_r, select.POLLIN)
 
     def open_scratch(self) -> None:
-        self.scratch = Scratch(self.files)
+        scratch = self.scratch = Scratch(self.files)
+        self.actions = [(os.POSIX_SPAWN_DUP2, fd, target) for fd, target in
+                        ((scratch.devnull, 0), (scratch.out, 1), (scratch.err, 2))]  # fmt: skip
 
     def install_signals(self) -> None:
         signal.set_wakeup_fd(self.wake_w, warn_on_full_buffer=False)
@@ -149,13 +164,10 @@ class Children:
                 self.cwd = cwd
             pid = os.posix_spawn(
                 self.resolve(argv[0], env) or argv[0], argv, {**env, **self.mark},
-                file_actions=[(os.POSIX_SPAWN_DUP2, fd, target) for fd, target in
-                              ((scratch.devnull, 0), (scratch.out, 1), (scratch.err, 2))],
-                setsid=True, setsigdef=RESTORED,
+                file_actions=self.actions, setsid=True, setsigdef=RESTORED,
             )  # fmt: skip
         except OSError as exc:
             return Child(started, error=f"cannot start {argv[0]!r} in {cwd}: {exc}")
-        scratch.name_child(pid, self.boot_id)
         status, usage, reason = self._reap(pid, timeout)
         wall, ended = time.monotonic() - t0, time.time()
         code = os.waitstatus_to_exitcode(status)
@@ -186,19 +198,27 @@ class Children:
         return self.found[key]
 
     def _reap(self, pid: int, timeout: float | None) -> tuple[int, Any, str | None]:
-        """Wait for ``proc`` (pidfd + the signal wake-up pipe); on stop or timeout SIGTERM
-        its process group, then SIGKILL after KILL_GRACE_S. Returns (status, rusage, reason)."""
+        """Wait for ``pid`` (its pidfd and the signal wake-up pipe, in the start's poller);
+        on stop or timeout SIGTERM its process group, then SIGKILL after KILL_GRACE_S.
+        Returns (status, rusage, reason).
+
+        It polls before it asks for the status: a command has rarely ended the moment it was
+        started, and a ``wait4`` that finds nothing is one more system call per iteration."""
         deadline = None if timeout is None else time.monotonic() + timeout
         reason: str | None = None
         kill_at: float | None = None
-        poller = select.poll()
-        poller.register(self.wake_r, select.POLLIN)
         pidfd: int | None = None
         with contextlib.suppress(OSError):  # before Linux 5.3: poll every 10 ms instead
             pidfd = os.pidfd_open(pid)
-            poller.register(pidfd, select.POLLIN)
+            self.poller.register(pidfd, select.POLLIN)
+        # a stop asked before the command started (its wake-up byte may be read already)
+        wait_ms = 0 if self.stop_requested else self._wait_ms(pidfd, deadline, time.monotonic())
         try:
             while True:
+                if any(fd == self.wake_r for fd, _ in self.poller.poll(wait_ms)):
+                    with contextlib.suppress(BlockingIOError):
+                        while os.read(self.wake_r, 512):
+                            pass
                 done, status, usage = os.wait4(pid, os.WNOHANG)
                 if done:
                     return status, usage, reason
@@ -210,27 +230,40 @@ class Children:
                 elif kill_at is not None and now >= kill_at:
                     signal_group(pid, signal.SIGKILL)
                     kill_at = None
-                wake = [t for t in (kill_at, None if reason else deadline) if t is not None]
-                wait_ms = int((min(wake) - now) * 1000) + 1 if wake else -1
-                if pidfd is None:
-                    wait_ms = 10 if wait_ms < 0 else min(wait_ms, 10)
-                if any(fd == self.wake_r for fd, _ in poller.poll(wait_ms)):
-                    with contextlib.suppress(BlockingIOError):
-                        while os.read(self.wake_r, 512):
-                            pass
+                wait_ms = self._wait_ms(pidfd, kill_at or (None if reason else deadline), now)
         finally:
             if pidfd is not None:
+                self.poller.unregister(pidfd)
                 os.close(pidfd)
 
-    def end_orphans(self, log: Callable[[str], None]) -> None:
-        """A runner killed by SIGKILL leaves its command running (in its own session, as
-        KEY.child says): end it, or it would run beside its own repetition."""
-        with contextlib.suppress(OSError, ValueError):
-            pid, boot = self.files.path("child").read_text().split()
-            marks = {f"{name}={value}" for name, value in self.mark.items()}
-            if boot == self.boot_id and marks <= environment(int(pid)):  # not a reused pid
-                log(f"ending process group {pid}, left running by a killed runner")
-                signal_group(int(pid), signal.SIGKILL)
+    @staticmethod
+    def _wait_ms(pidfd: int | None, until: float | None, now: float) -> int:
+        """How long to poll: until ``until`` (-1: until the pidfd or the pipe is ready), at
+        most 10 ms without a pidfd."""
+        wait_ms = -1 if until is None else max(0, int((until - now) * 1000) + 1)
+        if pidfd is None:
+            return 10 if wait_ms < 0 else min(wait_ms, 10)
+        return wait_ms
+
+    def end_orphans(
+        self, log: Callable[[str], None], find: Callable[[], list[int]] = processes
+    ) -> None:
+        """A runner killed by SIGKILL leaves its command running (in its own session): end
+        it, or it would run beside its own repetition. Its processes are those whose
+        environment carries this run's marks and an iteration (the setup command's daemons
+        have none, and a reused pid has other marks or none)."""
+        marks = {f"{name}={value}" for name, value in self.mark.items()}
+        for pid in find():
+            entries = environment(pid)
+            if not marks <= entries or not any(e.startswith(ITERATION + "=") for e in entries):
+                continue
+            with contextlib.suppress(OSError):
+                group = os.getpgid(pid)
+                log(f"ending process group {group}, left running by a killed runner")
+                if group == os.getpgrp():  # not in a session of its own: this process only
+                    os.kill(pid, signal.SIGKILL)
+                else:
+                    signal_group(group, signal.SIGKILL)
 
 
 def signal_group(pgid: int, signum: int) -> None:

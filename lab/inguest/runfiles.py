@@ -2,8 +2,7 @@
 
 KEY.journal (:mod:`lab.inguest.journalfile`); KEY.pid (the runner's pid, and an flock held
 while it lives: that, not the pid, says whether it runs); KEY.log (the runner's own output);
-KEY.out, KEY.err and KEY.child (the current command's output, and the pid and boot id of the
-last command started).
+KEY.out and KEY.err (the current command's output).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from lab.inguest import backing
-from lab.inguest.child import Child, Children, boot_id
+from lab.inguest.child import ITERATION, Child, Children, boot_id
 from lab.inguest.history import History, Interrupted
 from lab.inguest.journal import JournalEntry
 from lab.inguest.journalfile import GROUP_S, JournalFile
@@ -35,7 +35,7 @@ class Runner:
     ) -> None:  # fmt: skip
         self.files, self.spec, self.log, self.clock = files, spec, log, clock
         self.boot_id = boot_id()
-        self.children = Children(files, self.boot_id)
+        self.children = Children(files)
         self.cwd = files.dir / (spec.cwd or ".")  # an absolute cwd replaces DIR
         self.env = {**os.environ, **spec.env}
         self.proc = backing.ProcFiles()  # /proc/vmstat and /proc/meminfo, kept open
@@ -48,7 +48,7 @@ class Runner:
     def iteration(self, journal: JournalFile, iteration: int, attempt: int) -> JournalEntry | None:
         """Run one attempt and return its journal record; None if stopped before it began."""
         spec, children = self.spec, self.children
-        env = {**self.env, "LAB_ITERATION": str(iteration), "LAB_ATTEMPT": str(attempt)}
+        env = {**self.env, ITERATION: str(iteration), "LAB_ATTEMPT": str(attempt)}
         carried, self.counters = self.counters, None  # the THP counters after the last attempt
         if spec.clean_argv:
             carried = None  # the clean command ran since: read them again

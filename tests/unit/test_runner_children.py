@@ -1,0 +1,92 @@
+"""One command at a time (lab.inguest.child.Children), run in this process: the start's one
+poller, a stop asked before a command starts, and kernels without pidfd_open."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lab.inguest.child import Children, processes
+from lab.inguest.runfiles import RunFiles
+
+
+@pytest.fixture
+def children(tmp_path: Path) -> Children:
+    made = Children(RunFiles(tmp_path, "c"))
+    made.open_scratch()
+    return made
+
+
+def open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+def test_commands_leave_no_descriptor_and_no_poller_entry_behind(
+    children: Children, tmp_path: Path
+) -> None:
+    children.run(["true"], tmp_path, dict(os.environ), None)  # the first opens what stays
+    before = open_fds()
+    for _ in range(5):
+        child = children.run(["sh", "-c", "echo out; exit 3"], tmp_path, dict(os.environ), None)
+        assert (child.exit_status, child.error) == (3, "sh exited with status 3")
+    assert open_fds() == before  # each command's pidfd was closed
+    # and unregistered: the poller watches only the wake-up pipe between commands
+    assert children.poller.poll(0) == []
+    os.write(children.wake_w, b"x")
+    assert children.poller.poll(0) == [(children.wake_r, 1)]
+
+
+def test_a_stop_asked_before_the_command_starts_ends_it_at_once(
+    children: Children, tmp_path: Path
+) -> None:
+    """The signal's wake-up byte may have been read by the last command's wait already."""
+    children.stop_requested = True
+    child = children.run(["sleep", "30"], tmp_path, dict(os.environ), None)
+    assert child.stopped and child.error == "stopped: the runner was asked to stop"
+    assert child.exit_status == -signal.SIGTERM
+    assert child.wall is not None and child.wall < 5
+
+
+def test_without_pidfd_a_command_is_still_reaped_and_timed_out(
+    children: Children, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_pidfd(pid: int) -> int:
+        raise OSError(38, "Function not implemented")  # Linux before 5.3
+
+    monkeypatch.setattr(os, "pidfd_open", no_pidfd)
+    done = children.run(["true"], tmp_path, dict(os.environ), None)
+    assert (done.exit_status, done.error) == (0, None)
+    slow = children.run(["sleep", "30"], tmp_path, dict(os.environ), 0.3)
+    assert slow.error == "timed out after 0.3 s and was killed"
+    assert slow.wall is not None and 0.3 <= slow.wall < 5
+
+
+def test_a_restart_ends_what_an_iteration_left_running_and_nothing_else(
+    children: Children, tmp_path: Path
+) -> None:
+    """Only processes with this run's marks and an iteration: not a daemon its setup
+    command started, not another run's command."""
+
+    def sleeper(**env: str) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(["sleep", "30"], env={**os.environ, **env}, start_new_session=True)
+
+    marks = children.mark
+    other = {**marks, "LAB_RUN_KEY": "another-run"}
+    left = sleeper(**marks, LAB_ITERATION="4", LAB_ATTEMPT="1")
+    daemon, stranger = sleeper(**marks), sleeper(**other, LAB_ITERATION="4")
+    said: list[str] = []
+    try:
+        assert {left.pid, daemon.pid, stranger.pid} <= set(processes())
+        assert os.getpid() not in processes()
+        children.end_orphans(said.append, lambda: [left.pid, daemon.pid, stranger.pid])
+        assert left.wait(timeout=5) == -signal.SIGKILL
+        assert daemon.poll() is None and stranger.poll() is None
+        assert said == [f"ending process group {left.pid}, left running by a killed runner"]
+    finally:
+        for proc in (left, daemon, stranger):
+            proc.kill()
+            proc.wait()
