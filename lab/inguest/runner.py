@@ -38,7 +38,8 @@ class Runner:
         self.children = Children(files)
         self.cwd = files.dir / (spec.cwd or ".")  # an absolute cwd replaces DIR
         self.env = {**os.environ, **spec.env}
-        self.proc = backing.ProcFiles()  # /proc/vmstat and /proc/meminfo, kept open
+        self.proc = backing.ProcFiles()  # /proc/vmstat, kept open
+        self.thp_kib = backing.thp_kib() if spec.backing else None
         self.counters: dict[str, int] | None = None
         try:  # configured once per start: a regex compiles here, not at every sample
             self.parse = tools.parser_for(spec.parser, spec.parser_options)
@@ -67,7 +68,7 @@ class Runner:
             return self.entry(iteration, attempt, child, {}, child.error)
         metrics, problem = self.metrics(child)
         if before is not None and problem is None:
-            found, self.counters = backing.measure(before, self.proc)
+            found, self.counters = backing.measure(before, self.proc, self.thp_kib)
             metrics.update(found)
         return self.entry(iteration, attempt, child, metrics, problem)
 

@@ -391,8 +391,8 @@ def _backing_caption(
         read.append("QEMU's lines are read on the host (its process's smaps, less TCG's"
                     " translation buffer) after each iteration")  # fmt: skip
     if "guest" in sides:
-        read.append("the guest's AnonHugePages by the guest itself (/proc/meminfo) after each"
-                    " iteration")  # fmt: skip
+        read.append("the guest's AnonHugePages by the guest itself (its kernel's count of"
+                    " anonymous huge pages, in /proc/vmstat) after each iteration")  # fmt: skip
     unit = "in % of each guest's RAM" if share else "in MiB (a guest's RAM was not recorded)"
     return (
         f"What backed each twin's memory over run {run}'s {iterations:,} iterations, {unit}:"
