@@ -22,7 +22,8 @@ where the one before ended (the kernel writes them in this order), and the readi
 attempt is the reading before the next one when nothing ran between them
 (:meth:`lab.inguest.runner.Runner.iteration`), so an iteration reads the file once. The
 counters are the whole guest's anyway; the window then also holds the runner's own
-bookkeeping between two attempts.
+bookkeeping between two attempts. Iterations shorter than the runner's BACKING_EVERY_S are
+read around in a sample, one in every few.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import pytest
 from lab.inguest import backing
 from lab.inguest.backing import ProcFiles
 from lab.inguest.runfiles import RunFiles
-from lab.inguest.runner import Runner
+from lab.inguest.runner import BACKING_EVERY_S, Runner
 from lab.inguest.spec import parse_spec
 from lab.parsers import tools
 
@@ -36,27 +36,57 @@ class CountedProc:
         return VMSTAT.replace("thp_fault_alloc 1\n", f"thp_fault_alloc {faults}\n")
 
 
+class Clock:
+    """The runner's monotonic clock, ``step`` seconds on at every look: 1 s stands for
+    iterations longer than BACKING_EVERY_S, 0 for iterations that take no time at all."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step = 1000.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
 def serve(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **spec: Any
-) -> tuple[CountedProc, list[float]]:
-    """Serve 3 iterations; the reads made and each attempt's thp_fault_alloc difference."""
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: float = 1.0, **spec: Any
+) -> tuple[CountedProc, list[float | None]]:
+    """Serve 3 iterations; the reads made and each attempt's thp_fault_alloc difference
+    (None: not read around)."""
     monkeypatch.chdir(tmp_path)
     data = {"workload": "test", "argv": ["true"], "end_iteration": 3, "backing": True, **spec}
-    runner = Runner(RunFiles(tmp_path, "b"), parse_spec(data, tools.PARSERS), lambda m: None)
+    runner = Runner(
+        RunFiles(tmp_path, "b"), parse_spec(data, tools.PARSERS), lambda m: None, Clock(step)
+    )
     runner.proc = proc = CountedProc()  # type: ignore[assignment]
     assert runner.serve() == 0
     records = [json.loads(line) for line in (tmp_path / "b.journal").read_text().splitlines()]
-    faults = [r["metrics"]["backing.guest_thp_fault_alloc"] for r in records if "event" not in r]
+    faults = [
+        r["metrics"].get("backing.guest_thp_fault_alloc") for r in records if "event" not in r
+    ]
     return proc, faults
 
 
-def test_one_reading_of_each_file_per_iteration(
+def test_one_reading_per_iteration_when_iterations_are_long(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     proc, faults = serve(tmp_path, monkeypatch)
     assert proc.reads == {"/proc/vmstat": 4}  # one before the first
     # each attempt's difference is one step of the fake's counter, never none or two
     assert faults == [5.0, 5.0, 5.0]
+
+
+def test_short_iterations_are_read_around_once_per_interval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attempts that start within BACKING_EVERY_S of the last one read around are not read."""
+    proc, faults = serve(tmp_path, monkeypatch, step=0.0)
+    assert proc.reads == {"/proc/vmstat": 2}
+    assert faults == [5.0, None, None]
+    # a long enough pause and the next one is read around again, with a reading of its own
+    (tmp_path / "paused").mkdir()
+    proc, faults = serve(tmp_path / "paused", monkeypatch, step=BACKING_EVERY_S / 3)
+    assert faults[0] == 5.0 and None in faults[1:] and 5.0 in faults[1:], faults
 
 
 def test_a_clean_command_between_attempts_is_not_counted_in_the_next(
