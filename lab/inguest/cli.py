@@ -51,7 +51,7 @@ def cmd_start(files: RunFiles, args: argparse.Namespace) -> int:
         return code
 
     if not args.foreground:
-        return detach(files, body)
+        detach(files, body)  # the parent and the runner both end in it
     if not take_lock(files):
         emit(started=False, running=True, pid=lock_state(files)[1], run_key=files.key)
         return 0
