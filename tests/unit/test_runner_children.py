@@ -15,7 +15,8 @@ from lab.inguest.runfiles import RunFiles
 
 
 @pytest.fixture
-def children(tmp_path: Path) -> Children:
+def children(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Children:
+    monkeypatch.chdir(tmp_path)  # the runner moves to its commands' folder; this puts it back
     made = Children(RunFiles(tmp_path, "c"))
     made.open_scratch()
     return made
