@@ -35,7 +35,7 @@ from lab.run.controller import RUNNER_DIR
 from lab.run.shipping import runner_zipapp, write_zipapp
 
 ROOT = Path(__file__).resolve().parent.parent
-ROUNDS = 5
+ROUNDS = 5  # the default
 WRITE = "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text(sys.argv[2])"
 
 
@@ -161,6 +161,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--guest", default="lab-thp")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="interleaved rounds")
     parser.add_argument("--baseline", metavar="REV", help="also time the runner of git REV alone")
     parser.add_argument(
         "--baseline-tree", metavar="DIR",
@@ -196,14 +197,14 @@ def main() -> int:
         return 0
 
     # The guest's speed drifts by 10 % and more over minutes, so the loops are measured in
-    # ROUNDS interleaved rounds (bare, runner alone, baseline, the lab) and their medians
+    # --rounds interleaved rounds (bare, runner alone, baseline, the lab) and their medians
     # compared: each figure then spans the same stretch of time.
     where = Where(args.guest, f"/home/{GUEST_USER}/lab-bench")
     app = f"{RUNNER_DIR}/{runner_zipapp().name}"
     old_runner = baseline_runner(where, args.baseline) if args.baseline else None
-    per_round = max(10, args.n // ROUNDS)
+    per_round = max(10, args.n // args.rounds)
     bares, alones, olds, labs, steadies, wholes, old_labs, old_steadies = ([] for _ in range(8))
-    for _ in range(ROUNDS):
+    for _ in range(args.rounds):
         bares.append(bare_loop(where, per_round))
         in_guest, steady, whole = through_lab(args.guest, per_round)  # installs the zipapp
         labs.append(in_guest)
@@ -228,7 +229,7 @@ def main() -> int:
     shown = {name: values for name, values in columns.items() if values}
     for i, row in enumerate(zip(*shown.values(), strict=True), 1):
         print(f"round {i}: {', '.join(shown)} " + ", ".join(f"{v * 1e3:.2f}" for v in row))
-    print(f"rounds                {ROUNDS} x {per_round} iterations, medians")
+    print(f"rounds                {args.rounds} x {per_round} iterations, medians")
     print(f"bare `true` loop      {bare * 1e3:8.3f} ms/iteration")
     print(f"lab run null          {in_guest * 1e3:8.3f} ms/iteration (runner start to last line)")
     print(f"lab run null, wall    {whole * 1e3:8.3f} ms/iteration (whole command)")
