@@ -5,6 +5,7 @@ the hardware lines follow perf-stat(1)'s CSV format), and one counting window.""
 from __future__ import annotations
 
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -58,17 +59,31 @@ def test_the_choice_of_events() -> None:
         events_for("some")
 
 
+# A stand-in for perf: like perf, it sets its own SIGINT handler (so it stops on SIGINT even
+# when started with SIGINT ignored, as everything `nohup ... &` starts is), then writes its
+# output, which tells Counting.start() it counts, then waits for the SIGINT.
+STAND_IN = """
+import shutil, signal, sys, time
+signal.signal(signal.SIGINT, lambda *_: sys.exit(0))
+if sys.argv[1]:
+    shutil.copy(sys.argv[1], sys.argv[2])
+time.sleep(30)
+"""
+
+
 class FakeHost:
     """perf stands in for itself: a process that writes the captured counts and waits."""
+
+    output: Path | None = CAPTURE
 
     def __init__(self) -> None:
         self.argv: list[str] = []
 
     def spawn(self, argv: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
         self.argv = list(argv)
-        out = Path(argv[argv.index("-o") + 1])
-        out.write_text(CAPTURE.read_text())
-        return subprocess.Popen(["sleep", "30"])
+        out = argv[argv.index("-o") + 1]
+        source = str(self.output) if self.output else ""
+        return subprocess.Popen([sys.executable, "-c", STAND_IN, source, out])
 
 
 def test_a_counting_window_starts_perf_on_the_threads_and_reads_it_when_stopped(
@@ -104,9 +119,7 @@ def test_host_check_lists_the_events_this_host_counts() -> None:
 class SilentHost(FakeHost):
     """A perf that starts but never writes its output (stuck, or failing slowly)."""
 
-    def spawn(self, argv: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
-        self.argv = list(argv)
-        return subprocess.Popen(["sleep", "30"])
+    output = None
 
 
 def test_start_waits_for_perf_only_up_to_its_bound_and_says_it_did_not_count(
