@@ -253,16 +253,19 @@ class Children:
         environment carries this run's marks and an iteration (the setup command's daemons
         have none, and a reused pid has other marks or none)."""
         marks = {f"{name}={value}" for name, value in self.mark.items()}
+        ended: set[int] = set()  # the groups signalled: their other processes went with them
         for pid in find():
             entries = environment(pid)
             if not marks <= entries or not any(e.startswith(ITERATION + "=") for e in entries):
                 continue
             with contextlib.suppress(OSError):
                 group = os.getpgid(pid)
-                log(f"ending process group {group}, left running by a killed runner")
                 if group == os.getpgrp():  # not in a session of its own: this process only
+                    log(f"ending process {pid}, left running by a killed runner")
                     os.kill(pid, signal.SIGKILL)
-                else:
+                elif group not in ended:
+                    ended.add(group)
+                    log(f"ending process group {group}, left running by a killed runner")
                     signal_group(group, signal.SIGKILL)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,28 @@ def test_a_restart_ends_what_an_iteration_left_running_and_nothing_else(
         for proc in (left, daemon, stranger):
             proc.kill()
             proc.wait()
+
+
+def test_a_group_left_running_is_ended_once(children: Children) -> None:
+    """A shell and the command it started share a group: one signal, one line for both."""
+    env = {**os.environ, **children.mark, "LAB_ITERATION": "2", "LAB_ATTEMPT": "1"}
+    shell = subprocess.Popen(["sh", "-c", "sleep 30 & wait"], env=env, start_new_session=True)
+    said: list[str] = []
+    try:
+        deadline = time.monotonic() + 5
+        while len([p for p in processes() if group_of(p) == shell.pid]) < 2:
+            assert time.monotonic() < deadline, "the shell did not start its command"
+            time.sleep(0.01)
+        children.end_orphans(said.append)  # every process of this machine looked at
+        assert shell.wait(timeout=5) == -signal.SIGKILL
+        assert said == [f"ending process group {shell.pid}, left running by a killed runner"]
+    finally:
+        shell.kill()
+        shell.wait()
+
+
+def group_of(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:  # gone meanwhile
+        return None
