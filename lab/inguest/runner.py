@@ -71,8 +71,8 @@ class Runner:
         # untimed, like the journal: the last attempt's reading if nothing ran since; and
         # at most once per BACKING_EVERY_S, so that short iterations are read in a sample
         before = None
-        if spec.backing and self.clock() - self.sampled_at >= BACKING_EVERY_S:
-            self.sampled_at = self.clock()
+        if spec.backing and (now := self.clock()) - self.sampled_at >= BACKING_EVERY_S:
+            self.sampled_at = now
             before = carried if carried is not None else backing.counters(self.proc)
         journal.event("begin", iteration=iteration, attempt=attempt, boot_id=self.boot_id)
         child = children.run(spec.argv, self.cwd, env, spec.timeout_s)
