@@ -11,6 +11,7 @@ import json
 from dataclasses import fields
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +22,7 @@ from lab.inguest.journal import (
     JournalError,
     JournalEvent,
     complete_length,
+    encode,
     parse_journal_line,
     read_journal,
 )
@@ -152,3 +154,16 @@ def test_an_entry_the_runner_writes_reads_back_the_same(entry: dict[str, Any]) -
     assert parse_journal_line(written.decode()) == record
     # every field is written, so a field added to JournalEntry cannot be left out
     assert set(json.loads(written)) == {"v", *(f.name for f in fields(JournalEntry))}
+
+
+@FAST
+@given(st.dictionaries(st.text(max_size=8), JSON, max_size=6))
+def test_a_line_is_what_json_dumps_writes(record: dict[str, Any]) -> None:
+    # the runner calls the json module's C encoder directly; the reference is json.dumps
+    expected = json.dumps({"v": JOURNAL_VERSION, **record}, separators=(",", ":")) + "\n"
+    assert encode(record) == expected.encode()
+
+
+def test_a_value_json_cannot_write_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="a set cannot be written to the journal"):
+        encode({"metrics": {1, 2}})
