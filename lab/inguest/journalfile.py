@@ -3,8 +3,13 @@
 The rule, from what each kind of failure can take away:
 
 * **The runner killed** (SIGKILL, a crash of Python): the kernel keeps every byte written.
-  So every line is appended with one ``write(2)`` the moment it is known, the ``begin`` line
-  before the timed command starts; nothing a killed runner wrote is lost.
+  So every line is appended with ``write(2)`` before the runner starts a command: the
+  ``begin`` line before the timed command, and the last attempt's result with it, in the same
+  ``write(2)`` (under emulation, one more system call after each command cost a tenth of a
+  millisecond and more). A runner killed between an attempt's end and that write (no command
+  runs then; :meth:`JournalFile.flush` writes the result before a clean or setup command)
+  loses that one result: the attempt, begun and never ended in the journal, is recorded as
+  interrupted by the next start, and its iteration runs again.
 * **The guest killed** (a reset, a panic, ``virsh destroy``): only what was fsynced is left.
   Lines reach the disk in groups (*group commit*): the runner fsyncs after an event other
   than ``begin`` (``start``, ``setup``, ``gave_up``, ``stopped``, ``done``) and after a
@@ -48,12 +53,14 @@ GROUP_BYTES = 256 * 1024  # nor more bytes than this: the controller reads 1 MiB
 
 
 class JournalFile:
-    """Append-only; one ``write(2)`` per line, fsyncs grouped as the module says."""
+    """Append-only; a result written with the line after it, fsyncs grouped as the module
+    says."""
 
     def __init__(
         self, path: Path, log: Callable[[str], None], clock: Callable[[], float] = time.monotonic
     ) -> None:
         self.log, self.clock = log, clock
+        self.held = b""  # results not written yet: they go with the next line
         created = not path.exists()
         self.fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         if created:  # make the new directory entry durable too
@@ -86,9 +93,17 @@ class JournalFile:
         return records
 
     def write(self, line: bytes) -> None:
+        """``line`` appended, after the results held for it."""
+        if self.held:
+            line, self.held = self.held + line, b""
         self.unsynced += len(line)
         while line:
             line = line[os.write(self.fd, line) :]
+
+    def flush(self) -> None:
+        """The results held written now: before a command that has no ``begin`` line."""
+        if self.held:
+            self.write(b"")
 
     def sync(self) -> None:
         """Everything written is on disk; say so with a ``synced`` line."""
@@ -97,8 +112,9 @@ class JournalFile:
         self.write(encode({"event": SYNCED, "time": time.time()}))
 
     def entry(self, entry: JournalEntry) -> None:
-        """An attempt's result: written now, on disk with the next group."""
-        self.write(entry.line())
+        """An attempt's result: written with the next line or :meth:`flush`, on disk with
+        the next group."""
+        self.held += entry.line()
 
     def event(self, name: str, **values: Any) -> None:
         """An event line; on disk before this returns, except ``begin`` within a group."""

@@ -61,6 +61,7 @@ class Runner:
         env = {**self.env, ITERATION: str(iteration), "LAB_ATTEMPT": str(attempt)}
         carried, self.counters = self.counters, None  # the THP counters after the last attempt
         if spec.clean_argv:
+            journal.flush()  # the last attempt's result, before this command starts
             carried = None  # the clean command ran since: read them again
             clean = children.run(spec.clean_argv, self.cwd, env, spec.timeout_s)
             if clean.stopped:
@@ -135,8 +136,14 @@ class Runner:
 
     def serve(self) -> int:
         """The whole start, in the detached process; returns its exit status."""
-        spec, children = self.spec, self.children
         journal = JournalFile(self.files.path("journal"), self.log, self.clock)
+        try:
+            return self._serve(journal)
+        finally:  # a result held for the next line is written even if a bug ends the start
+            journal.flush()
+
+    def _serve(self, journal: JournalFile) -> int:
+        spec, children = self.spec, self.children
         children.open_scratch()
         history = History.of(journal.records, self.boot_id)
         first, last = spec.start_iteration, spec.end_iteration
@@ -147,6 +154,7 @@ class Runner:
         children.end_orphans(self.log)
         for what in history.interrupted:
             journal.entry(self.interrupted(what))
+        journal.flush()
         if todo and spec.setup_argv and not children.stop_requested:
             setup = children.run(spec.setup_argv, self.files.dir, self.env, None)
             journal.event("setup", ok=setup.error is None, wall=setup.wall, error=setup.error,

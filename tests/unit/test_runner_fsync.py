@@ -22,6 +22,8 @@ from lab.inguest.runner import Runner
 from lab.inguest.spec import parse_spec
 from lab.parsers import tools
 
+pytestmark = pytest.mark.usefixtures("runner_signals")
+
 
 def run_in_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: Callable[[], float], **spec: Any
@@ -53,6 +55,7 @@ def run_in_process(
     monkeypatch.setattr(child.os, "posix_spawn", spawn)
     data = {"workload": "test", "argv": ["true"], "end_iteration": 4, **spec}
     runner = Runner(files, parse_spec(data, tools.PARSERS), lambda message: None, clock)
+    runner.children.install_signals()  # restored by the runner_signals fixture
     assert runner.serve() == 0
     return trace
 
@@ -94,3 +97,30 @@ def test_a_clean_step_is_untimed_and_changes_nothing_of_the_rule(
     timed = spawns(trace)[1::2]  # clean and timed command per attempt
     assert len(spawns(trace)) == 8
     assert all(written == synced + 1 for synced, written in timed), trace
+
+
+def test_a_result_goes_out_with_the_next_begin_in_one_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = str(tmp_path / "fsync.journal")
+    lines_per_write: list[int] = []
+    real_write = os.write
+
+    def write(fd: int, data: bytes) -> int:
+        if os.path.realpath(f"/proc/self/fd/{fd}") == journal:
+            lines_per_write.append(data.count(b"\n"))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(journalfile.os, "write", write)
+    run_in_process(tmp_path, monkeypatch, clock=lambda: 0.0)
+    # synced, start, synced, the first begin; then each result with the next begin, the last
+    # one with done; and the synced line that follows done's fsync
+    assert lines_per_write == [1, 1, 1, 1, 2, 2, 2, 2, 1]
+
+
+def test_a_result_is_written_before_the_next_clean_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = run_in_process(tmp_path, monkeypatch, clock=lambda: 0.0, clean_argv=["true"])
+    clean = [written for _, written in spawns(trace)[0::2]]
+    assert clean == [3, 5, 7, 9]  # synced, start, synced; then each attempt's begin and result
