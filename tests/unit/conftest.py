@@ -1,7 +1,10 @@
 """Fixtures shared by unit test modules: ``lab_env`` (the CLI against libvirt's test driver
 and a recording host, checked to have changed nothing) for every module of bad input, and
-``no_config`` for the modules that run the CLI without any lab.toml of the machine's."""
+``no_config`` for the modules that run the CLI without any lab.toml of the machine's, and
+``runner_signals`` for tests that run the runner's commands in this process."""
 
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,3 +18,15 @@ def no_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     A module asks for it with ``pytestmark = pytest.mark.usefixtures("no_config")``."""
     monkeypatch.setenv("LAB_CONFIG", str(tmp_path / "none.toml"))
     (tmp_path / "none.toml").write_text("")
+
+
+@pytest.fixture
+def runner_signals() -> Iterator[None]:
+    """For a test that installs the runner's signal handlers in this process
+    (``Children.install_signals``): pytest's own, and no interval timer, come back after it."""
+    kinds = (signal.SIGTERM, signal.SIGINT, signal.SIGALRM, signal.SIGHUP)
+    saved = {kind: signal.getsignal(kind) for kind in kinds}
+    yield
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    for kind, handler in saved.items():
+        signal.signal(kind, handler)

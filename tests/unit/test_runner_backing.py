@@ -19,6 +19,9 @@ from lab.inguest.runner import BACKING_EVERY_S, Runner
 from lab.inguest.spec import parse_spec
 from lab.parsers import tools
 
+pytestmark = pytest.mark.usefixtures("runner_signals")
+
+
 CAPTURES = Path(__file__).parents[1] / "fixtures" / "captures"
 VMSTAT = (CAPTURES / "guest-proc-vmstat-thp-tcg.txt").read_text()
 
@@ -59,6 +62,7 @@ def serve(
         RunFiles(tmp_path, "b"), parse_spec(data, tools.PARSERS), lambda m: None, Clock(step)
     )
     runner.proc = proc = CountedProc()  # type: ignore[assignment]
+    runner.children.install_signals()  # restored by the runner_signals fixture
     assert runner.serve() == 0
     records = [json.loads(line) for line in (tmp_path / "b.journal").read_text().splitlines()]
     faults = [

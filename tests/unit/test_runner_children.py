@@ -1,18 +1,22 @@
-"""One command at a time (lab.inguest.child.Children), run in this process: the start's one
-poller, a stop asked before a command starts, and kernels without pidfd_open."""
+"""One command at a time (lab.inguest.child.Children), run in this process: what a command
+leaves behind, stops and timeouts through the signal handlers, and a restart's orphans."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from lab.inguest import child as child_module
 from lab.inguest.child import Children, processes
 from lab.inguest.runfiles import RunFiles
+
+pytestmark = pytest.mark.usefixtures("runner_signals")
 
 
 @pytest.fixture
@@ -20,6 +24,7 @@ def children(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Children:
     monkeypatch.chdir(tmp_path)  # the runner moves to its commands' folder; this puts it back
     made = Children(RunFiles(tmp_path, "c"))
     made.open_scratch()
+    made.install_signals()  # restored by the runner_signals fixture
     return made
 
 
@@ -27,44 +32,58 @@ def open_fds() -> set[str]:
     return set(os.listdir("/proc/self/fd"))
 
 
-def test_commands_leave_no_descriptor_and_no_poller_entry_behind(
+def test_commands_leave_no_descriptor_and_no_timer_behind(
     children: Children, tmp_path: Path
 ) -> None:
     children.run(["true"], tmp_path, dict(os.environ), None)  # the first opens what stays
     before = open_fds()
     for _ in range(5):
-        child = children.run(["sh", "-c", "echo out; exit 3"], tmp_path, dict(os.environ), None)
+        child = children.run(["sh", "-c", "echo out; exit 3"], tmp_path, dict(os.environ), 60)
         assert (child.exit_status, child.error) == (3, "sh exited with status 3")
-    assert open_fds() == before  # each command's pidfd was closed
-    # and unregistered: the poller watches only the wake-up pipe between commands
-    assert children.poller.poll(0) == []
-    os.write(children.wake_w, b"x")
-    assert children.poller.poll(0) == [(children.wake_r, 1)]
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # no alarm after it
+    assert open_fds() == before
 
 
 def test_a_stop_asked_before_the_command_starts_ends_it_at_once(
     children: Children, tmp_path: Path
 ) -> None:
-    """The signal's wake-up byte may have been read by the last command's wait already."""
-    children.stop_requested = True
+    """The signal came while no command ran: its handler had nothing to end."""
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert children.stop_requested
     child = children.run(["sleep", "30"], tmp_path, dict(os.environ), None)
     assert child.stopped and child.error == "stopped: the runner was asked to stop"
     assert child.exit_status == -signal.SIGTERM
     assert child.wall is not None and child.wall < 5
 
 
-def test_without_pidfd_a_command_is_still_reaped_and_timed_out(
+def test_a_stop_ends_the_running_command(children: Children, tmp_path: Path) -> None:
+    threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+    child = children.run(["sleep", "30"], tmp_path, dict(os.environ), None)
+    assert child.stopped and child.exit_status == -signal.SIGTERM
+    assert child.wall is not None and 0.3 <= child.wall < 5
+
+
+def test_a_command_past_its_timeout_is_terminated_then_killed(
     children: Children, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def no_pidfd(pid: int) -> int:
-        raise OSError(38, "Function not implemented")  # Linux before 5.3
-
-    monkeypatch.setattr(os, "pidfd_open", no_pidfd)
-    done = children.run(["true"], tmp_path, dict(os.environ), None)
-    assert (done.exit_status, done.error) == (0, None)
     slow = children.run(["sleep", "30"], tmp_path, dict(os.environ), 0.3)
     assert slow.error == "timed out after 0.3 s and was killed"
+    assert slow.exit_status == -signal.SIGTERM
     assert slow.wall is not None and 0.3 <= slow.wall < 5
+    monkeypatch.setattr(child_module, "KILL_GRACE_S", 0.3)
+    deaf = ["sh", "-c", "trap '' TERM; sleep 30"]  # the sleep ignores SIGTERM too
+    stubborn = children.run(deaf, tmp_path, dict(os.environ), 0.3)
+    assert stubborn.error == "timed out after 0.3 s and was killed"
+    assert stubborn.exit_status == -signal.SIGKILL
+    assert stubborn.wall is not None and 0.6 <= stubborn.wall < 5
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_a_command_needs_the_signal_handlers(tmp_path: Path) -> None:
+    bare = Children(RunFiles(tmp_path, "c"))
+    bare.open_scratch()
+    with pytest.raises(RuntimeError, match="install_signals"):
+        bare.run(["true"], tmp_path, dict(os.environ), None)
 
 
 def test_a_restart_ends_what_an_iteration_left_running_and_nothing_else(
