@@ -16,9 +16,9 @@ import shutil
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import NamedTuple
 
 from lab.inguest.runfiles import RunFiles
 
@@ -51,9 +51,11 @@ def processes() -> list[int]:
     return [int(name) for name in os.listdir("/proc") if name.isdigit() and int(name) != me]
 
 
-@dataclass(frozen=True)
-class Child:
-    """One command's outcome; ``error`` is None only for exit status 0 within the timeout."""
+class Child(NamedTuple):
+    """One command's outcome; ``error`` is None only for exit status 0 within the timeout.
+
+    A named tuple, made by C: a frozen dataclass's ``__init__`` runs one
+    ``object.__setattr__`` per field after every command."""
 
     started: float
     ended: float | None = None

@@ -24,7 +24,6 @@ from lab.inguest.runfiles import RunFiles
 from lab.inguest.spec import Spec, SpecError
 from lab.parsers import tools
 
-TIMINGS = ("wall_s", "user_s", "sys_s")  # the runner's own measurements, usable as metrics
 # The guest's THP counters are read around an attempt that starts this long or more after
 # the last attempt read around started: around every attempt when iterations last longer,
 # around about one in every BACKING_EVERY_S / iteration when they are shorter. Under
@@ -98,14 +97,22 @@ class Runner:
                 return {}, f"parse error: {err}"
             except Exception as err:  # a parser bug must not end the run
                 return {}, f"parser {spec.parser!r} failed: {type(err).__name__}: {err}"
-        # A source is looked up in the parser's output first, then in the runner's timings.
-        timings = dict(zip(TIMINGS, (child.wall, child.user, child.sys), strict=True))
-        available = {**timings, **parsed}
-        metrics = {name: available.get(key) for key, name in spec.metrics_from.items()}
-        missing = [key for key, name in spec.metrics_from.items() if metrics[name] is None]
+        # A source is looked up in the parser's output first, then in the runner's own
+        # timings; one loop, as this runs after every command
+        available = {"wall_s": child.wall, "user_s": child.user, "sys_s": child.sys}
+        if parsed:
+            available.update(parsed)
+        metrics: dict[str, float] = {}
+        missing = []
+        for key, name in spec.metrics_from.items():
+            value = available.get(key)
+            if value is None:
+                missing.append(key)
+            else:
+                metrics[name] = float(value)
         if missing:
             return {}, f"no {', '.join(missing)} in the output of parser {spec.parser!r}"
-        return {name: float(value) for name, value in metrics.items() if value is not None}, None
+        return metrics, None
 
     def entry(
         self, iteration: int, attempt: int, child: Child, metrics: dict[str, float],
