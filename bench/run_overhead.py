@@ -197,67 +197,79 @@ def main() -> int:
         return 0
 
     # The guest's speed drifts by 10 % and more over minutes, so the loops are measured in
-    # --rounds interleaved rounds (bare, runner alone, baseline, the lab) and their medians
-    # compared: each figure then spans the same stretch of time.
+    # --rounds interleaved rounds, each figure between two bare loops (bare, the lab, bare,
+    # the runner alone, bare, ...) and compared with their mean: a drift during the round
+    # then counts in both, and the medians of these differences are compared.
     where = Where(args.guest, f"/home/{GUEST_USER}/lab-bench")
     app = f"{RUNNER_DIR}/{runner_zipapp().name}"
     old_runner = baseline_runner(where, args.baseline) if args.baseline else None
     per_round = max(10, args.n // args.rounds)
-    bares, alones, olds, labs, steadies, wholes, old_labs, old_steadies = ([] for _ in range(8))
+    bares: list[float] = []
+    rows: list[dict[str, tuple[float, float]]] = []  # per round: name -> (value, its bare)
+
+    def bracketed(row: dict[str, tuple[float, float]], **values: float) -> None:
+        before = bares[-1]
+        bares.append(bare_loop(where, per_round))
+        row.update({name: (value, (before + bares[-1]) / 2) for name, value in values.items()})
+
     for _ in range(args.rounds):
+        row: dict[str, tuple[float, float]] = {}
         bares.append(bare_loop(where, per_round))
         in_guest, steady, whole = through_lab(args.guest, per_round)  # installs the zipapp
-        labs.append(in_guest)
-        steadies.append(steady)
-        wholes.append(whole)
+        bracketed(row, lab=in_guest, steady=steady, whole=whole)
         if args.baseline_tree:
             old, old_steady, _ = through_lab(args.guest, per_round, args.baseline_tree)
-            old_labs.append(old)
-            old_steadies.append(old_steady)
-        alones.append(runner_alone(where, app, per_round))
+            bracketed(row, old_lab=old, old_steady=old_steady)
+        bracketed(row, alone=runner_alone(where, app, per_round))
         if old_runner:
-            olds.append(runner_alone(where, old_runner, per_round, backing=False))
-    bare, alone, in_guest, whole = map(statistics.median, (bares, alones, labs, wholes))
+            bracketed(row, old_runner=runner_alone(where, old_runner, per_round, backing=False))
+        rows.append(row)
     fsync = fsynced_append(where)
-    # each round's own difference, then their median: the rounds drift apart by more than
-    # what the lab adds, so a difference of medians from different rounds would not do
-    overhead = statistics.median(lab - b for lab, b in zip(labs, bares, strict=True))
-    runner_share = statistics.median(a - b for a, b in zip(alones, bares, strict=True))
-    columns = {"bare": bares, "lab": labs, "lab steady": steadies, "alone": alones,
-               "lab of the tree": old_labs, "its steady": old_steadies,
-               "runner of the revision": olds}  # fmt: skip
-    shown = {name: values for name, values in columns.items() if values}
-    for i, row in enumerate(zip(*shown.values(), strict=True), 1):
-        print(f"round {i}: {', '.join(shown)} " + ", ".join(f"{v * 1e3:.2f}" for v in row))
+
+    def value(name: str) -> float:
+        return statistics.median(row[name][0] for row in rows)
+
+    def added(name: str) -> float:
+        """The median over the rounds of the figure less the bare loops around it."""
+        return statistics.median(row[name][0] - row[name][1] for row in rows)
+
+    for i, row in enumerate(rows, 1):
+        shown = ", ".join(f"{name} {v * 1e3:.2f} (+{(v - b) * 1e3:.2f})"
+                          for name, (v, b) in row.items() if name != "whole")  # fmt: skip
+        print(f"round {i}: {shown}")
+    bare, overhead, runner_share = statistics.median(bares), added("lab"), added("alone")
     print(f"rounds                {args.rounds} x {per_round} iterations, medians")
     print(f"bare `true` loop      {bare * 1e3:8.3f} ms/iteration")
-    print(f"lab run null          {in_guest * 1e3:8.3f} ms/iteration (runner start to last line)")
-    print(f"lab run null, wall    {whole * 1e3:8.3f} ms/iteration (whole command)")
-    print(f"runner alone          {alone * 1e3:8.3f} ms/iteration (no controller)")
-    if olds:
-        old = statistics.median(olds)
-        old_share = statistics.median(o - b for o, b in zip(olds, bares, strict=True))
+    print(
+        f"lab run null          {value('lab') * 1e3:8.3f} ms/iteration (runner start to last line)"
+    )
+    print(f"lab run null, wall    {value('whole') * 1e3:8.3f} ms/iteration (whole command)")
+    print(f"runner alone          {value('alone') * 1e3:8.3f} ms/iteration (no controller)")
+    if old_runner:
+        old_share = added("old_runner")
         print(
-            f"runner of {args.baseline:<11} {old * 1e3:8.3f} ms/iteration (no controller),"
-            f" adds {old_share * 1e3:.3f} ms; now {runner_share / old_share:.2f}x that"
+            f"runner of {args.baseline:<11} {value('old_runner') * 1e3:8.3f} ms/iteration (no"
+            f" controller), adds {old_share * 1e3:.3f} ms; now {runner_share / old_share:.2f}x that"
         )
     print(
         f"overhead              {overhead * 1e3:8.3f} ms/iteration"
-        f" (median of the rounds' lab - bare; {in_guest / bare:.2f}x the bare loop)"
+        f" (median of the rounds' lab - bare; {value('lab') / bare:.2f}x the bare loop)"
     )
-    steady = statistics.median(s - b for s, b in zip(steadies, bares, strict=True))
+    steady = added("steady")
     print(f"  in the steady state  {steady * 1e3:8.3f} ms/iteration (after the first tenth)")
-    if old_labs:
-        before = statistics.median(o - b for o, b in zip(old_labs, bares, strict=True))
+    if args.baseline_tree:
+        before = added("old_lab")
         print(
             f"lab of {args.baseline_tree} adds {before * 1e3:.3f} ms/iteration"
             f" (median of the rounds' lab - bare); this one {overhead / before:.2f}x that"
         )
-        before = statistics.median(o - b for o, b in zip(old_steadies, bares, strict=True))
+        before = added("old_steady")
         print(
             f"  in the steady state {before * 1e3:.3f} ms/iteration; this one"
             f" {steady / before:.2f}x that"
         )
+        gaps = statistics.median(row["lab"][0] - row["old_lab"][0] for row in rows)
+        print(f"  lab - lab of the tree, round by round: median {gaps * 1e3:+.3f} ms/iteration")
     print(f"  of which runner      {runner_share * 1e3:8.3f} ms/iteration (alone - bare)")
     print(f"  of which controller  {(overhead - runner_share) * 1e3:8.3f} ms/iteration")
     print(f"  one fsynced append   {fsync * 1e3:8.3f} ms (one per group of iterations)")
