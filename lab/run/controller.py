@@ -30,7 +30,7 @@ from lab.run.guestrunner import GuestRunner
 from lab.run.hostside import guest_infos, nfs_source
 from lab.run.ingest import entry_to_record, new_pieces
 from lab.run.placement import Placement, SwapSchedule, check_swap_plan
-from lab.run.schedules import SCHEDULES, run_schedule
+from lab.run.schedules import SCHEDULES, STATUS_EVERY, run_schedule
 from lab.run.workload import GuestInfo
 from lab.stats.running import RunningMoments
 from lab.stats.verdict import Threshold
@@ -77,6 +77,7 @@ class GuestProgress:
     unreachable: bool = False
     journal_seen: bool = False  # the guest still has this run's journal
     runner_started: bool = False  # started by this controller, and not yet said it ended
+    heard_at: float = 0.0  # when the runner started, or its journal last grew
     troubles: int = 0  # runner failures since the last attempt was recorded
 
 
@@ -246,7 +247,7 @@ class Controller:
         spec = self.plan.workload.spec(self.plan.params, self.guest_info(guest))
         spec = spec.for_range(first, last, attempt_base=base, max_failures=budget)
         guest.runner.start(replace(spec, backing=True))  # the guest's THP counters too
-        guest.runner_started = True
+        guest.runner_started, guest.heard_at = True, self.clock.monotonic()
 
     def guest_info(self, guest: GuestProgress) -> GuestInfo:
         state = self.state_of(guest.record)
@@ -442,6 +443,30 @@ class Controller:
 
     def running(self, guest: GuestProgress) -> bool:
         return guest.runner.running()
+
+    def busy(self, guest: GuestProgress, iteration: int) -> bool:
+        """Whether the runner started for ``iteration`` is still at it (the alternate and
+        sync schedules wait on this while the guest's command is being measured).
+
+        Its journal says, read as always (one SFTP request: nothing starts in the guest).
+        The runner itself is asked (a Python start in the guest, beside the measured
+        command: about a second of the guest's CPU under emulation, where it was asked every
+        quarter of a poll) only when the journal has said nothing for STATUS_EVERY s (a
+        runner killed without a word), or of a runner this controller did not start.
+        """
+        offset, started = guest.offset, guest.runner_started
+        self.ingest(guest)
+        if iteration in guest.completed or (started and not guest.runner_started):
+            return False  # its result is in, or a line saying the runner ended
+        if not guest.runner_started:
+            return self.running(guest)
+        now = self.clock.monotonic()
+        if guest.offset != offset:
+            guest.heard_at = now
+        if now - guest.heard_at < STATUS_EVERY:
+            return True
+        guest.heard_at = now
+        return self.running(guest)
 
     def ensure_running(self, guest: GuestProgress, first: int = 0, last: int = 0) -> bool:
         """Start the guest's runner for its missing iterations unless it runs already."""

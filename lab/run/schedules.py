@@ -46,6 +46,7 @@ class Driver(Protocol):
     def with_guest(self, guest: Any, action: Callable[[Any], Any]) -> Any: ...
     def ensure_running(self, guest: Any, first: int = 0, last: int = 0) -> bool: ...
     def running(self, guest: Any) -> bool: ...
+    def busy(self, guest: Any, iteration: int) -> bool: ...
     def start_one(self, iteration: int, guest: Any) -> bool: ...
     def ingest(self, guest: Any) -> int: ...
     def check_failures(self, guest: Any) -> None: ...
@@ -101,7 +102,8 @@ def alternate(driver: Driver) -> None:
                 started = driver.with_guest(
                     guest, partial(driver.ensure_running, first=iteration, last=iteration)
                 )
-                while started and driver.with_guest(guest, driver.running):
+                busy = partial(driver.busy, iteration=iteration)
+                while started and driver.with_guest(guest, busy):
                     clock.sleep(poll / 4)
                 driver.with_guest(guest, driver.ingest)
                 driver.end_counting(iteration, [guest])
@@ -127,7 +129,8 @@ def sync(driver: Driver) -> None:
             with ThreadPoolExecutor(max_workers=len(todo)) as pool:
                 start = partial(driver.start_one, iteration)
                 started = list(pool.map(driver.with_guest, todo, [start] * len(todo)))
-            while any(started) and any(driver.with_guest(g, driver.running) for g in todo):
+            busy = partial(driver.busy, iteration=iteration)
+            while any(started) and any(driver.with_guest(g, busy) for g in todo):
                 clock.sleep(poll / 4)
             for guest in todo:
                 driver.with_guest(guest, driver.ingest)

@@ -152,11 +152,12 @@ class NoSleep(Clock):
 
 
 def make_controller(
-    tmp_path: Path, guests: dict[str, FakeRunnerGuest], n: int, cache_kib: int | None = None
-) -> tuple[Controller, Store]:
+    tmp_path: Path, guests: dict[str, FakeRunnerGuest], n: int, cache_kib: int | None = None,
+    schedule: str = "concurrent", clock: Clock | None = None, poll_interval: float = 0.0,
+) -> tuple[Controller, Store]:  # fmt: skip
     """``lab run probe --n N`` on the fake guests: the same arguments give the same run
     (``cache_kib``: the store's page cache, as ``Store.open`` takes it)."""
-    ctx = Context(config=Config(state_dir=str(tmp_path / "state")), clock=NoSleep())
+    ctx = Context(config=Config(state_dir=str(tmp_path / "state")), clock=clock or NoSleep())
     ctx.__dict__["libvirt"] = None  # no hypervisor: domain XML is optional context
     records = []
     for i, name in enumerate(guests):
@@ -168,7 +169,7 @@ def make_controller(
         )
     state = LabState(records, "qemu", "test", "img", "h", "lab", "127.0.0.1", [0], 0.0)
     store = Store.open(tmp_path / "lab.db", cache_kib=cache_kib)
-    plan = RunPlan("s", ShellWorkload(["true"]), {}, n, "concurrent", 10, poll_interval=0.0,
-                   runner_dir="/fake/runner")  # fmt: skip
+    plan = RunPlan("s", ShellWorkload(["true"]), {}, n, schedule, 10,
+                   poll_interval=poll_interval, runner_dir="/fake/runner")  # fmt: skip
     controller = Controller(ctx, store, state, records, plan, lambda r: guests[r.name])
     return controller, store
