@@ -77,7 +77,7 @@ class GuestProgress:
     unreachable: bool = False
     journal_seen: bool = False  # the guest still has this run's journal
     runner_started: bool = False  # started by this controller, and not yet said it ended
-    heard_at: float = 0.0  # when the runner started, or its journal last grew
+    heard_at: float = 0.0  # when its journal last grew, or its runner was started or asked
     troubles: int = 0  # runner failures since the last attempt was recorded
 
 
@@ -266,6 +266,8 @@ class Controller:
             guest.journal_seen = True
             added += self._take(guest, records)
             guest.offset += used
+            if used:  # the runner said something (an empty piece is the journal's end)
+                guest.heard_at = self.clock.monotonic()
         return added
 
     def _take(self, guest: GuestProgress, items: list[JournalEntry | JournalEvent]) -> int:
@@ -454,15 +456,13 @@ class Controller:
         quarter of a poll) only when the journal has said nothing for STATUS_EVERY s (a
         runner killed without a word), or of a runner this controller did not start.
         """
-        offset, started = guest.offset, guest.runner_started
-        self.ingest(guest)
+        started = guest.runner_started
+        self.ingest(guest)  # notes when the journal grew
         if iteration in guest.completed or (started and not guest.runner_started):
             return False  # its result is in, or a line saying the runner ended
         if not guest.runner_started:
             return self.running(guest)
         now = self.clock.monotonic()
-        if guest.offset != offset:
-            guest.heard_at = now
         if now - guest.heard_at < STATUS_EVERY:
             return True
         guest.heard_at = now

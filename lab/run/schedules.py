@@ -28,6 +28,7 @@ class Guest(Protocol):
 
     completed: set[int]
     check_runner: bool
+    heard_at: float  # when its journal last grew, or its runner was started or asked
 
 
 class Driver(Protocol):
@@ -66,7 +67,6 @@ def run_schedule(name: str, driver: Driver) -> None:
 
 def concurrent(driver: Driver) -> None:
     clock = driver.clock
-    heard: dict[int, float] = {}  # id(guest) -> when its last attempt came, or it was asked
     while True:
         pending = [g for g in driver.guests if driver.missing(g)]
         if not pending:
@@ -74,17 +74,16 @@ def concurrent(driver: Driver) -> None:
         # A runner is asked how it is (a Python start in its guest: under emulation about a
         # second of the guest's CPU, 0.8 ms per iteration of a long run of `null` when it was
         # every STATUS_EVERY s) only when its journal says it stopped, when its guest came
-        # back, or when no attempt came from it for STATUS_EVERY s (a runner killed without a
-        # word, or a long iteration).
+        # back, or when its journal has not grown for STATUS_EVERY s (a runner killed without
+        # a word, or a long iteration).
         now = clock.monotonic()
         for guest in pending:
-            if guest.check_runner or now - heard.get(id(guest), now) >= STATUS_EVERY:
+            if guest.check_runner or now - guest.heard_at >= STATUS_EVERY:
                 driver.with_guest(guest, driver.ensure_running)
-                heard[id(guest)] = now
+                guest.heard_at = now
         clock.sleep(driver.poll_interval)
         for guest in driver.guests:
-            if driver.with_guest(guest, driver.ingest):
-                heard[id(guest)] = clock.monotonic()
+            driver.with_guest(guest, driver.ingest)  # notes when the journal grew
         driver.sample_backing(driver.guests)  # the host side, beside what the look found
         driver.updated()
         if driver.stopped_by_rule():

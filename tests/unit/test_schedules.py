@@ -19,6 +19,7 @@ from lab.run.schedules import STATUS_EVERY, concurrent
 class FakeGuest:
     completed: set[int] = field(default_factory=set)
     check_runner: bool = True
+    heard_at: float = 0.0
 
 
 @dataclass
@@ -50,6 +51,8 @@ class FakeDriver:
         new = self.per_look(self.looks)
         done = len(guest.completed)
         guest.completed.update(range(done + 1, min(done + new, self.upto) + 1))
+        if new:  # as the controller's ingest does when the journal grew
+            guest.heard_at = self.clock.monotonic()
         return new
 
     def sample_backing(self, guests: Sequence[FakeGuest]) -> None:
