@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import textwrap
-import tomllib
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -29,6 +28,7 @@ from lab.core.errors import ConfigError, LabError, UsageError
 from lab.core.names import check_name
 from lab.core.plugins import Plugins
 from lab.core.sweeps import MAX_SWEEP_RUNS, ORDERS, Axis, axis_of
+from lab.core.tomlfile import parse, read_text
 from lab.core.units import parse_size_kib
 from lab.guests.variants import load_variants
 from lab.run.sweep import SweepPlan, plan_sweep
@@ -196,18 +196,7 @@ def load_study(
     ``workloads`` and ``variants`` default to the registered plug-ins.
     """
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(
-            f"no study file at {path}", hint="See studies/*.toml for examples"
-        ) from None
-    except OSError as err:
-        raise ConfigError(f"cannot read the study file {path}: {err.strerror or err}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text", hint="A study file is TOML") from None
+    text = read_text(path, "study file", hint="See studies/*.toml for examples")
     study = parse_study(text, str(path), workloads, variants)
     return replace(study, path=path)
 
@@ -219,10 +208,7 @@ def parse_study(
     variants: Collection[str] | None = None,
 ) -> Study:
     """The :class:`Study` that ``text`` describes; ``source`` names it in every error."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"{source}: not valid TOML ({err})") from None
+    data = parse(text, source)
     _check_keys(data, STUDY_KEYS, source, "")
     if workloads is None:
         workloads = load_workloads()

@@ -7,7 +7,6 @@ Looked up in order: ``--config PATH``, ``$LAB_CONFIG``, ``./lab.toml``,
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -17,6 +16,7 @@ from lab.core.errors import ConfigError, LabError
 from lab.core.hosturi import LOCAL, parse_uri
 from lab.core.names import check_name
 from lab.core.paths import RESULTS_DIR
+from lab.core.tomlfile import parse, read_text
 from lab.core.units import parse_size_kib, parse_subnet
 
 
@@ -104,9 +104,19 @@ def find_config_file(explicit: str | None, cwd: Path | None = None) -> Path | No
     env = os.environ.get("LAB_CONFIG")
     if env:
         return Path(env)
-    for candidate in ((cwd or Path.cwd()) / "lab.toml", Path.home() / ".config/lab/lab.toml"):
-        if candidate.is_file():
-            return candidate
+    home = os.path.expanduser("~")
+    candidates = [(cwd or Path.cwd()) / "lab.toml"]
+    if home != "~":  # no home (no $HOME, no passwd entry): no ~/.config to look in
+        candidates.append(Path(home) / ".config/lab/lab.toml")
+    for candidate in candidates:
+        try:
+            if candidate.is_file():
+                return candidate
+        except OSError as err:  # a folder on the way that cannot be searched (EACCES)
+            raise ConfigError(
+                f"cannot look for {candidate}: {err.strerror or err}",
+                hint="Make that folder readable, or name a lab.toml with --config or $LAB_CONFIG",
+            ) from None
     return None
 
 
@@ -118,12 +128,7 @@ def load_config(path: Path | None, environ: Mapping[str, str] | None = None) -> 
     """
     data: dict[str, Any] = {}
     if path is not None:
-        try:
-            data = tomllib.loads(path.read_text())
-        except FileNotFoundError:
-            raise ConfigError(f"config file {path} does not exist") from None
-        except tomllib.TOMLDecodeError as err:
-            raise ConfigError(f"{path}: not valid TOML ({err})") from None
+        data = parse(read_text(path, "config file"), str(path))
     uri = (os.environ if environ is None else environ).get("LIBVIRT_DEFAULT_URI")
     if uri and "libvirt_uri" not in data:
         config_from_mapping({"libvirt_uri": uri}, source="LIBVIRT_DEFAULT_URI")  # checks it

@@ -18,5 +18,7 @@ DOMAINS_DIR = SHIPPED / "domains"
 GUEST_DIR = SHIPPED / "guest"
 IMAGES_DIR = SHIPPED / "images"
 PARSERS_FILE = PACKAGE_DIR / "parsers" / "tools.py"
-_DATA_HOME = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+# expanduser, not Path.home(): with no $HOME and no passwd entry that raised at import, a
+# traceback before any command; "~" left as it is makes a store path that says why.
+_DATA_HOME = Path(os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share"))
 RESULTS_DIR = CHECKOUT / "results" if FROM_CHECKOUT else _DATA_HOME / "lab"
