@@ -1,7 +1,7 @@
 """lab.toml and study files read in bounded time and memory, in real processes: a device, a
-FIFO, a folder, a file over 1 MiB, nesting 100,000 deep are each refused in
-one line (exit 2) naming the file, where they grew to 11 GB, hung, or printed a 194 KB
-traceback."""
+FIFO, a folder, a file over 1 MiB, nesting 100,000 deep and a 1 MB argv are each refused in
+one line (exit 2) naming the file, where they grew to 11 GB, hung, printed a 194 KB
+traceback or took 60 s."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from lab.core.errors import ConfigError
 from lab.core.tomlfile import MAX_BYTES, MAX_DEPTH, bracket_depth, parse, value_depth
 
 CHECKOUT = Path(__file__).resolve().parents[2]
+DEMO = (CHECKOUT / "studies" / "demo.toml").read_text()
+HEAD = DEMO.split("[[workload]]")[0]
 
 
 def lab(tmp_path: Path, *args: str, **env: str) -> tuple[int, str, float]:
@@ -182,3 +184,31 @@ def test_what_tomllib_returns_is_checked_too() -> None:
     with pytest.raises(ConfigError, match="nested deeper than 32"):
         parse("[" + ".".join(["t"] * (MAX_DEPTH + 1)) + "]", "x.toml")
     assert parse("[" + ".".join(["t"] * (MAX_DEPTH - 1)) + "]", "x.toml")
+
+
+def command_study(argv: str) -> str:
+    return f'{HEAD}[[workload]]\nname = "command"\nn = 5\nparams = {{ argv = "{argv}" }}\n'
+
+
+# -- argv ------------------------------------------------------------------------------------
+
+
+def test_a_1_mb_argv_is_refused_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "study.toml"
+    argv = "a" * 1_000_000
+    path.write_text(command_study(argv))
+    status, err, took = lab(tmp_path, "study", "check", str(path))
+    assert status == 2
+    assert one_line(err).startswith(
+        f"lab: error: {path}: [[workload]] 1 (command): command: argv is 1,000,000 characters"
+        " long, over 65,536"
+    )
+    assert took < 10  # 83 s before
+
+
+def test_a_long_argv_under_the_bound_is_still_split(tmp_path: Path) -> None:
+    path = tmp_path / "study.toml"
+    argv = " ".join(["word"] * 12_000)  # 59,999 characters
+    path.write_text(command_study(argv))
+    status, err, _ = lab(tmp_path, "study", "check", str(path))
+    assert (status, err) == (0, "")

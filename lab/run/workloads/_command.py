@@ -23,6 +23,7 @@ TIMES = (
 )
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}", re.ASCII)
 UNIT = re.compile(r"[^\s,:]{1,32}")
+MAX_ARGV = 64 * 1024  # characters of argv, setup or clean: Linux's longest argument is 128 KiB
 ARGV_HINT = "Quote as in a shell, e.g. -p argv='make -C /src -j2'"
 REGEX_HINT = "A Python regular expression with a group per number, e.g. '(?P<rate>[0-9.]+) ops/s'"
 JSON_HINT = "e.g. -p json=bps=end.sum_sent.bits_per_second,retr=end.sum_sent.retransmits"
@@ -42,7 +43,13 @@ class CommandPlan:
 
 
 def split_argv(param: str, text: str) -> list[str]:
-    """``text`` split as a shell would split it, without running one."""
+    """``text`` split as a shell would split it, without running one; at most MAX_ARGV
+    characters, as shlex builds each word a character at a time (a 1 MB word took 60 s)."""
+    if len(text) > MAX_ARGV:
+        raise UsageError(
+            f"command: {param} is {len(text):,} characters long, over {MAX_ARGV:,}",
+            hint="Put a longer command in a script in the guest, and time the script",
+        )
     try:
         return shlex.split(text)
     except ValueError as err:  # "No closing quotation", "No escaped character"
