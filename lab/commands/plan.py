@@ -91,9 +91,47 @@ def _delta(effect: str, mean: float | None, where: str) -> float:
             )
         return parse_percent(effect, "effect") * abs(mean)
     try:
-        return float(effect)
+        value = float(effect)
     except ValueError:
         raise UsageError(f"cannot read effect {effect!r}", hint="e.g. --effect 1% or 0.5") from None
+    if not math.isfinite(value):
+        raise UsageError(
+            f"--effect {effect} is not a finite number", hint="e.g. --effect 1% or 0.5"
+        )
+    return value
+
+
+# option -> (its value must be above 0, what it is): inf, nan and (where marked) 0 or less
+# mean nothing to a plan; each is refused naming its option before anything is computed.
+_NUMBERS = {
+    "sd": (True, "a standard deviation"),
+    "mean": (False, "a mean"),
+    "iteration_time": (True, "a duration in seconds"),
+    "confidence": (True, "a percentage"),
+    "power": (True, "a probability"),
+    "autocorrelation": (False, "a correlation"),
+}
+
+
+def check_numbers(args: argparse.Namespace) -> None:
+    """Refuse a numeric option that is inf, nan, or not above 0 where it must be."""
+    from lab.core.errors import UsageError
+
+    for name, (positive, what) in _NUMBERS.items():
+        value = getattr(args, name, None)
+        if value is None:
+            continue
+        option = "--" + name.replace("_", "-")
+        if not math.isfinite(value) or (positive and value <= 0):
+            need = "a finite number above 0" if positive else "a finite number"
+            raise UsageError(
+                f"{option} {value:g} is not {what}: it must be {need}",
+                hint=f"e.g. {option} {_EXAMPLES[name]}",
+            )
+
+
+_EXAMPLES = {"sd": "0.8", "mean": "42.5", "iteration_time": "30", "confidence": "99.99",
+             "power": "0.9", "autocorrelation": "0.2"}  # fmt: skip
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
@@ -102,6 +140,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from lab.core.errors import UsageError
     from lab.stats.planning import CURVE, FORMULA, plan_samples
 
+    check_numbers(args)
     if args.sweep_key is not None:
         return _run_sweep(args, ctx)
     rows: list[tuple[str, int | None, Plan]] = []  # name, samples already stored, plan

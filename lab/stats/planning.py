@@ -244,13 +244,6 @@ def plan_samples(
     :class:`~lab.stats.verdict.Threshold` in units is the bound itself (``threshold`` is then
     that bound as a fraction of ``mean``, or NaN without one)."""
     level = check_confidence(confidence)
-    if isinstance(threshold, Threshold) and not threshold.relative:
-        units = threshold.value
-        fraction = units / abs(mean) if mean else math.nan
-        return _plan(sd, delta, level, power, autocorrelation, iteration_time, fraction, units,
-                     mean, goal)  # fmt: skip
-    if isinstance(threshold, Threshold):
-        threshold = threshold.value
     if not 0 < power < 1:
         raise UsageError(f"power {power} must lie between 0 and 1", hint="e.g. --power 0.9")
     if sd <= 0 or not math.isfinite(sd) or not math.isfinite(delta):
@@ -263,6 +256,18 @@ def plan_samples(
             f"autocorrelation {autocorrelation} must lie strictly between -1 and 1",
             hint="It is the lag-1 autocorrelation of a pilot run (lab compare shows it)",
         )
+    if iteration_time is not None and not 0 < iteration_time < math.inf:
+        raise UsageError(
+            f"iteration time {iteration_time} must be a finite number of seconds above 0",
+            hint="e.g. --iteration-time 30",
+        )
+    if isinstance(threshold, Threshold) and not threshold.relative:
+        units = threshold.value
+        fraction = units / abs(mean) if mean else math.nan
+        return _computed(sd, delta, level, power, autocorrelation, iteration_time, fraction,
+                         units, mean, goal)  # fmt: skip
+    if isinstance(threshold, Threshold):
+        threshold = threshold.value
     if not 0 <= threshold < 1:
         raise UsageError(f"threshold {threshold * 100:g} % must lie in [0 %, 100 %)")
     if threshold > 0 and (mean is None or mean == 0 or not math.isfinite(mean)):
@@ -271,8 +276,32 @@ def plan_samples(
             hint="Pass --mean M, or --threshold 0% to plan for telling B from A only",
         )
     bound = threshold * abs(mean) if mean is not None else 0.0
-    return _plan(sd, delta, level, power, autocorrelation, iteration_time, threshold, bound, mean,
-                 goal)  # fmt: skip
+    return _computed(sd, delta, level, power, autocorrelation, iteration_time, threshold, bound,
+                     mean, goal)  # fmt: skip
+
+
+def _computed(
+    sd: float,
+    delta: float,
+    level: float,
+    power: float,
+    autocorrelation: float,
+    iteration_time: float | None,
+    threshold: float,
+    bound: float,
+    mean: float | None,
+    goal: Goal | None,
+) -> Plan:
+    """:func:`_plan`, whose arithmetic overflows on values near 1e308 (an effect, a
+    threshold in units): that is a question it cannot answer, not a traceback."""
+    try:
+        return _plan(sd, delta, level, power, autocorrelation, iteration_time, threshold, bound,
+                     mean, goal)  # fmt: skip
+    except (OverflowError, ValueError) as err:  # ValueError: int() or round() of inf or nan
+        raise UsageError(
+            f"cannot plan with sd {sd:g}, effect {delta:g} and threshold ±{bound:g}: {err}",
+            hint="Give them in a unit where they are ordinary numbers (ms, not ns)",
+        ) from None
 
 
 def _plan(
