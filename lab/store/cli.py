@@ -79,11 +79,14 @@ def open_store_all_or_nothing(args: argparse.Namespace, ctx: Context) -> Iterato
     that it created is removed again when it fails, and so are the folders made for it, so a
     failed first import leaves no file behind."""
     path = store_path(args, ctx)
-    made = [] if path.exists() else [path, Path(f"{path}-wal"), Path(f"{path}-shm")]
-    folder = path.parent
-    while made and not folder.exists():  # the folders Store.open makes, deepest first
-        made.append(folder)
-        folder = folder.parent
+    try:
+        made = [] if path.exists() else [path, Path(f"{path}-wal"), Path(f"{path}-shm")]
+        folder = path.parent
+        while made and not folder.exists():  # the folders Store.open makes, deepest first
+            made.append(folder)
+            folder = folder.parent
+    except OSError:  # a folder that cannot be searched: Store.open says so, and makes nothing
+        made = []
     store = open_store(args, ctx)
     try:
         yield store

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sqlite3
 import threading
 import time
@@ -11,16 +12,18 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from types import TracebackType
+from urllib.parse import quote
 
 from lab.core.errors import StoreError, UsageError
 from lab.store.bulk import Bulk
 from lab.store.ensure import Ensure
 from lab.store.export import Export
 from lab.store.full import StoreFull, is_disk_full, store_full
+from lab.store.guard import BUSY_TIMEOUT, store_error
 from lab.store.listing import Listing
 from lab.store.reads import Reads
 from lab.store.records import IterationRecord, MetricInfo
-from lab.store.schema import check_file, prepare
+from lab.store.schema import check_file, prepare, prepare_readonly
 
 
 class Store(Reads, Listing, Ensure, Export):
@@ -30,16 +33,25 @@ class Store(Reads, Listing, Ensure, Export):
     between processes (SQLite's locking, with a busy timeout).
     """
 
-    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, path: Path, busy_timeout: float = BUSY_TIMEOUT
+    ) -> None:
         self._conn = conn
         self.path = path
+        self.busy_timeout = busy_timeout
         self._lock = threading.RLock()
         self._depth = 0  # transactions open on this connection (nested ones are savepoints)
 
     # -- opening -----------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | Path, cache_kib: int | None = None, create: bool = True) -> Store:
+    def open(
+        cls,
+        path: str | Path,
+        cache_kib: int | None = None,
+        create: bool = True,
+        busy_timeout: float = BUSY_TIMEOUT,
+    ) -> Store:
         """Open (creating it and its folder if needed, unless ``create`` is False: what
         commands that only read do, so a mistyped --db makes nothing) the store at ``path``.
 
@@ -47,20 +59,45 @@ class Store(Reads, Listing, Ensure, Export):
         2,000 KiB): a writer that only appends, such as `lab run`'s controller, gains
         nothing from caching the pages it wrote, and a small cache keeps its memory flat
         from the first minutes of a run.
+
+        A write waits up to ``busy_timeout`` seconds for another process's transaction to
+        end, then fails as :class:`StoreLockedError`. A store that cannot be written (a
+        read-only file or mount) is opened read-only for a command that only reads.
         """
         path = Path(path)
-        check_file(path)
-        if not create and not path.is_file():
+        try:
+            check_file(path)
+            exists = path.is_file()
+        except OSError as err:  # a folder on the way that cannot be searched
+            raise StoreError(
+                f"cannot open result store {path}: {err.strerror or err}",
+                hint="Check that its folder exists and can be read, or pass another --db",
+            ) from None
+        if not create and not exists:
             raise UsageError(
                 f"no result store at {path}",
                 hint="Pass the store's path with --db (lab.toml's `store` is the default);"
                 " `lab run` and `lab import` create one",
             )
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                str(path), isolation_level=None, check_same_thread=False, timeout=30.0
+        readonly = exists and not _writable(path)
+        if readonly and create:  # a command that writes: say so now, not "cannot open"
+            raise StoreError(
+                f"the result store {path} is read-only (its file, folder or mount cannot be"
+                " written)",
+                hint="Commands that only read (compare, runs, export, report) work on it; to"
+                " write, make it writable, or pass a copy with --db",
             )
+        try:
+            if readonly:
+                conn = sqlite3.connect(
+                    _readonly_uri(path), uri=True, isolation_level=None,
+                    check_same_thread=False, timeout=busy_timeout,
+                )  # fmt: skip
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                conn = sqlite3.connect(
+                    str(path), isolation_level=None, check_same_thread=False, timeout=busy_timeout
+                )
         except (OSError, sqlite3.Error) as err:
             if is_disk_full(err, path):
                 raise store_full(path) from err
@@ -69,15 +106,17 @@ class Store(Reads, Listing, Ensure, Export):
                 hint="Check that its folder exists and is writable, or pass another --db",
             ) from None
         try:
-            prepare(conn, path)
+            (prepare_readonly if readonly else prepare)(conn, path)
             if cache_kib is not None:
                 conn.execute(f"PRAGMA cache_size = -{int(cache_kib)}")
         except BaseException as err:
             conn.close()
             if is_disk_full(err, path):  # creating or upgrading the schema found no room
                 raise store_full(path) from err
+            if isinstance(err, sqlite3.Error):
+                raise store_error(err, path, busy_timeout) from err
             raise
-        return cls(conn, path)
+        return cls(conn, path, busy_timeout)
 
     def close(self) -> None:
         self._conn.close()
@@ -91,7 +130,11 @@ class Store(Reads, Listing, Ensure, Export):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        """Close; an SQLite error that ended the ``with`` block (a read of a damaged page,
+        a missing table) leaves it as the :class:`StoreError` it means, naming the store."""
         self.close()
+        if isinstance(exc, sqlite3.Error):
+            raise store_error(exc, self.path, self.busy_timeout) from exc
 
     class _Tx:
         """BEGIN IMMEDIATE … COMMIT; nested inside another, a savepoint instead."""
@@ -109,8 +152,10 @@ class Store(Reads, Listing, Ensure, Export):
                     store._conn.execute(f"SAVEPOINT {self.savepoint}")
                 else:
                     store._conn.execute("BEGIN IMMEDIATE")
-            except BaseException:
+            except BaseException as err:
                 store._lock.release()
+                if isinstance(err, sqlite3.Error):  # locked by another writer, read-only
+                    raise store_error(err, store.path, store.busy_timeout) from err
                 raise
             store._depth += 1
             return store._conn
@@ -130,9 +175,7 @@ class Store(Reads, Listing, Ensure, Export):
                         return
                     except sqlite3.Error as err:
                         self._undo()
-                        if is_disk_full(err, store.path):
-                            raise store_full(store.path) from err
-                        raise
+                        raise store_error(err, store.path, store.busy_timeout) from err
                 self._undo()
                 if not isinstance(exc, StoreFull) and is_disk_full(exc, store.path):
                     raise store_full(store.path) from exc
@@ -339,3 +382,19 @@ class Store(Reads, Listing, Ensure, Export):
                 f"run {run[1]!r} does not declare metric(s) {', '.join(sorted(undeclared))}",
                 hint="Declare every metric (name, unit, direction) in ensure_run() first",
             )
+
+
+def _writable(path: Path) -> bool:
+    """Whether the store's file and folder can be written (False on a read-only mount even
+    for root, whom file modes do not stop)."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
+def _readonly_uri(path: Path) -> str:
+    """The URI that opens the store read-only. WAL needs its -shm file: where the folder
+    cannot be written and there is none, the file is opened as immutable (nothing else can
+    be writing it there either)."""
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    if not Path(f"{path}-shm").exists():
+        uri += "&immutable=1"
+    return uri

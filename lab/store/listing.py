@@ -137,8 +137,12 @@ class Listing:
         return np.fromiter((r[0] for r in cur), dtype=np.float64)
 
     def integrity_check(self) -> list[str]:
-        """SQLite's own check of the file: ['ok'] when sound."""
-        return [r[0] for r in self._conn.execute("PRAGMA integrity_check")]
+        """SQLite's own check of the file: ['ok'] when sound; on a file too damaged for it to
+        finish, what stopped it."""
+        try:
+            return [r[0] for r in self._conn.execute("PRAGMA integrity_check")]
+        except sqlite3.DatabaseError as err:
+            return [f"the check could not finish: {err}"]
 
     def run_progress(self, run_id: int) -> list[GuestProgress]:
         """Each guest's part of run ``run_id``, in the order the guests were added."""
@@ -191,11 +195,25 @@ class Listing:
 
     def orphans(self) -> dict[str, int]:
         """Rows whose owner is gone (a store damaged by hand, or by a bug): what of each."""
-        return {what: int(self._conn.execute(sql).fetchone()[0]) for what, sql in ORPHANS.items()}
+        return self._counted(ORPHANS)
+
+    def _counted(self, queries: dict[str, str]) -> dict[str, int]:
+        """Each query's count; one that a damaged page stops is left out (the integrity
+        check, run first, reports the damage)."""
+        counts = {}
+        for what, sql in queries.items():
+            try:
+                counts[what] = int(self._conn.execute(sql).fetchone()[0])
+            except sqlite3.DatabaseError as err:
+                if not _damaged(err):
+                    raise
+        return counts
 
     def counts(self) -> dict[str, int]:
         tables = ("study", "run", "guest", "iteration", "sample")
-        return {
-            table: int(self._conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
-            for table in tables
-        }
+        return self._counted({table: f"SELECT COUNT(*) FROM {table}" for table in tables})
+
+
+def _damaged(err: sqlite3.DatabaseError) -> bool:
+    code = (getattr(err, "sqlite_errorcode", None) or 0) & 0xFF
+    return code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or "malformed" in str(err)

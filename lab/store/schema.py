@@ -35,6 +35,7 @@ by ``lab run`` or ``lab import`` alone, and are filled in when a study file firs
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
@@ -207,6 +208,16 @@ MIGRATIONS: dict[int, str] = {  # from-version -> SQL that upgrades it by one st
 }
 
 
+def _tables(script: str) -> list[str]:
+    return re.findall(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)", script)
+
+
+# schema version -> the tables a store of that version has (a missing one is refused on open)
+TABLES: dict[int, list[str]] = {1: _tables(SCHEMA_V1)}
+for _version, _step in sorted(MIGRATIONS.items()):
+    TABLES[_version + 1] = TABLES[_version] + _tables(_step)
+
+
 def statements(script: str) -> list[str]:
     lines = [line for line in script.splitlines() if not line.lstrip().startswith("--")]
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
@@ -267,14 +278,18 @@ def _run(conn: sqlite3.Connection, script: list[str]) -> None:
     conn.execute("COMMIT")
 
 
-def prepare(conn: sqlite3.Connection, path: Path) -> None:
-    """Set the durability pragmas, then create the schema or check and upgrade its version."""
+def prepare(conn: sqlite3.Connection, path: Path, readonly: bool = False) -> None:
+    """Set the durability pragmas, then create the schema or check and upgrade its version;
+    ``readonly``: only check that the store is one this lab reads, as it is."""
     try:
-        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        mode = "wal" if readonly else conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA foreign_keys=ON")
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     except sqlite3.DatabaseError as err:
+        code = (getattr(err, "sqlite_errorcode", None) or 0) & 0xFF
+        if code not in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+            raise  # locked, read-only, ...: what the store's opening says of them
         raise StoreError(
             f"{path} cannot be read as an SQLite database: {err}",
             hint="The file may be damaged; restore it from a copy or pass another --db",
@@ -307,6 +322,21 @@ def prepare(conn: sqlite3.Connection, path: Path) -> None:
             f"{path}: the meta table has no valid schema_version ({row})",
             hint="The file was not written by lab or is damaged; pass another --db",
         )
+    missing = sorted(set(TABLES[min(version, SCHEMA_VERSION)]) - tables)
+    if missing:
+        raise StoreError(
+            f"the store at {path} is missing table {', '.join(missing)}: it is not a lab store"
+            " or it is damaged",
+            hint="Pass the path of a store made by lab (--db); restore this one from a copy",
+        )
+    if readonly:
+        if version < SCHEMA_VERSION:
+            raise StoreError(
+                f"the result store {path} is read-only and of an older schema ({version};"
+                f" this lab reads {SCHEMA_VERSION}), which it cannot upgrade",
+                hint="Copy it somewhere writable and pass the copy with --db",
+            )
+        return
     while version < SCHEMA_VERSION:
         step = statements(MIGRATIONS[version])
         version += 1
@@ -315,3 +345,8 @@ def prepare(conn: sqlite3.Connection, path: Path) -> None:
     missing = [sql for name, sql in INDEXES.items() if name not in indexes]
     if missing:
         _run(conn, missing)
+
+
+def prepare_readonly(conn: sqlite3.Connection, path: Path) -> None:
+    """:func:`prepare` for a store opened read-only: its schema checked, nothing written."""
+    prepare(conn, path, readonly=True)

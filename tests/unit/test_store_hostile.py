@@ -4,12 +4,20 @@ failure is one line naming the store with the documented status, never a traceba
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from lab.core.errors import StoreError
 from lab.store import IterationRecord, MetricInfo, Store
+from lab.store.guard import StoreLockedError
 from lab.store.listing import ORPHANS
 
 
@@ -47,3 +55,171 @@ def test_each_orphan_query_searches_an_index_per_row(tmp_path: Path, what: str) 
     assert "USING INTEGER PRIMARY KEY" in searches[0] or "USING INDEX" in searches[0], plan
     if what == "samples without their attempt":  # by the whole key, not a prefix of it
         assert "(run_id=? AND guest_id=? AND iteration=?)" in searches[0], plan
+
+
+# -- every failure is one line -----------------------------------------------------------------
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def lab(*args: str) -> tuple[int, str, str]:
+    """``python -m lab ARGS`` in a real process: status, standard output, standard error."""
+    env = {**os.environ, "PYTHONPATH": str(CHECKOUT), "COLUMNS": "200"}
+    env.pop("LAB_CONFIG", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "lab", *args], cwd=CHECKOUT, env=env, capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
+    return done.returncode, done.stdout, done.stderr
+
+
+def one_line(err: str) -> str:
+    assert err.count("\n") == 1 and "Traceback" not in err, err[-3000:]
+    return err
+
+
+def test_a_store_locked_by_another_writer(tmp_path: Path) -> None:
+    """A second process holds BEGIN IMMEDIATE: after the busy timeout a write fails in one
+    line, status 8, naming that process."""
+    db = make_store(tmp_path / "lab.db", 5)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sqlite3, sys, time\n"
+         f"c = sqlite3.connect({str(db)!r}, isolation_level=None)\n"
+         "c.execute('BEGIN IMMEDIATE'); print('held', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        started = time.monotonic()
+        with pytest.raises(StoreLockedError) as caught, Store.open(db, busy_timeout=0.3) as store:
+            store.ensure_study("another")
+        assert 0.3 <= time.monotonic() - started < 5
+    finally:
+        holder.kill()
+        holder.wait()
+    err = caught.value
+    assert err.exit_code == 8
+    assert f"another process held the write lock of the result store {db} for 0.3 s" in str(err)
+    assert f"pid {holder.pid} (" in str(err) and "\n" not in str(err)
+    with Store.open(db, busy_timeout=0.3) as store:  # the holder gone, the write goes in
+        assert store.ensure_study("another") > 0
+
+
+def damage(db: Path, table: str) -> None:
+    """Overwrite the middle of a leaf page of ``table`` (a table or an index) in the file."""
+    conn = sqlite3.connect(db)
+    pages = [
+        p
+        for (p,) in conn.execute(
+            "SELECT pageno FROM dbstat WHERE name=? AND pagetype='leaf' ORDER BY pageno", (table,)
+        )
+    ]
+    size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.close()
+    with db.open("r+b") as f:
+        f.seek((pages[len(pages) // 2] - 1) * size + size // 4)
+        f.write(bytes(range(256)) * (size // 512))
+
+
+def test_a_damaged_store_stops_compare_and_store_check_reports_it(tmp_path: Path) -> None:
+    db = make_store(tmp_path / "lab.db", 1000)
+    damage(db, "sample_series")  # what compare reads
+    status, _, err = lab("compare", "--db", str(db))
+    assert status == 5
+    assert one_line(err).startswith(
+        f"lab: error: the result store {db} is damaged (database disk image is malformed)."
+        " Run `lab store check`"
+    )
+    status, out, err = lab("store", "check", "--db", str(db))
+    assert status == 5
+    assert "integrity  " in out and "ok" not in out.split("integrity", 1)[1].split("\n")[0]
+    assert one_line(err) == (
+        f"lab: error: {db}: SQLite's integrity check failed. Restore the store from a copy;"
+        " the journals in the guests can refill it\n"
+    )
+
+
+def test_store_check_on_damaged_sample_pages(tmp_path: Path) -> None:
+    db = make_store(tmp_path / "lab.db", 1000)
+    damage(db, "sample")
+    status, out, err = lab("store", "check", "--db", str(db), "--json")
+    assert status == 5
+    assert json.loads(out)["integrity"] != ["ok"]
+    assert "SQLite's integrity check failed" in one_line(err)
+
+
+@pytest.mark.parametrize("command", [["compare"], ["runs"], ["store", "check"], ["export"]])
+def test_a_store_missing_a_table(tmp_path: Path, command: list[str]) -> None:
+    db = make_store(tmp_path / "lab.db", 5)
+    conn = sqlite3.connect(db)
+    conn.execute("DROP TABLE sample")
+    conn.commit()
+    conn.close()
+    status, _, err = lab(*command, "--db", str(db))
+    assert status == 5
+    assert one_line(err).startswith(
+        f"lab: error: the store at {db} is missing table sample: it is not a lab store or it"
+        " is damaged."
+    )
+
+
+def test_any_sqlite_error_in_a_store_block_names_the_store(tmp_path: Path) -> None:
+    db = make_store(tmp_path / "lab.db", 5)
+    missing = pytest.raises(StoreError, match=f"the store at {db} is missing table nosuch")
+    with missing, Store.open(db) as store:
+        store._conn.execute("SELECT * FROM nosuch")
+    with (
+        pytest.raises(StoreError, match=f'the result store {db}: near "SELEKT"'),
+        Store.open(db) as store,
+    ):
+        store._conn.execute("SELEKT 1")
+
+
+def test_a_store_folder_that_cannot_be_searched(tmp_path: Path) -> None:
+    """ENAMETOOLONG stands for EACCES, which root never gets."""
+    db = f"/{'d' * 5000}/lab.db"
+    (tmp_path / "in.csv").write_text("variant,workload,metric,value\nthp,w,t,1.5\n")
+    importing = ["import", str(tmp_path / "in.csv"), "--direction", "lower"]
+    for command in (["runs"], importing):
+        status, _, err = lab(*command, "--db", db)
+        assert status == 5, err
+        assert "cannot open result store /ddd" in one_line(err) and "too long" in err
+
+
+@pytest.fixture
+def readonly_mount(tmp_path: Path) -> Iterator[Path]:
+    """A store on a tmpfs remounted read-only (root writes any file whatever its mode)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)], check=True)
+    try:
+        make_store(mount / "lab.db", 20)
+        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+        yield mount / "lab.db"
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_read_only_mount_is_read_and_refuses_writes_saying_so(readonly_mount: Path) -> None:
+    db = str(readonly_mount)
+    status, out, err = lab("compare", "--db", db)
+    assert status == 0 and "error" not in err and "thp" in out and "shp1g" in out
+    status, out, err = lab("runs", "--db", db)
+    assert (status, err) == (0, "") and "s/w" in out
+    status, out, err = lab("export", "--db", db)
+    assert (status, err) == (0, "") and len(out.splitlines()) == 41  # a header, 40 samples
+    status, out, err = lab("store", "check", "--db", db)
+    assert (status, err) == (0, "") and "integrity  ok" in out
+    status, _, err = lab("runs", "--db", db, "delete", "s/w", "--yes")
+    assert status == 5
+    assert one_line(err).startswith(f"lab: error: the result store {db} is read-only")
+    assert "restore" not in err
+    (readonly_mount.parent.parent / "in.csv").write_text(
+        "variant,workload,metric,value\nthp,w,t,1\n"
+    )
+    status, _, err = lab("import", str(readonly_mount.parent.parent / "in.csv"), "--direction",
+                         "lower", "--db", db)  # fmt: skip
+    assert status == 5
+    assert one_line(err).startswith(f"lab: error: the result store {db} is read-only")
