@@ -1,10 +1,11 @@
 """Small TOML files the lab reads (``lab.toml``, study files), read in bounded time and memory.
 
-A path that is a device (``/dev/zero``), a FIFO or a folder is refused before a byte is read;
-at most ``MAX_BYTES`` + 1 bytes are read, so a bigger file is refused without holding it; and
-nesting deeper than ``MAX_DEPTH`` is refused by a linear scan before ``tomllib`` (which
-recurses once per level) parses it, and again on what it returns (dotted keys nest without a
-bracket). Every refusal is one :class:`ConfigError` (exit 2) naming the file.
+A path that is a device (``/dev/zero``; ``/dev/null`` reads as empty), a FIFO or a folder is
+refused before a byte is read; at most ``MAX_BYTES`` + 1 bytes are read, so a bigger file is
+refused without holding it; and nesting deeper than ``MAX_DEPTH`` is refused by a linear scan
+before ``tomllib`` (which recurses once per level) parses it, and again on what it returns
+(dotted keys nest without a bracket). Every refusal is one :class:`ConfigError` (exit 2)
+naming the file.
 """
 
 from __future__ import annotations
@@ -57,7 +58,10 @@ def read_text(path: Path, what: str, hint: str | None = None) -> str:
     except OSError as err:
         raise ConfigError(f"cannot read the {what} {path}: {_reason(err)}", hint=hint) from None
     try:
-        mode = os.fstat(fd).st_mode
+        status = os.fstat(fd)
+        mode = status.st_mode
+        if stat.S_ISCHR(mode) and status.st_rdev == _devnull():
+            return ""  # LAB_CONFIG=/dev/null: the usual way to say "no file"
         if not stat.S_ISREG(mode):
             kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
             raise ConfigError(f"the {what} {path} is {kind}, not a file", hint=hint)
@@ -81,6 +85,13 @@ def read_text(path: Path, what: str, hint: str | None = None) -> str:
             f" {err.start})",
             hint=hint or "TOML files are UTF-8",
         ) from None
+
+
+def _devnull() -> int | None:
+    try:
+        return os.stat(os.devnull).st_rdev
+    except OSError:
+        return None
 
 
 def parse(text: str, source: str) -> dict[str, Any]:

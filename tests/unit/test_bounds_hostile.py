@@ -61,6 +61,11 @@ def test_dev_zero_is_refused_before_a_byte_is_read(tmp_path: Path, kind: str) ->
     assert one_line(err).startswith(f"lab: error: the {kind} file /dev/zero is a character device")
 
 
+def test_dev_null_is_an_empty_config(tmp_path: Path) -> None:
+    status, err, _ = lab(tmp_path, "config", LAB_CONFIG="/dev/null")
+    assert (status, err) == (0, "")
+
+
 def test_a_fifo_without_a_writer_is_refused_not_waited_on(tmp_path: Path) -> None:
     fifo = tmp_path / "study.toml"
     os.mkfifo(fifo)
