@@ -253,7 +253,7 @@ def stored_seconds(db: Path, study: Study) -> dict[str, float]:
     if not db.is_file():
         return {}
     found = {}
-    with Store.open(db) as store:
+    with Store.open(db, create=False) as store:  # reads only: also a read-only store
         for workload in study.workloads:
             seconds = store.iteration_seconds(workload.name, study.name)
             if len(seconds):
@@ -268,7 +268,7 @@ def stored_seconds(db: Path, study: Study) -> dict[str, float]:
 def stored_hash(db: Path, study: Study) -> str | None:
     if not db.is_file():
         return None
-    with Store.open(db) as store:
+    with Store.open(db, create=False) as store:
         return next((s.study_hash for s in store.studies() if s.name == study.name), None)
 
 

@@ -236,6 +236,8 @@ def test_a_read_only_mount_is_read_and_refuses_writes_saying_so(readonly_mount: 
     assert (status, err) == (0, "") and len(out.splitlines()) == 41  # a header, 40 samples
     status, out, err = lab("store", "check", "--db", db)
     assert (status, err) == (0, "") and "integrity  ok" in out
+    status, out, err = lab("study", "check", str(CHECKOUT / "studies" / "demo.toml"), "--db", db)
+    assert (status, err) == (0, "") and out.endswith("demo.toml: valid\n")
     status, _, err = lab("runs", "--db", db, "delete", "s/w", "--yes")
     assert status == 5
     assert one_line(err).startswith(f"lab: error: the result store {db} is read-only")
