@@ -6,6 +6,7 @@ Looked up in order: ``--config PATH``, ``$LAB_CONFIG``, ``./lab.toml``,
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -105,7 +106,9 @@ def find_config_file(explicit: str | None, cwd: Path | None = None) -> Path | No
     if env:
         return Path(env)
     home = os.path.expanduser("~")
-    candidates = [(cwd or Path.cwd()) / "lab.toml"]
+    candidates = []
+    with contextlib.suppress(OSError):  # the current folder was removed: no lab.toml there
+        candidates.append((cwd or Path.cwd()) / "lab.toml")
     if home != "~":  # no home (no $HOME, no passwd entry): no ~/.config to look in
         candidates.append(Path(home) / ".config/lab/lab.toml")
     for candidate in candidates:

@@ -119,6 +119,18 @@ def test_a_home_that_cannot_be_searched(tmp_path: Path) -> None:
     assert "Traceback" not in err
 
 
+def test_a_current_folder_that_was_removed(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    environ = {k: v for k, v in os.environ.items() if k != "LAB_CONFIG"}
+    done = subprocess.run(
+        ["sh", "-c", f'cd "{gone}" && rmdir "{gone}" && exec "$0" -m lab config', sys.executable],
+        env={**environ, "PYTHONPATH": str(CHECKOUT)}, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (0, "")
+
+
 def test_a_home_under_a_file_is_no_home(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
     status, err, _ = lab(tmp_path, "config", HOME=str(tmp_path / "file" / "home"))
