@@ -220,6 +220,5 @@ class StoreCheck:
 
 
 def check_store(store: Store) -> StoreCheck:
-    return StoreCheck(
-        str(store.path), tuple(store.integrity_check()), store.counts(), store.orphans()
-    )
+    integrity, counts, orphans = store.check()
+    return StoreCheck(str(store.path), tuple(integrity), counts, orphans)

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import TracebackType
 from urllib.parse import quote
 
-from lab.core.errors import StoreError, UsageError
+from lab.core.errors import LabError, StoreError, UsageError
 from lab.store.bulk import Bulk
 from lab.store.ensure import Ensure
 from lab.store.export import Export
@@ -224,6 +224,43 @@ class Store(Reads, Listing, Ensure, Export):
             finally:
                 if outermost:
                     self._conn.execute("PRAGMA foreign_keys=ON")
+
+    # -- checking ----------------------------------------------------------------------
+
+    def check(self) -> tuple[list[str], dict[str, int], dict[str, int]]:
+        """SQLite's integrity check, the counts and the orphans (``lab store check``).
+
+        The integrity check runs on this connection while a second one counts (SQLite lets
+        go of the GIL), so the two take the machine's cores: on 6,000,000 samples they are
+        about 26 s and 9 s, one after the other over the 30 s a check may take. Where a
+        second connection cannot be opened (a damaged file), one after the other here.
+        """
+        try:
+            other = Store.open(self.path, create=False, busy_timeout=self.busy_timeout)
+        except LabError:
+            return self.integrity_check(), self.counts(), self.orphans()
+        found: dict[str, dict[str, int]] = {}
+        failed: list[BaseException] = []
+
+        def count() -> None:
+            try:
+                found["counts"], found["orphans"] = other.counts(), other.orphans()
+            except BaseException as err:  # raised again in the caller's thread
+                failed.append(err)
+
+        thread = threading.Thread(target=count, name="store-check", daemon=True)
+        thread.start()
+        try:
+            integrity = self.integrity_check()
+        except BaseException:  # Ctrl-C: the counting stops too
+            other._conn.interrupt()
+            raise
+        finally:
+            thread.join()
+            other.close()
+        if failed:
+            raise failed[0]
+        return integrity, found["counts"], found["orphans"]
 
     # -- writing -----------------------------------------------------------------------
 

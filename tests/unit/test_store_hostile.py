@@ -249,3 +249,19 @@ def test_a_read_only_mount_is_read_and_refuses_writes_saying_so(readonly_mount: 
                          "lower", "--db", db)  # fmt: skip
     assert status == 5
     assert one_line(err).startswith(f"lab: error: the result store {db} is read-only")
+
+
+def test_store_check_counts_on_a_second_connection_beside_the_integrity_check(
+    tmp_path: Path,
+) -> None:
+    db = make_store(tmp_path / "lab.db", 10)
+    conn = sqlite3.connect(db)
+    conn.execute("DELETE FROM iteration WHERE iteration=3")  # its two samples are orphans now
+    conn.commit()
+    conn.close()
+    with Store.open(db, create=False) as store:
+        integrity, counts, orphans = store.check()
+    assert integrity == ["ok"]
+    assert counts == {"study": 1, "run": 1, "guest": 2, "iteration": 18, "sample": 20}
+    assert orphans["samples without their attempt"] == 2
+    assert sum(orphans.values()) == 2
