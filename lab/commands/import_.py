@@ -18,7 +18,8 @@ def register(subparsers: Any) -> None:
         " host, study); raw files are appended bash `time` output, sysbench memory reports,"
         " or iperf3 client text or -J output, and need --variant. Every sample keeps its"
         " file:line. A malformed line fails the import and nothing is stored, unless"
-        " --skip-bad. Importing a file again adds only what was appended to it since.",
+        " --skip-bad. Importing the same bytes again (from any file or standard input) stores"
+        " nothing; importing a file again adds only what was appended to it since.",
     )  # fmt: skip
     parser.add_argument(
         "files", nargs="+", metavar="FILE",
@@ -76,6 +77,12 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                 f"{name}: {summary.bad_count - len(summary.bad)} more malformed line(s) skipped"
             )
         parts = [f"read {summary.read} sample(s) as {summary.format}"]
+        if summary.same is not None:
+            parts.append(
+                f"the same bytes were imported before ({summary.same.describe()}): nothing stored"
+            )
+            ctx.out.print(f"{name}: " + "; ".join(parts), highlight=False, soft_wrap=True)
+            continue
         parts.append(f"stored {summary.stored} new iteration(s)")
         parts.extend(
             f"{study}/{workload} {variant}" + (f" ({guest})" if guest != variant else "")

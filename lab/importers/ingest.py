@@ -4,9 +4,12 @@ Where the samples go: study ``--study`` (default ``imported``), a run keyed
 ``STUDY/import/WORKLOAD``, and one guest per variant (named after it unless the file or
 ``--guest`` names one). Iterations are the file's own when it has an iteration column, else
 numbered in file order after those already stored. Each iteration's source is
-``/absolute/path:line`` (``stdin:line`` for standard input); samples whose file:line is already
-in the store are skipped, so importing a file again after more runs were appended to it adds
-only the new runs.
+``/absolute/path:line`` (``stdin:line`` for standard input). What makes an input the same as
+one imported before is its bytes (:mod:`lab.importers.identity`): the same bytes again are a
+no-op, from any file or standard input; a file that starts with the bytes imported from it
+before has only what was appended since stored; a file rewritten in place is read as new.
+Each input is read inside a savepoint of its own, so that the same bytes found at its end
+leave nothing behind.
 
 Every input is read line by line (:mod:`lab.importers.inputs`) and its samples are stored
 :data:`BATCH` at a time, all inputs inside one transaction (``Store.bulk``): memory holds a
@@ -30,6 +33,7 @@ from lab.importers.appended import (
     time_samples,
 )
 from lab.importers.batch import Batch, Group, Route, Target
+from lab.importers.identity import Identities, Seen, fingerprint
 from lab.importers.inputs import Input, open_input
 from lab.importers.malformed import Malformed, MalformedInputError
 from lab.importers.records import (
@@ -81,6 +85,7 @@ class ImportSummary:
     bad: list[BadLine] = field(default_factory=list)  # the first malformed lines skipped
     bad_count: int = 0  # every malformed line skipped
     groups: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
+    same: Seen | None = None  # the import of the same bytes: this one stored nothing
 
 
 def detect_format(path: Path, text: str) -> str:
@@ -204,9 +209,49 @@ class _Import:
         summary.groups.setdefault(group[:4], 0)
         return target
 
-    def read(self, planned: Planned) -> ImportSummary:
-        """Store one input's samples (inside the bulk write's transaction)."""
-        reading = _Reading(self, planned)
+    def input(self, planned: Planned) -> ImportSummary:
+        """Store one input's samples, in a savepoint of the bulk write's transaction: when
+        its bytes turn out to be those of an import the store holds, it is rolled back."""
+        options = self.options
+        fields = {
+            "format": planned.format, "study": options.study, "variant": options.variant,
+            "workload": options.workload, "guest": options.guest, "host": options.host,
+            "unit": options.unit, "direction": options.direction,
+        }  # fmt: skip
+        kept_table = self.bulk._kept_table
+        try:
+            with self.store.transaction() as conn:
+                identities = Identities(conn)
+                reading = self.read(planned, identities.appended(planned.input))
+                source = planned.input
+                if source.changed():
+                    raise UsageError(
+                        f"{source.name} changed while it was read (its start is not what it"
+                        " was a moment before); nothing was stored",
+                        hint="Import it again once nothing writes to it but appends",
+                    )
+                summary = reading.summary
+                same = identities.seen(source.digest(), fingerprint(fields))
+                if same is not None:
+                    raise _Same(summary, same)
+                identities.record(source, fingerprint(fields), reading.run_ids())
+                return summary
+        except _Same as same:
+            # rolled back: the runs and guests it made, and what the bulk write made of them
+            self.targets.clear()
+            self.by_ids.clear()
+            self.bulk._kept_table = kept_table
+            summary = same.summary
+            summary.stored = 0
+            summary.groups = {}
+            summary.same = same.seen
+            return summary
+
+    def read(self, planned: Planned, appended: int | None = 0) -> _Reading:
+        """Read one input and store its samples (inside the bulk write's transaction); its
+        first ``appended`` lines were read before (those the store holds are skipped; None:
+        any line the store holds)."""
+        reading = _Reading(self, planned, appended)
         for item in samples(planned, self.options, reading.malformed):
             if isinstance(item, Rows):
                 reading.rows(item.rows)
@@ -214,7 +259,8 @@ class _Import:
                 reading.malformed.add(item)
             else:
                 reading.sample(item)
-        return reading.end()
+        reading.end()
+        return reading
 
     def metric(
         self,
@@ -249,6 +295,25 @@ class _Import:
         return info
 
 
+class _Same(Exception):
+    """An input whose bytes the store holds already: its savepoint is rolled back."""
+
+    def __init__(self, summary: ImportSummary, seen: Seen) -> None:
+        super().__init__()
+        self.summary = summary
+        self.seen = seen
+
+
+def _first_lines(bits: bytearray | None, count: int) -> bytearray | None:
+    """The bitmap of imported lines cut to lines 1 to ``count`` (None when none are left)."""
+    if bits is None or count <= 0:
+        return None
+    cut = bits[: (count >> 3) + 1]
+    if len(cut) > count >> 3:
+        cut[count >> 3] &= (1 << ((count & 7) + 1)) - 1
+    return cut if any(cut) else None
+
+
 class _Lane:
     """What the rows of one context get from it, worked out at the first of them: their route,
     their metric, and why each is malformed (None when they are not)."""
@@ -266,9 +331,10 @@ class _Reading:
 
     LANES = 4_096  # contexts remembered; past it they are forgotten, so memory stays bounded
 
-    def __init__(self, run: _Import, planned: Planned) -> None:
+    def __init__(self, run: _Import, planned: Planned, appended: int | None = 0) -> None:
         self.run = run
         self.planned = planned
+        self.appended = appended  # the first lines, read before (identity.Identities.appended)
         source = planned.input
         self.summary = ImportSummary(source.path, planned.format)
         self.malformed = Malformed(source.path, run.options.skip_bad)
@@ -343,7 +409,11 @@ class _Reading:
             if route is None:
                 target = self.run.target(group, self.summary)
                 source = self.planned.input.source
-                imported = self.run.bulk.imported_lines(target.run_id, target.guest_id, source)
+                imported = None
+                if self.appended != 0:
+                    imported = self.run.bulk.imported_lines(target.run_id, target.guest_id, source)
+                    if self.appended is not None:
+                        imported = _first_lines(imported, self.appended)
                 route = self.by_group[group] = Route(target, imported)
             self.routes[raw] = route
         return route
@@ -363,6 +433,10 @@ class _Reading:
             if name not in target.declared:
                 target.declare(self.run.store, info)
         return None
+
+    def run_ids(self) -> list[int]:
+        """The runs the input's samples went to."""
+        return [route.target.run_id for route in self.by_group.values()]
 
     def flush(self) -> None:
         _count(self.summary, *self.batch.store(self.run.bulk, self.malformed, self.run.by_ids))
@@ -391,7 +465,7 @@ def import_inputs(
     try:
         with _collector_paused(), store.bulk() as bulk:
             run = _Import(store, bulk, options)
-            return [run.read(p) for p in planned]
+            return [run.input(p) for p in planned]
     finally:
         for p in planned:
             p.input.close()

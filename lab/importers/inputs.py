@@ -13,7 +13,9 @@ that spans lines); their numbers count from 1.
 from __future__ import annotations
 
 import codecs
+import hashlib
 import io
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -53,6 +55,13 @@ class Input:
         self._read = getattr(stream, "read1", stream.read)  # a pipe: what is there, not CHUNK
         self._start = b""  # bytes read for the head, not yet given out as lines
         self._head: str | None = None
+        # What the input is: its bytes' SHA-256, made as they are read (lab.importers.identity)
+        self._hash = hashlib.sha256()
+        self.size = 0  # bytes read so far
+        self.line_count = 0  # lines given out, once they all were
+        self.mark: int | None = None  # an offset whose digest of the bytes before is wanted
+        self.marked: str | None = None  # that digest, once the bytes up to mark were read
+        self.expected: str | None = None  # what marked must be: the bytes did not change
 
     @property
     def path(self) -> Path:
@@ -62,14 +71,56 @@ class Input:
         if self.name != STDIN:
             self._stream.close()
 
+    def digest(self) -> str:
+        """The SHA-256 of the bytes read so far (all of them, once :meth:`lines` ended)."""
+        return self._hash.hexdigest()
+
+    def watch(self, mark: int) -> None:
+        """Have :attr:`marked` hold the SHA-256 of the first ``mark`` bytes, once they are
+        read. Called before the lines are given out: the head's bytes are all still here."""
+        if mark <= self.size:
+            self.marked = hashlib.sha256(self._start[:mark]).hexdigest()
+        else:
+            self.mark = mark
+
+    def changed(self) -> bool:
+        """Whether the bytes up to :attr:`mark` were not the :attr:`expected` ones."""
+        return self.expected is not None and self.marked != self.expected
+
+    def prefix_digest(self, size: int) -> str | None:
+        """The SHA-256 of the first ``size`` bytes of the file, read apart from the stream
+        (which stays where it is); None for standard input, or a file that is shorter."""
+        if self.name == STDIN:
+            return None
+        digest, fd, at = hashlib.sha256(), self._stream.fileno(), 0
+        try:
+            while at < size:
+                data = os.pread(fd, min(CHUNK, size - at), at)
+                if not data:
+                    return None
+                digest.update(data)
+                at += len(data)
+        except OSError:
+            return None
+        return digest.hexdigest()
+
     def _chunk(self) -> bytes:
         try:
-            return self._read(CHUNK)
+            chunk = self._read(CHUNK)
         except OSError as err:
             raise UsageError(
                 f"cannot read {self.name}: {err.strerror or err}",
                 hint="Check the path and its permissions",
             ) from None
+        mark, size = self.mark, self.size
+        if mark is not None and self.marked is None and size <= mark <= size + len(chunk):
+            self._hash.update(chunk[: mark - size])
+            self.marked = self._hash.hexdigest()
+            self._hash.update(chunk[mark - size :])
+        else:
+            self._hash.update(chunk)
+        self.size = size + len(chunk)
+        return chunk
 
     def head(self) -> str:
         """The input's first complete non-blank line at least (up to :data:`HEAD` bytes), as
@@ -152,7 +203,9 @@ class Input:
             number += len(block)
             yield block
         if carry:
+            number += 1
             yield [self._decode(carry, offset)]
+        self.line_count = number
 
     def _check_bytes(self, data: bytes, offset: int) -> None:
         nul = data.find(0)

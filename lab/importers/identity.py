@@ -1,0 +1,125 @@
+"""What makes two inputs of `lab import` the same: their bytes, not their names or line numbers.
+
+Each input's SHA-256 is made as it is read (:class:`lab.importers.inputs.Input`), and an
+input that stored samples is remembered in the store's ``meta`` table (no new table, no new
+schema version), under ``import:<sha256>:<options>``: the same bytes imported again with the
+same options are a no-op, whether they come from the same file, another file or standard input.
+Such a record counts only while the runs it stored into are the ones it stored into (same id,
+same creation time): after ``lab runs delete`` the same bytes are stored again.
+
+A file is also remembered by its path (``import-path:<path>``: its size, line count and
+SHA-256 when it was imported last), for the files that hand-run loops append to: when the file
+starts with those same bytes, its lines up to that count that the store holds are skipped and
+only what was appended since is stored. A file rewritten in place does not start with them:
+all of its lines are read as new. Standard input has no such past: only its bytes count.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from lab.importers.inputs import Input
+
+RECORD = "import:"  # + sha256 of the bytes + ":" + what the options make of them
+PATH = "import-path:"  # + the file's absolute path
+
+
+@dataclass(frozen=True)
+class Seen:
+    """An import of the same bytes that the store still holds."""
+
+    source: str  # the absolute path it was read from, or "stdin"
+    at: float = field(repr=False, compare=False)  # when (epoch seconds): said, not compared
+
+    def describe(self) -> str:
+        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.at))
+        return f"from {self.source} at {when}"
+
+
+def fingerprint(fields: Mapping[str, object]) -> str:
+    """What decides where the same bytes go (format, study, variant ...), as a short hash."""
+    text = json.dumps(dict(fields), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class Identities:
+    """The records of inputs imported before, read and written inside the import's
+    transaction (``conn`` is that transaction's connection)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def _get(self, key: str) -> dict[str, object] | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        if row is None:
+            return None
+        try:
+            value = json.loads(row[0])
+        except (TypeError, ValueError):
+            return None  # not one of ours: as if there were none
+        return value if isinstance(value, dict) else None
+
+    def _put(self, key: str, value: Mapping[str, object]) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, json.dumps(value))
+        )
+
+    def _created(self, run_id: object) -> list[object] | None:
+        """When run ``run_id`` was made, as a list of one; None when there is no such run."""
+        row = self.conn.execute("SELECT created FROM run WHERE id=?", (run_id,)).fetchone()
+        return None if row is None else [row[0]]
+
+    def seen(self, digest: str, options: str) -> Seen | None:
+        """The import of these bytes with these options, if the store still holds its runs."""
+        record = self._get(f"{RECORD}{digest}:{options}")
+        if record is None:
+            return None
+        runs = record.get("runs")
+        if not isinstance(runs, list) or not runs:
+            return None
+        for entry in runs:
+            if not (isinstance(entry, list) and len(entry) == 2):
+                return None
+            if self._created(entry[0]) != entry[1:]:
+                return None  # deleted (and maybe made again since): its samples are gone
+        at = record.get("at")
+        return Seen(str(record.get("source")), float(at) if isinstance(at, int | float) else 0.0)
+
+    def record(self, source: Input, options: str, run_ids: Iterable[int]) -> None:
+        """Remember an input read to its end whose samples went into runs ``run_ids``."""
+        runs = [[run_id, *(self._created(run_id) or [None])] for run_id in sorted(set(run_ids))]
+        digest = source.digest()
+        self._put(
+            f"{RECORD}{digest}:{options}",
+            {"source": source.source, "at": time.time(), "runs": runs},
+        )
+        if source.source != "stdin":
+            self._put(
+                f"{PATH}{source.source}",
+                {"bytes": source.size, "lines": source.line_count, "sha256": digest},
+            )
+
+    def appended(self, source: Input) -> int | None:
+        """How many of the file's first lines were read before: those of its last import,
+        when it still starts with the same bytes (else 0, and for standard input); None for
+        a file no import of which was recorded (by a lab before these records: any of its
+        lines the store holds were read before). The stream is told to check, as it reads,
+        that these bytes do not change meanwhile."""
+        if source.source == "stdin":
+            return 0
+        record = self._get(f"{PATH}{source.source}")
+        if record is None:
+            return None
+        size, lines, digest = record.get("bytes"), record.get("lines"), record.get("sha256")
+        if not (isinstance(size, int) and isinstance(lines, int) and size > 0 and lines > 0):
+            return 0
+        if source.prefix_digest(size) != digest:
+            return 0  # rewritten in place (or cut shorter): its lines are new
+        source.watch(size)
+        source.expected = digest
+        return lines

@@ -1,0 +1,121 @@
+"""``lab import`` under hostile input: what makes an input the same (its bytes), names that are
+data, files that are not regular, bounded messages, values that would crash later, encodings
+and duplicate keys, and a summary that cannot fail after the commit. Each through the real
+command in a process of its own, with real files."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HEADER = "variant,workload,metric,value\n"
+
+pytestmark = pytest.mark.usefixtures("no_config")
+
+
+def lab(*argv: str, stdin: bytes | None = None, **kw: object) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LAB_CONFIG": os.devnull}
+    return subprocess.run(
+        [sys.executable, "-m", "lab", *argv], input=stdin, capture_output=True, env=env,
+        cwd=ROOT, timeout=60, **kw,  # type: ignore[call-overload]
+    )  # fmt: skip
+
+
+def values(db: Path) -> list[float]:
+    with sqlite3.connect(db) as conn:
+        return [r[0] for r in conn.execute("SELECT value FROM sample ORDER BY value")]
+
+
+def said(done: subprocess.CompletedProcess[bytes]) -> str:
+    return (done.stdout + done.stderr).decode()
+
+
+# -- 1. what makes an input the same: its bytes ----------------------------------------------
+
+
+def test_two_different_standard_inputs_are_both_stored(tmp_path: Path) -> None:
+    db = tmp_path / "lab.db"
+    first = lab("import", "-", "--db", str(db), stdin=(HEADER + "thp,w,t_s,1\n").encode())
+    second = lab("import", "-", "--db", str(db), stdin=(HEADER + "thp,w,t_s,2\n").encode())
+    assert first.returncode == second.returncode == 0, said(second)
+    assert "stored 1 new iteration(s)" in said(second)
+    assert values(db) == [1.0, 2.0]
+
+
+def test_the_same_bytes_twice_are_a_no_op_that_says_so(tmp_path: Path) -> None:
+    db = tmp_path / "lab.db"
+    data = (HEADER + "thp,w,t_s,1\nthp,w,t_s,2\n").encode()
+    assert lab("import", "-", "--db", str(db), stdin=data).returncode == 0
+    again = lab("import", "-", "--db", str(db), stdin=data)
+    assert again.returncode == 0, said(again)
+    assert "the same bytes were imported before (from stdin at " in said(again)
+    assert "nothing stored" in said(again)
+    assert values(db) == [1.0, 2.0]
+
+
+def test_a_file_rewritten_in_place_is_stored(tmp_path: Path) -> None:
+    db, path = tmp_path / "lab.db", tmp_path / "r.csv"
+    path.write_text(HEADER + "thp,w,t_s,1\n")
+    assert lab("import", str(path), "--db", str(db)).returncode == 0
+    path.write_text(HEADER + "thp,w,t_s,7\n")  # as long, as many lines: only the bytes differ
+    again = lab("import", str(path), "--db", str(db))
+    assert again.returncode == 0 and "stored 1 new iteration(s)" in said(again), said(again)
+    assert values(db) == [1.0, 7.0]
+
+
+def test_the_same_content_under_another_name_is_a_no_op(tmp_path: Path) -> None:
+    db, a, b = tmp_path / "lab.db", tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text(HEADER + "thp,w,t_s,1\nthp,w,t_s,2\n")
+    b.write_bytes(a.read_bytes())
+    assert lab("import", str(a), "--db", str(db)).returncode == 0
+    again = lab("import", str(b), "--db", str(db))
+    assert again.returncode == 0 and f"from {a} at " in said(again), said(again)
+    from_stdin = lab("import", "-", "--db", str(db), stdin=a.read_bytes())
+    assert "nothing stored" in said(from_stdin)
+    assert values(db) == [1.0, 2.0]
+
+
+def test_the_same_bytes_into_another_study_are_stored(tmp_path: Path) -> None:
+    db, data = tmp_path / "lab.db", (HEADER + "thp,w,t_s,1\n").encode()
+    assert lab("import", "-", "--db", str(db), stdin=data).returncode == 0
+    other = lab("import", "-", "--study", "other", "--db", str(db), stdin=data)
+    assert "stored 1 new iteration(s)" in said(other)
+    assert values(db) == [1.0, 1.0]
+
+
+def test_the_same_bytes_after_their_run_was_deleted_are_stored_again(tmp_path: Path) -> None:
+    db, data = tmp_path / "lab.db", (HEADER + "thp,w,t_s,1\n").encode()
+    assert lab("import", "-", "--db", str(db), stdin=data).returncode == 0
+    deleted = lab("runs", "--db", str(db), "delete", "imported/import/w", "--yes")
+    assert deleted.returncode == 0 and values(db) == [], said(deleted)
+    again = lab("import", "-", "--db", str(db), stdin=data)
+    assert "stored 1 new iteration(s)" in said(again), said(again)
+    assert values(db) == [1.0]
+
+
+def test_a_no_op_input_leaves_the_others_of_its_command_stored(tmp_path: Path) -> None:
+    """The same bytes found at an input's end roll back its savepoint only, and what it had
+    numbered: the next input of the command numbers on from what the store holds."""
+    db, a, b = tmp_path / "lab.db", tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text(HEADER + "thp,w,t_s,1\n")
+    b.write_text(HEADER + "thp,w,t_s,2\nshp1g,w,t_s,3\n")
+    assert lab("import", str(a), "--db", str(db)).returncode == 0
+    copy = tmp_path / "copy.csv"
+    copy.write_bytes(a.read_bytes())
+    both = lab("import", str(copy), str(b), "--db", str(db))
+    assert both.returncode == 0, said(both)
+    assert "nothing stored" in said(both) and "stored 2 new iteration(s)" in said(both)
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT g.name, i.iteration, s.value FROM sample s JOIN guest g ON g.id = s.guest_id"
+            " JOIN iteration i USING (run_id, guest_id, iteration) ORDER BY s.value"
+        ).fetchall()
+    assert rows == [("thp", 1, 1.0), ("thp", 2, 2.0), ("shp1g", 1, 3.0)]
+    check = lab("store", "check", "--db", str(db))
+    assert check.returncode == 0, said(check)
