@@ -16,6 +16,7 @@ import codecs
 import hashlib
 import io
 import os
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -224,20 +225,17 @@ class Input:
 
 
 def open_input(name: str, stdin: BinaryIO | None = None) -> Input:
-    """The input ``name`` names: ``-`` is ``stdin``; a folder, a missing or unreadable file is
-    refused by name."""
+    """The input ``name`` names: ``-`` is ``stdin``; a folder, a FIFO, a device or a socket, a
+    missing or unreadable file is refused by name, without waiting for it."""
     if name == STDIN:
         if stdin is None:
             raise UsageError("standard input (-) cannot be read here", hint="Name a file")
         return Input(STDIN, "stdin", stdin)
     path = Path(name)
-    if path.is_dir():
-        raise UsageError(
-            f"{name} is a folder, not a results file",
-            hint=f"Name the files in it, e.g. `lab import {name.rstrip('/')}/*.csv`",
-        )
     try:
-        stream = path.open("rb")
+        _regular(name, os.stat(name).st_mode)
+        # Not blocking: a FIFO put in its place since is opened at once, then refused.
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         hint = "Check the path of the results file"
         raise UsageError(f"{name} does not exist", hint=hint) from None
@@ -245,4 +243,34 @@ def open_input(name: str, stdin: BinaryIO | None = None) -> Input:
         raise UsageError(
             f"cannot read {name}: {err.strerror or err}", hint="Check the path and its permissions"
         ) from None
-    return Input(name, str(path.resolve()), stream, path.suffix)
+    try:
+        _regular(name, os.fstat(fd).st_mode)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return Input(name, str(path.resolve()), os.fdopen(fd, "rb"), path.suffix)
+
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _regular(name: str, mode: int) -> None:
+    """Refuse what is not a regular file: a folder, and what may never end or never come (a
+    FIFO with no writer waits forever, /dev/zero never ends); ``-`` reads a pipe."""
+    if stat.S_ISDIR(mode):
+        raise UsageError(
+            f"{name} is a folder, not a results file",
+            hint=f"Name the files in it, e.g. `lab import {name.rstrip('/')}/*.csv`",
+        )
+    if not stat.S_ISREG(mode):
+        kind = next((what for test, what in _KINDS if test(mode)), "not a regular file")
+        raise UsageError(
+            f"{name} is {kind}, not a results file",
+            hint=f"Import a regular file, or pipe what it gives: `lab import - < {name}`",
+        )

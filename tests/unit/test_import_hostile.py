@@ -21,9 +21,10 @@ pytestmark = pytest.mark.usefixtures("no_config")
 
 def lab(*argv: str, stdin: bytes | None = None, **kw: object) -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "LAB_CONFIG": os.devnull}
+    kw.setdefault("timeout", 60)
     return subprocess.run(
         [sys.executable, "-m", "lab", *argv], input=stdin, capture_output=True, env=env,
-        cwd=ROOT, timeout=60, **kw,  # type: ignore[call-overload]
+        cwd=ROOT, **kw,  # type: ignore[call-overload]
     )  # fmt: skip
 
 
@@ -119,3 +120,33 @@ def test_a_no_op_input_leaves_the_others_of_its_command_stored(tmp_path: Path) -
     assert rows == [("thp", 1, 1.0), ("thp", 2, 2.0), ("shp1g", 1, 3.0)]
     check = lab("store", "check", "--db", str(db))
     assert check.returncode == 0, said(check)
+
+
+# -- 3. what is not a regular file -----------------------------------------------------------
+
+
+def test_a_fifo_without_a_writer_is_refused_at_once(tmp_path: Path) -> None:
+    fifo, db = tmp_path / "results.csv", tmp_path / "lab.db"
+    os.mkfifo(fifo)
+    done = lab("import", str(fifo), "--db", str(db), timeout=10)  # it used to wait forever
+    assert done.returncode == 2
+    assert f"{fifo} is a FIFO (named pipe), not a results file" in said(done)
+    assert len(done.stderr.splitlines()) == 1 and b"Traceback" not in done.stderr
+    assert not db.exists()
+
+
+@pytest.mark.parametrize(("path", "kind"), [("/dev/zero", "a character device")])
+def test_a_device_is_refused_before_it_is_read(tmp_path: Path, path: str, kind: str) -> None:
+    done = lab("import", path, "--format", "csv", "--db", str(tmp_path / "lab.db"), timeout=10)
+    assert done.returncode == 2 and f"{path} is {kind}, not a results file" in said(done)
+    assert "lab import - < /dev/zero" in said(done)
+
+
+def test_a_socket_is_refused(tmp_path: Path) -> None:
+    import socket
+
+    where = tmp_path / "s.csv"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(where))
+        done = lab("import", str(where), "--db", str(tmp_path / "lab.db"), timeout=10)
+    assert done.returncode == 2 and f"{where} is a socket, not a results file" in said(done)
