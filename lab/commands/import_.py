@@ -54,6 +54,8 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     import sys
 
+    from rich.markup import escape
+
     from lab.importers.ingest import ImportOptions, import_inputs, plan
     from lab.store.cli import open_store_all_or_nothing
 
@@ -71,17 +73,21 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         summaries = import_inputs(store, planned, options)
     for name, summary in zip(args.files, summaries, strict=True):
         for bad in summary.bad:
-            ctx.warn(f"{name}:{bad.line}: {bad.message} (skipped)")
+            ctx.warn(escape(f"{name}:{bad.line}: {bad.message} (skipped)"))
         if summary.bad_count > len(summary.bad):
             ctx.warn(
-                f"{name}: {summary.bad_count - len(summary.bad)} more malformed line(s) skipped"
+                escape(
+                    f"{name}: {summary.bad_count - len(summary.bad)} more malformed line(s) skipped"
+                )
             )
         parts = [f"read {summary.read} sample(s) as {summary.format}"]
         if summary.same is not None:
             parts.append(
                 f"the same bytes were imported before ({summary.same.describe()}): nothing stored"
             )
-            ctx.out.print(f"{name}: " + "; ".join(parts), highlight=False, soft_wrap=True)
+            ctx.out.print(
+                f"{name}: " + "; ".join(parts), markup=False, highlight=False, soft_wrap=True
+            )
             continue
         parts.append(f"stored {summary.stored} new iteration(s)")
         parts.extend(
@@ -95,5 +101,5 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             parts.append(f"{summary.duplicates} iteration number(s) already stored, kept")
         if summary.bad_count:
             parts.append(f"skipped {summary.bad_count} malformed line(s)")
-        ctx.out.print(f"{name}: " + "; ".join(parts), highlight=False, soft_wrap=True)
+        ctx.out.print(f"{name}: " + "; ".join(parts), markup=False, highlight=False, soft_wrap=True)
     return 0

@@ -35,6 +35,7 @@ from lab.importers.appended import (
 from lab.importers.batch import Batch, Group, Route, Target
 from lab.importers.identity import Identities, Seen, fingerprint
 from lab.importers.inputs import Input, open_input
+from lab.importers.limits import MAX_NAME, name_problem
 from lab.importers.malformed import Malformed, MalformedInputError
 from lab.importers.records import (
     BadLine,
@@ -124,6 +125,14 @@ class Planned:
 def plan(names: list[str], options: ImportOptions, stdin: BinaryIO | None = None) -> list[Planned]:
     """Open every input and tell its format from its start, so that a missing file, a folder, a
     binary file or a raw format without --variant is refused before anything is stored."""
+    for option in ("variant", "workload", "guest", "host", "study", "unit"):
+        text = getattr(options, option)
+        problem = None if text is None else name_problem(option, text)
+        if problem is not None:
+            raise UsageError(
+                f"--{option}: {problem}",
+                hint=f"Give a name of at most {MAX_NAME} characters, none a control character",
+            )
     opened: list[Input] = []
     try:
         planned = []

@@ -23,6 +23,7 @@ from operator import itemgetter
 from typing import Any, cast
 
 from lab.core.errors import UsageError
+from lab.importers.limits import name_problem
 from lab.importers.records import (
     NO_DIRECTIONS,
     NO_UNITS,
@@ -40,6 +41,7 @@ REQUIRED = ("variant", "workload", "metric", "value")
 OPTIONAL = ("iteration", "timestamp", "started", "unit", "direction", "guest", "host", "study")
 IGNORED = ("run", "params", "attempt", "ended", "source")
 KNOWN = REQUIRED + OPTIONAL + IGNORED
+NAMES = ("variant", "workload", "metric", "guest", "host", "study", "unit")  # text kept as names
 
 Defaults = Mapping[str, str | None]  # column -> value from the command line
 
@@ -72,6 +74,9 @@ def _sample(fields: Mapping[str, str | None], line: int) -> Sample:
     if not (variant and workload and metric and text):
         missing = [key for key in REQUIRED if not fields[key]]
         raise RowError(f"no {', '.join(missing)}")
+    problem = _names_problem(fields)
+    if problem is not None:
+        raise RowError(problem)
     try:
         value = float(text)
     except ValueError:
@@ -104,6 +109,17 @@ def _sample(fields: Mapping[str, str | None], line: int) -> Sample:
         {metric: unit} if unit else NO_UNITS,
         {metric: "lower" if direction == "lower" else "higher"} if direction else NO_DIRECTIONS,
     )
+
+
+def _names_problem(fields: Mapping[str, str | None]) -> str | None:
+    """Why a row's names (variant, metric ...) cannot be stored; None if they can."""
+    for key in NAMES:
+        text = fields[key]
+        if text is not None:
+            problem = name_problem(key, text)
+            if problem is not None:
+                return problem
+    return None
 
 
 def _row_sample(row: Mapping[str, Any], line: int, blank: Mapping[str, str | None]) -> Sample:
@@ -177,7 +193,10 @@ class _Columns:
             fields["variant"], fields["workload"], fields["metric"], fields["direction"],
         )  # fmt: skip
         found = None
-        if variant and workload and metric and direction in (None, "lower", "higher"):
+        if (
+            variant and workload and metric and direction in (None, "lower", "higher")
+            and _names_problem(fields) is None
+        ):  # fmt: skip
             found = Context(
                 variant, workload, fields["guest"], fields["host"], fields["study"], metric,
                 fields["unit"], direction,  # type: ignore[arg-type]

@@ -150,3 +150,73 @@ def test_a_socket_is_refused(tmp_path: Path) -> None:
         server.bind(str(where))
         done = lab("import", str(where), "--db", str(tmp_path / "lab.db"), timeout=10)
     assert done.returncode == 2 and f"{where} is a socket, not a results file" in said(done)
+
+
+# -- 2. names are data ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "name", "shown_as", "code"),
+    [
+        ("variant", "\x1b[2J", "'\\u001b[2J'", "U+001B"),  # clears the screen
+        ("workload", "a\x7fb", "'a\\u007fb'", "U+007F"),  # DEL
+        ("metric", "t\x9bs", "'t\\u009bs'", "U+009B"),  # C1: a CSI on some terminals
+        ("guest", "g\u2028h", "'g\\u2028h'", "U+2028"),  # a line separator
+        ("host", "h\u202eost", "'h\\u202eost'", "U+202E"),  # right-to-left override
+        ("study", "s\x01", "'s\\u0001'", "U+0001"),
+        ("unit", "m\ts", "'m\\ts'", "U+0009"),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_a_name_with_a_control_character_is_refused_with_its_line(
+    tmp_path: Path, field: str, name: str, shown_as: str, code: str, fmt: str
+) -> None:
+    import csv
+    import json
+
+    row = {"variant": "thp", "workload": "w", "metric": "t_s", "value": "1", "direction": "lower"}
+    rows = [dict(row), {**row, field: name}]
+    path = tmp_path / f"r.{fmt}"
+    if fmt == "csv":
+        with path.open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=[*row, "guest", "host", "study", "unit"])
+            writer.writeheader()
+            writer.writerows(rows)
+    else:
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    db = tmp_path / "lab.db"
+    done = lab("import", str(path), "--db", str(db))
+    assert done.returncode == 2, said(done)
+    line = 3 if fmt == "csv" else 2
+    expect = f"{path}:{line}: {field} {shown_as} holds a control character ({code}"
+    assert expect in said(done)
+    assert len(done.stderr.splitlines()) == 1 and b"\x1b" not in done.stderr
+    assert not db.exists() or values(db) == []
+
+
+def test_a_name_longer_than_200_characters_is_refused(tmp_path: Path) -> None:
+    path, db = tmp_path / "r.csv", tmp_path / "lab.db"
+    path.write_text(HEADER + "thp,w,t_s,1\n" + "v" * 201 + ",w,t_s,2\n")
+    done = lab("import", str(path), "--db", str(db))
+    assert done.returncode == 2
+    assert f"{path}:3: variant '{'v' * 80}'… (201 characters) is longer than 200" in said(done)
+    path.write_text(HEADER + "v" * 200 + ",w,t_s,2\n")  # 200 is a name
+    assert lab("import", str(path), "--db", str(db)).returncode == 0
+
+
+def test_a_name_on_the_command_line_is_refused_before_the_store_is_made(tmp_path: Path) -> None:
+    path, db = tmp_path / "r.csv", tmp_path / "lab.db"
+    path.write_text("variant,metric,value\nthp,t_s,1\n")
+    done = lab("import", str(path), "--workload", "w\x1b]0;x\x07", "--db", str(db))
+    assert done.returncode == 2 and "--workload: workload 'w\\u001b]0;x\\u0007'" in said(done)
+    assert not db.exists()
+
+
+@pytest.mark.parametrize("name", ["[/x]", "[bold red]X[/bold red]", "a]b[c", "thp\\"])
+def test_a_name_that_looks_like_markup_is_stored_as_it_is(tmp_path: Path, name: str) -> None:
+    path, db = tmp_path / "r.csv", tmp_path / "lab.db"
+    path.write_text(HEADER + f'"{name}",w,t_s,1\n')
+    done = lab("import", str(path), "--db", str(db))
+    assert done.returncode == 0, said(done)
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT variant FROM guest").fetchall() == [(name,)]

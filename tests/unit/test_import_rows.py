@@ -143,12 +143,13 @@ def test_plain_lines_are_read_a_block_at_a_time() -> None:
 
 
 def test_a_quoted_field_over_two_blocks() -> None:
-    text = 'variant,workload,metric,value\nthp,w,t_s,1\n"th\np",w,t_s,2\nthp,w,t_s,3\n'
-    blocks = [["variant,workload,metric,value\n", "thp,w,t_s,1\n", '"th\n'],
-              ['p",w,t_s,2\n', "thp,w,t_s,3\n"]]  # fmt: skip
+    # a name with a line break is refused (test_import_hostile): the value spans the lines
+    text = 'variant,workload,metric,value\nthp,w,t_s,1\nthp,w,t_s,"\n2"\nthp,w,t_s,3\n'
+    blocks = [["variant,workload,metric,value\n", "thp,w,t_s,1\n", 'thp,w,t_s,"\n'],
+              ['2"\n', "thp,w,t_s,3\n"]]  # fmt: skip
     parsed = collect("csv", tabular.csv_samples(blocks, "f.csv", {}))
     assert [(s.line, s.variant, s.metrics) for s in parsed.samples] == [
-        (2, "thp", {"t_s": 1.0}), (4, "th\np", {"t_s": 2.0}), (5, "thp", {"t_s": 3.0})
+        (2, "thp", {"t_s": 1.0}), (4, "thp", {"t_s": 2.0}), (5, "thp", {"t_s": 3.0})
     ]  # fmt: skip
     assert parsed == collect("csv", field_by_field(text))
 
