@@ -18,8 +18,11 @@ def register(subparsers: Any) -> None:
         " host, study); raw files are appended bash `time` output, sysbench memory reports,"
         " or iperf3 client text or -J output, and need --variant. Every sample keeps its"
         " file:line. A malformed line fails the import and nothing is stored, unless"
-        " --skip-bad. Importing the same bytes again (from any file or standard input) stores"
-        " nothing; importing a file again adds only what was appended to it since.",
+        " --skip-bad. Values must be finite and at most 1e75 in size (lab compare squares"
+        " variances), iterations 1 to 2**53, timestamps in the years 1970 to 9999, and"
+        " names at most 200 characters without control characters. Importing the same"
+        " bytes again (from any file or standard input) stores nothing; importing a file"
+        " again adds only what was appended to it since.",
     )  # fmt: skip
     parser.add_argument(
         "files", nargs="+", metavar="FILE",

@@ -35,7 +35,7 @@ from lab.importers.appended import (
 from lab.importers.batch import Batch, Group, Route, Target
 from lab.importers.identity import Identities, Seen, fingerprint
 from lab.importers.inputs import Input, open_input
-from lab.importers.limits import MAX_NAME, name_problem
+from lab.importers.limits import MAX_NAME, name_problem, time_problem, value_problem
 from lab.importers.malformed import Malformed, MalformedInputError
 from lab.importers.records import (
     BadLine,
@@ -304,6 +304,16 @@ class _Import:
         return info
 
 
+def _numbers_problem(sample: Sample) -> str | None:
+    """Why a sample's values or start cannot be stored (limits); None if they can. A table's
+    rows were checked as they were read; a raw tool's output is checked here."""
+    for name, value in sample.metrics.items():
+        problem = value_problem(value)
+        if problem is not None:
+            return f"{name}: {problem}"
+    return None if sample.started is None else time_problem(sample.started)
+
+
 class _Same(Exception):
     """An input whose bytes the store holds already: its savepoint is rolled back."""
 
@@ -357,9 +367,13 @@ class _Reading:
 
     def sample(self, sample: Sample) -> None:
         self.read += 1
+        line = sample.line
+        problem = _numbers_problem(sample)
+        if problem is not None:
+            self.malformed.add(BadLine(line, problem))
+            return
         route = self.route(sample)
         refused = self.refused(sample, route.target)
-        line = sample.line
         if refused is not None:
             self.malformed.add(BadLine(line, refused))
             return

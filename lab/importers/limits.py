@@ -81,7 +81,7 @@ def value_problem(value: float) -> str | None:
         return None
     if value != value or value in (float("inf"), float("-inf")):
         return f"value {value} is not a finite number"
-    return f"value {value:.3g} is larger than ±{MAX_VALUE:.0e} (see lab import --help)"
+    return f"value {value!r} is larger than ±{MAX_VALUE:.0e} (see lab import --help)"
 
 
 def iteration_problem(number: int) -> str | None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from itertools import islice, repeat
@@ -23,7 +22,16 @@ from operator import itemgetter
 from typing import Any, cast
 
 from lab.core.errors import UsageError
-from lab.importers.limits import name_problem
+from lab.importers.limits import (
+    END_TIME,
+    FIRST_TIME,
+    MAX_ITERATION,
+    MAX_VALUE,
+    iteration_problem,
+    name_problem,
+    time_problem,
+    value_problem,
+)
 from lab.importers.records import (
     NO_DIRECTIONS,
     NO_UNITS,
@@ -81,20 +89,25 @@ def _sample(fields: Mapping[str, str | None], line: int) -> Sample:
         value = float(text)
     except ValueError:
         raise RowError(f"value {text!r} is not a number") from None
-    if not math.isfinite(value):
-        raise RowError(f"value {text!r} is not a finite number")
+    problem = value_problem(value)
+    if problem is not None:
+        raise RowError(problem)
     iteration = None
     if fields["iteration"] is not None:
         try:
             iteration = int(fields["iteration"])
         except ValueError:
             raise RowError(f"iteration {fields['iteration']!r} is not a whole number") from None
-        if iteration < 1:
-            raise RowError(f"iteration {iteration} is not positive (iterations count from 1)")
+        problem = iteration_problem(iteration)
+        if problem is not None:
+            raise RowError(problem)
     direction = fields["direction"]
     if direction is not None and direction not in ("lower", "higher"):
         raise RowError(f"direction {direction!r} is neither 'lower' nor 'higher'")
     stamp = fields["timestamp"] or fields["started"]
+    started = _timestamp(stamp) if stamp else None
+    if started is not None and (problem := time_problem(started)) is not None:
+        raise RowError(problem)
     unit = fields["unit"]
     return Sample(
         line,
@@ -105,7 +118,7 @@ def _sample(fields: Mapping[str, str | None], line: int) -> Sample:
         fields["host"],
         fields["study"],
         iteration,
-        _timestamp(stamp) if stamp else None,
+        started,
         {metric: unit} if unit else NO_UNITS,
         {metric: "lower" if direction == "lower" else "higher"} if direction else NO_DIRECTIONS,
     )
@@ -234,7 +247,11 @@ class _Columns:
             stamps = self.stamps(columns, count)
         except ValueError:
             return None  # an iteration left empty, or whatever _sample reads or refuses
-        if not all(map(isfinite, values)) or (numbers is not None and min(numbers) < 1):
+        if not (
+            all(map(isfinite, values)) and min(values) >= -MAX_VALUE and max(values) <= MAX_VALUE
+        ):
+            return None
+        if numbers is not None and not (min(numbers) >= 1 and max(numbers) <= MAX_ITERATION):
             return None
         iterations: Iterable[int | None] = repeat(None) if numbers is None else numbers
         if stamps is None:
@@ -279,7 +296,10 @@ class _Columns:
         texts = columns[at]
         if texts.count("") == count:
             return repeat(None)
-        return list(map(float, texts))  # ValueError for a blank among others: row by row
+        stamps = list(map(float, texts))  # ValueError for a blank among others: row by row
+        if all(map(isfinite, stamps)) and min(stamps) >= FIRST_TIME and max(stamps) < END_TIME:
+            return stamps
+        return None
 
 
 _UNSEEN = Context("", "", None, None, None, "", None, None)  # a context not looked at yet
@@ -402,7 +422,11 @@ def _row_by_row(reader: Any, lines: _Lines, end: int, layout: _Columns) -> Itera
                 except ValueError:
                     pass  # _sample says why, or reads what float and int do not
                 else:
-                    if isfinite(value) and (iteration is None or iteration > 0):
+                    if (
+                        -MAX_VALUE <= value <= MAX_VALUE  # False for NaN
+                        and (iteration is None or 0 < iteration <= MAX_ITERATION)
+                        and (started is None or FIRST_TIME <= started < END_TIME)
+                    ):
                         rows.append((line, context, value, iteration, started))
                         continue
         item = _csv_row(row, columns, blank, line)

@@ -220,3 +220,74 @@ def test_a_name_that_looks_like_markup_is_stored_as_it_is(tmp_path: Path, name: 
     assert done.returncode == 0, said(done)
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT variant FROM guest").fetchall() == [(name,)]
+
+
+# -- 5. numbers that would crash a later command --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("columns", "row", "why"),
+    [
+        ("value", "inf", "value inf is not a finite number"),
+        ("value", "nan", "value nan is not a finite number"),
+        ("value", "-1e308", "value -1e+308 is larger than ±1e+75"),
+        ("value", "1e76", "value 1e+76 is larger than ±1e+75"),
+        ("value,iteration", "1,9223372036854775808", "iteration '9223372036854775808' is"),
+        ("value,iteration", "1,9007199254740993", "iteration '9007199254740993' is past 2**53"),
+        ("value,timestamp", "1,1e20", "timestamp 1e+20 is not a time between the years 1970"),
+        ("value,timestamp", "1,inf", "timestamp inf is not a time between"),
+        ("value,timestamp", "1,nan", "timestamp nan is not a time between"),
+        ("value,timestamp", "1,-1", "timestamp -1 is not a time between"),
+        ("value,started", "1,1969-12-31T00:00:00Z", "timestamp -86400 is not a time between"),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("rows_before", [0, 2_500])  # read by the csv module, or in blocks
+def test_a_number_a_later_command_would_fail_on_is_refused(
+    tmp_path: Path, columns: str, row: str, why: str, rows_before: int
+) -> None:
+    path, db = tmp_path / "r.csv", tmp_path / "lab.db"
+    with path.open("w") as f:
+        f.write(f"variant,workload,metric,{columns}\n")
+        for i in range(rows_before):  # good rows
+            second = "" if columns == "value" else f",{i + 1}" if "iter" in columns else ",1.7e9"
+            f.write(f"thp,w,t_s,1{second}\n")
+        f.write(f"thp,w,t_s,{row}\n")
+    done = lab("import", str(path), "--db", str(db))
+    assert done.returncode == 2, said(done)
+    assert f"{path}:{rows_before + 2}: {why}" in said(done)
+    assert not db.exists() or values(db) == []
+
+
+def test_a_jsonl_value_past_the_bound_is_refused(tmp_path: Path) -> None:
+    path, db = tmp_path / "r.jsonl", tmp_path / "lab.db"
+    row = '{"variant": "thp", "workload": "w", "metric": "t_s", "value": %s}\n'
+    path.write_text(row % "1" + row % "1e300")
+    done = lab("import", str(path), "--db", str(db))
+    assert done.returncode == 2 and f"{path}:2: value 1e+300 is larger than" in said(done)
+
+
+def test_a_raw_start_time_past_year_9999_is_refused(tmp_path: Path) -> None:
+    capture = (ROOT / "tests/fixtures/import/iperf3-3.12-client-J-guest-tcg.json").read_text()
+    path, db = tmp_path / "run.json", tmp_path / "lab.db"
+    path.write_text(capture.replace('"timesecs":\t1795343891', '"timesecs":\t1e20'))
+    assert path.read_text() != capture
+    done = lab("import", str(path), "--variant", "thp", "--db", str(db))
+    assert done.returncode == 2 and f"{path}:1: timestamp 1e+20 is not a time" in said(done)
+
+
+def test_values_at_the_bound_are_compared_and_reported(tmp_path: Path) -> None:
+    """The bound is what lab compare and lab report compute with: values of ±1e75 (the
+    Welch-Satterthwaite degrees of freedom take their fourth power) stay finite."""
+    path, db = tmp_path / "r.csv", tmp_path / "lab.db"
+    with path.open("w") as f:
+        f.write("variant,workload,metric,value,direction\n")
+        for i in range(200):
+            f.write(f"thp,w,t_s,{(1 - i % 7 / 10) * 1e75!r},lower\n")
+            f.write(f"shp1g,w,t_s,{-(1 - i % 5 / 10) * 1e75!r},lower\n")
+    assert lab("import", str(path), "--db", str(db)).returncode == 0
+    compared = lab("compare", "--detail", "--db", str(db))
+    assert compared.returncode == 0 and b"Warning" not in compared.stderr, said(compared)
+    reported = lab("report", "--db", str(db), "--out", str(tmp_path / "report"))
+    assert reported.returncode == 0, said(reported)
+    runs = lab("runs", "--db", str(db))
+    assert runs.returncode == 0, said(runs)

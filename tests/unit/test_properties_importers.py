@@ -27,6 +27,7 @@ from lab.importers.appended import (
     read_time,
 )
 from lab.importers.ingest import ImportOptions, detect_format, plan, samples
+from lab.importers.limits import MAX_VALUE
 from lab.importers.malformed import Malformed
 from lab.importers.records import Parsed, collect
 from lab.importers.tabular import read_csv, read_jsonl
@@ -146,10 +147,13 @@ def test_detect_format_is_a_format_or_a_usage_error(text: str) -> None:
         assert "--format" in str(err)
 
 
+BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"  # refused in names (limits)
 NAME = st.text(
-    alphabet=st.characters(blacklist_categories=["Cs", "Cc", "Z"]), min_size=1, max_size=8
+    alphabet=st.characters(blacklist_categories=["Cs", "Cc", "Z"], blacklist_characters=BIDI),
+    min_size=1,
+    max_size=8,
 )
-FINITE = st.floats(allow_nan=False, allow_infinity=False, width=64)
+FINITE = st.floats(min_value=-MAX_VALUE, max_value=MAX_VALUE, width=64)  # what import stores
 ROWS = st.lists(
     st.fixed_dictionaries(
         {"variant": NAME, "workload": NAME, "metric": NAME, "value": FINITE},
