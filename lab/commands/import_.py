@@ -71,7 +71,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         raise UsageError("standard input (-) is named twice", hint="Name it once")
     # Every input is opened and its format told before the store is opened: a missing file,
     # a folder or a binary file changes nothing. The samples are read as they are stored.
-    planned = plan(args.files, options, sys.stdin.buffer)
+    stdin = sys.stdin.buffer if sys.stdin is not None else None  # None: closed (`<&-`)
+    planned = plan(args.files, options, stdin)
     with open_store_all_or_nothing(args, ctx) as store:
         summaries = import_inputs(store, planned, options)
     for name, summary in zip(args.files, summaries, strict=True):

@@ -56,6 +56,7 @@ class Input:
         self._read = getattr(stream, "read1", stream.read)  # a pipe: what is there, not CHUNK
         self._start = b""  # bytes read for the head, not yet given out as lines
         self._head: str | None = None
+        self._bom = 0  # bytes of a UTF-8 byte order mark at the start, skipped
         # What the input is: its bytes' SHA-256, made as they are read (lab.importers.identity)
         self._hash = hashlib.sha256()
         self.size = 0  # bytes read so far
@@ -135,11 +136,14 @@ class Input:
                     break
                 start += chunk
             self._check_bytes(start, 0)
+            if start.startswith(codecs.BOM_UTF8):  # what some editors write first: not text
+                self._bom = len(codecs.BOM_UTF8)
             self._start = start
             try:  # a character cut at the end of what was read is not an error (yet)
-                self._head = codecs.getincrementaldecoder("utf-8")().decode(start, final=ended)
+                text = start[self._bom :]
+                self._head = codecs.getincrementaldecoder("utf-8")().decode(text, final=ended)
             except UnicodeDecodeError as err:
-                raise self._not_utf8(start, 0, err) from None
+                raise self._not_utf8(text, self._bom, err) from None
         return self._head
 
     def lines(self, too_long: Callable[[int], None]) -> Iterator[str]:
@@ -155,10 +159,10 @@ class Input:
         whole before the next one reports malformed lines in the order of the lines."""
         self.head()
         carry = b""  # the start of a line whose end has not been read yet
-        offset = 0  # of carry's first byte in the input
+        offset = self._bom  # of carry's first byte in the input
         number = 0  # lines given out so far
         skipping = False  # inside a line too long: drop bytes up to its end
-        chunk = self._start
+        chunk = self._start[self._bom :]
         self._start = b""
         while True:
             if not chunk:
@@ -229,7 +233,10 @@ def open_input(name: str, stdin: BinaryIO | None = None) -> Input:
     missing or unreadable file is refused by name, without waiting for it."""
     if name == STDIN:
         if stdin is None:
-            raise UsageError("standard input (-) cannot be read here", hint="Name a file")
+            raise UsageError(
+                "standard input (-) is closed, so there is nothing to read",
+                hint="Pipe the results in (`... | lab import -`), or name a file",
+            )
         return Input(STDIN, "stdin", stdin)
     path = Path(name)
     try:

@@ -29,6 +29,7 @@ from lab.importers.limits import (
     MAX_VALUE,
     iteration_problem,
     name_problem,
+    shown,
     time_problem,
     value_problem,
 )
@@ -147,6 +148,13 @@ def _row_sample(row: Mapping[str, Any], line: int, blank: Mapping[str, str | Non
 
 
 def _check_columns(columns: list[str], where: str) -> None:
+    seen: set[str] = set()
+    for column in columns:
+        if column in seen:  # which one counts? refused rather than guessed
+            raise UsageError(
+                f"{where}: the column {shown(column)} is named twice", hint="Name each column once"
+            )
+        seen.add(column)
     unknown = [c for c in columns if c not in KNOWN]
     if unknown:
         raise UsageError(
@@ -476,6 +484,27 @@ def read_csv(text: str, name: str, defaults: Defaults) -> Parsed:
 ENVIRONMENT = "environment"  # the "record" of lab export's environment lines
 
 
+class _TwiceError(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each given once (else which one counts? refused)."""
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _TwiceError(key)
+            seen.add(key)
+    return found
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_once)
+
+
 def jsonl_samples(lines: Iterable[str], defaults: Defaults) -> Iterator[Item]:
     """Each non-blank line of a JSON-lines text as a Sample or a BadLine."""
     blank = _fields(defaults)
@@ -483,7 +512,10 @@ def jsonl_samples(lines: Iterable[str], defaults: Defaults) -> Iterator[Item]:
         if not raw.strip():
             continue
         try:
-            row = json.loads(raw)
+            row = _DECODER.decode(raw)
+        except _TwiceError as err:
+            yield BadLine(line, f"the key {shown(err.key)} is given twice")
+            continue
         except ValueError as err:
             yield BadLine(line, f"not JSON ({err.args[0] if err.args else err})")
             continue

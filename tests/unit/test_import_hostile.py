@@ -291,3 +291,55 @@ def test_values_at_the_bound_are_compared_and_reported(tmp_path: Path) -> None:
     assert reported.returncode == 0, said(reported)
     runs = lab("runs", "--db", str(db))
     assert runs.returncode == 0, said(runs)
+
+
+# -- 6. encodings, duplicates, standard input closed ---------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_a_byte_order_mark_is_skipped(tmp_path: Path, fmt: str) -> None:
+    text = HEADER + "thp,w,t_s,1\n"
+    if fmt == "jsonl":
+        text = '{"variant": "thp", "workload": "w", "metric": "t_s", "value": 1}\n'
+    data, db = b"\xef\xbb\xbf" + text.encode(), tmp_path / "lab.db"
+    (tmp_path / f"r.{fmt}").write_bytes(data)
+    from_file = lab("import", str(tmp_path / f"r.{fmt}"), "--db", str(db))
+    assert from_file.returncode == 0, said(from_file)
+    from_stdin = lab("import", "-", "--format", fmt, "--study", "s", "--db", str(db), stdin=data)
+    assert from_stdin.returncode == 0, said(from_stdin)
+    assert values(db) == [1.0, 1.0]
+
+
+def test_bytes_that_are_not_utf8_after_a_bom_are_named_by_offset(tmp_path: Path) -> None:
+    path = tmp_path / "r.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + HEADER.encode() + b"caf\xe9,w,t_s,1\n")
+    done = lab("import", str(path), "--db", str(tmp_path / "lab.db"))
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
+    assert f"{path} is not a text results file (byte 0xe9 at offset 36 is not UTF-8)" in said(done)
+
+
+def test_a_column_named_twice_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "r.csv"
+    path.write_text("variant,workload,metric,value, value\nthp,w,t_s,1,2\n")
+    done = lab("import", str(path), "--db", str(tmp_path / "lab.db"))
+    assert done.returncode == 2 and f"{path}:1: the column 'value' is named twice" in said(done)
+
+
+def test_a_json_key_given_twice_is_refused_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    row = '{"variant": "thp", "workload": "w", "metric": "t_s", "value": 1'
+    path.write_text(row + "}\n" + row + ', "value": 2}\n')
+    done = lab("import", str(path), "--db", str(tmp_path / "lab.db"))
+    assert done.returncode == 2 and f"{path}:2: the key 'value' is given twice" in said(done)
+
+
+def test_standard_input_closed_is_one_line(tmp_path: Path) -> None:
+    db = tmp_path / "lab.db"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LAB_CONFIG": os.devnull}
+    done = subprocess.run(
+        ["bash", "-c", f'exec "{sys.executable}" -m lab import - --db "{db}" <&-'],
+        capture_output=True, env=env, cwd=ROOT, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2, said(done)
+    assert done.stderr.decode().startswith("lab: error: standard input (-) is closed")
+    assert len(done.stderr.splitlines()) == 1 and not db.exists()
