@@ -9,6 +9,8 @@ from lab.core.context import Context
 from lab.core.errors import UsageError
 from lab.store.cli import add_db_argument
 
+SHOWN = 10  # malformed lines skipped (--skip-bad) that are named, each on its line
+
 
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
@@ -76,14 +78,12 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     with open_store_all_or_nothing(args, ctx) as store:
         summaries = import_inputs(store, planned, options)
     for name, summary in zip(args.files, summaries, strict=True):
-        for bad in summary.bad:
+        shown = summary.bad[:SHOWN]  # the first ones, each one bounded line; then a count
+        for bad in shown:
             ctx.warn(escape(f"{name}:{bad.line}: {bad.message} (skipped)"))
-        if summary.bad_count > len(summary.bad):
-            ctx.warn(
-                escape(
-                    f"{name}: {summary.bad_count - len(summary.bad)} more malformed line(s) skipped"
-                )
-            )
+        if summary.bad_count > len(shown):
+            more = summary.bad_count - len(shown)
+            ctx.warn(escape(f"{name}: {more:,} more malformed line(s) skipped"))
         parts = [f"read {summary.read} sample(s) as {summary.format}"]
         if summary.same is not None:
             parts.append(

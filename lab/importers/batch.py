@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from lab.importers.limits import shown
 from lab.importers.malformed import Malformed
 from lab.importers.records import BadLine
 from lab.store import MetricInfo, Store
@@ -142,7 +143,7 @@ class Batch:
             row, before = entry
             clash = [m for m in metrics if m in before]
             if clash:
-                message = f"a second {clash[0]!r} value for iteration {number}"
+                message = f"a second {shown(clash[0])} value for iteration {number}"
                 malformed.add(BadLine(line, message))
                 return
             new.also(row, line)

@@ -35,7 +35,13 @@ from lab.importers.appended import (
 from lab.importers.batch import Batch, Group, Route, Target
 from lab.importers.identity import Identities, Seen, fingerprint
 from lab.importers.inputs import Input, open_input
-from lab.importers.limits import MAX_NAME, name_problem, time_problem, value_problem
+from lab.importers.limits import (
+    MAX_NAME,
+    name_problem,
+    shown,
+    time_problem,
+    value_problem,
+)
 from lab.importers.malformed import Malformed, MalformedInputError
 from lab.importers.records import (
     BadLine,
@@ -109,7 +115,7 @@ def detect_format(path: Path, text: str) -> str:
     if "," in first and "value" in first.split(","):
         return "csv"
     raise UsageError(
-        f"cannot tell the format of {path} from its name or its first line {first[:40]!r}",
+        f"cannot tell the format of {path} from its name or its first line {shown(first, 40)}",
         hint=f"Pass --format (one of {', '.join(FORMATS[1:])})",
     )
 
@@ -151,7 +157,9 @@ def _format(source: Input, options: ImportOptions) -> str:
     if fmt == "auto":
         fmt = detect_format(source.path, source.head())
     if fmt not in FORMATS[1:]:
-        raise UsageError(f"unknown format {fmt!r}", hint=f"Known formats: {', '.join(FORMATS)}")
+        raise UsageError(
+            f"unknown format {shown(fmt)}", hint=f"Known formats: {', '.join(FORMATS)}"
+        )
     if fmt in RAW_WORKLOAD and not options.variant:
         raise UsageError(
             f"{source.name} holds raw {fmt} output, which does not say which variant made it",
@@ -290,7 +298,8 @@ class _Import:
             direction = given_direction or options.direction or infer_direction(name, unit)
         if direction is None and not is_evidence(name):
             raise UsageError(
-                f"{source.name}:{line}: cannot tell whether a lower or a higher {name!r} is better",
+                f"{source.name}:{line}: cannot tell whether a lower or a higher"
+                f" {shown(name)} is better",
                 hint="Pass --direction lower (times) or --direction higher (throughput),"
                 " or add a direction column",
             )
@@ -298,8 +307,8 @@ class _Import:
         earlier = infos.setdefault(name, info)
         if earlier != info:
             return (
-                f"metric {name!r} has unit {unit!r} ({direction}), earlier"
-                f" {earlier.unit!r} ({earlier.direction})"
+                f"metric {shown(name)} has unit {shown(unit)} ({direction}), earlier"
+                f" {shown(earlier.unit)} ({earlier.direction})"
             )
         return info
 

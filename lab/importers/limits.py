@@ -50,6 +50,16 @@ def shown(text: str, limit: int = QUOTED) -> str:
     return quoted
 
 
+def one_line(message: str, limit: int = 4 * QUOTED) -> str:
+    """A message made one line of at most about ``limit`` characters, whatever it quotes:
+    control characters escaped, the rest cut with "…"."""
+    if len(message) > limit:
+        message = message[:limit] + "…"
+    if CONTROL.search(message) is None:
+        return message
+    return CONTROL.sub(lambda m: _ESCAPES.get(m.group(), f"\\u{ord(m.group()):04x}"), message)
+
+
 def listed(items: Sequence[str], limit: int = LISTED) -> str:
     """The first ``limit`` of ``items``, each :func:`shown`, and how many more."""
     named = ", ".join(shown(item, QUOTED // 2) for item in items[:limit])

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from lab.core.errors import UsageError
 from lab.importers.inputs import MAX_LINE
+from lab.importers.limits import one_line
 from lab.importers.records import BadLine
 
 LISTED = 100  # malformed lines kept to be named; the rest are counted
@@ -59,6 +60,9 @@ class Malformed:
 
     def add(self, bad: BadLine) -> None:
         self.count += 1
+        if len(self.listed) < LISTED:  # whatever made it, its message is one bounded line
+            message = one_line(bad.message)
+            bad = bad if message == bad.message else BadLine(bad.line, message)
         if len(self.listed) < LISTED:
             self.listed.append(bad)
         elif not self.skip:

@@ -28,7 +28,9 @@ from lab.importers.limits import (
     MAX_ITERATION,
     MAX_VALUE,
     iteration_problem,
+    listed,
     name_problem,
+    one_line,
     shown,
     time_problem,
     value_problem,
@@ -67,7 +69,7 @@ def _timestamp(text: str) -> float:
     try:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
     except ValueError:
-        raise RowError(f"timestamp {text!r} is neither epoch seconds nor ISO 8601") from None
+        raise RowError(f"timestamp {shown(text)} is neither epoch seconds nor ISO 8601") from None
 
 
 def _fields(defaults: Defaults) -> dict[str, str | None]:
@@ -89,7 +91,7 @@ def _sample(fields: Mapping[str, str | None], line: int) -> Sample:
     try:
         value = float(text)
     except ValueError:
-        raise RowError(f"value {text!r} is not a number") from None
+        raise RowError(f"value {shown(text)} is not a number") from None
     problem = value_problem(value)
     if problem is not None:
         raise RowError(problem)
@@ -98,13 +100,15 @@ def _sample(fields: Mapping[str, str | None], line: int) -> Sample:
         try:
             iteration = int(fields["iteration"])
         except ValueError:
-            raise RowError(f"iteration {fields['iteration']!r} is not a whole number") from None
+            raise RowError(
+                f"iteration {shown(fields['iteration'])} is not a whole number"
+            ) from None
         problem = iteration_problem(iteration)
         if problem is not None:
             raise RowError(problem)
     direction = fields["direction"]
     if direction is not None and direction not in ("lower", "higher"):
-        raise RowError(f"direction {direction!r} is neither 'lower' nor 'higher'")
+        raise RowError(f"direction {shown(direction)} is neither 'lower' nor 'higher'")
     stamp = fields["timestamp"] or fields["started"]
     started = _timestamp(stamp) if stamp else None
     if started is not None and (problem := time_problem(started)) is not None:
@@ -158,7 +162,7 @@ def _check_columns(columns: list[str], where: str) -> None:
     unknown = [c for c in columns if c not in KNOWN]
     if unknown:
         raise UsageError(
-            f"{where}: unknown column(s) {', '.join(unknown)}",
+            f"{where}: unknown column(s) {listed(unknown)}",
             hint=f"Known columns: {', '.join(KNOWN)}",
         )
 
@@ -367,7 +371,7 @@ def csv_samples(blocks: Iterable[list[str]], name: str, defaults: Defaults) -> I
         header = next(reader, [])
     except csv.Error as err:
         raise UsageError(
-            f"{name}:1: the header is not readable as CSV ({err})",
+            f"{name}:1: the header is not readable as CSV ({one_line(str(err))})",
             hint="The first line must name the columns, e.g. variant,workload,metric,value",
         ) from None
     columns = [c.strip() for c in header]
@@ -529,7 +533,7 @@ def jsonl_samples(lines: Iterable[str], defaults: Defaults) -> Iterator[Item]:
             continue
         unknown = [k for k in row if k not in KNOWN]
         if unknown:
-            yield BadLine(line, f"unknown key(s) {', '.join(unknown)}")
+            yield BadLine(line, f"unknown key(s) {listed(unknown)}")
             continue
         try:
             yield _row_sample(row, line, blank)

@@ -182,7 +182,7 @@ def test_jsonl_guests_and_malformed(store: Store) -> None:
     with pytest.raises(MalformedInputError) as caught:
         import_file(store, FIX / "results-malformed.jsonl", ImportOptions(study="other"))
     assert [b.line for b in caught.value.bad] == [3, 4, 5]
-    assert "unknown key(s) colour" in caught.value.bad[2].message
+    assert "unknown key(s) 'colour'" in caught.value.bad[2].message
 
 
 def test_export_csv_imports_back(store: Store, tmp_path: Path) -> None:

@@ -343,3 +343,66 @@ def test_standard_input_closed_is_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2, said(done)
     assert done.stderr.decode().startswith("lab: error: standard input (-) is closed")
     assert len(done.stderr.splitlines()) == 1 and not db.exists()
+
+
+# -- 4. bounded messages --------------------------------------------------------------------
+
+
+def test_a_hundred_thousand_unknown_columns_make_one_short_line(tmp_path: Path) -> None:
+    path = tmp_path / "r.csv"
+    path.write_text("variant,workload,metric,value," + ",".join(f"c{i}" for i in range(100_000)))
+    done = lab("import", str(path), "--db", str(tmp_path / "lab.db"))
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
+    assert len(done.stderr) < 500, len(done.stderr)  # it was 789 KB
+    assert "unknown column(s) 'c0', 'c1', 'c2' and 99,997 more" in said(done)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_a_long_value_is_quoted_cut(tmp_path: Path, fmt: str) -> None:
+    # CSV fields end at the csv module's 128 KiB; a JSON line goes on to 1 MiB
+    size = 100_000 if fmt == "csv" else 400_000  # 900 KB as JSON
+    value = "9" * (size // 2) + "x\x1b" * (size // 4)
+    path = tmp_path / f"r.{fmt}"
+    if fmt == "csv":
+        path.write_text(HEADER + f"thp,w,t_s,{value}\n")
+    else:
+        import json
+
+        row = {"variant": "thp", "workload": "w", "metric": "t_s", "value": value}
+        path.write_text(json.dumps(row) + "\n")
+    done = lab("import", str(path), "--db", str(tmp_path / "lab.db"))
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
+    assert len(done.stderr) < 600, len(done.stderr)
+    line = 2 if fmt == "csv" else 1
+    expect = f"{path}:{line}: value '{'9' * 80}'… ({size:,} characters) is not a number"
+    assert expect in said(done)
+
+
+def test_a_jsonl_line_of_unknown_keys_and_escapes_is_one_short_line(tmp_path: Path) -> None:
+    import json
+
+    path = tmp_path / "r.jsonl"
+    row = {"variant": "thp", "workload": "w", "metric": "t_s", "value": 1}
+    row |= {f"\x1b[2J{i}\n": i for i in range(30_000)}  # 600 KB: a line under 1 MiB
+    path.write_text(json.dumps(row) + "\n")
+    done = lab("import", str(path), "--db", str(tmp_path / "lab.db"))
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
+    assert len(done.stderr) < 600 and b"\x1b" not in done.stderr, said(done)
+    assert "unknown key(s) '\\u001b[2J0\\n', '\\u001b[2J1\\n', '\\u001b[2J2\\n' and 29,997" in said(
+        done
+    )
+
+
+def test_skip_bad_names_ten_lines_then_counts(tmp_path: Path) -> None:
+    path, db = tmp_path / "r.csv", tmp_path / "lab.db"
+    with path.open("w") as f:
+        f.write(HEADER + "thp,w,t_s,1\n")
+        for _ in range(20_000):  # each a 5 KB value: 100 MB of stderr if each were echoed whole
+            f.write("thp,w,t_s," + "y" * 5_000 + "\n")
+    done = lab("import", str(path), "--skip-bad", "--db", str(db))
+    assert done.returncode == 0, said(done)[-500:]
+    lines = done.stderr.decode().splitlines()
+    assert len(done.stderr) < 3_000, len(done.stderr)
+    assert [line.split(": ")[2] for line in lines[:10]] == [f"{path}:{n}" for n in range(3, 13)]
+    assert f"{path}: 19,990 more malformed line(s) skipped" in lines[10]
+    assert "skipped 20000 malformed line(s)" in said(done) and values(db) == [1.0]
