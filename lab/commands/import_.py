@@ -59,8 +59,6 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     import sys
 
-    from rich.markup import escape
-
     from lab.importers.ingest import ImportOptions, import_inputs, plan
     from lab.store.cli import open_store_all_or_nothing
 
@@ -80,18 +78,16 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     for name, summary in zip(args.files, summaries, strict=True):
         shown = summary.bad[:SHOWN]  # the first ones, each one bounded line; then a count
         for bad in shown:
-            ctx.warn(escape(f"{name}:{bad.line}: {bad.message} (skipped)"))
+            _say(ctx, f"{name}:{bad.line}: {bad.message} (skipped)", warning=True)
         if summary.bad_count > len(shown):
             more = summary.bad_count - len(shown)
-            ctx.warn(escape(f"{name}: {more:,} more malformed line(s) skipped"))
+            _say(ctx, f"{name}: {more:,} more malformed line(s) skipped", warning=True)
         parts = [f"read {summary.read} sample(s) as {summary.format}"]
         if summary.same is not None:
             parts.append(
                 f"the same bytes were imported before ({summary.same.describe()}): nothing stored"
             )
-            ctx.out.print(
-                f"{name}: " + "; ".join(parts), markup=False, highlight=False, soft_wrap=True
-            )
+            _say(ctx, f"{name}: " + "; ".join(parts))
             continue
         parts.append(f"stored {summary.stored} new iteration(s)")
         parts.extend(
@@ -105,5 +101,17 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             parts.append(f"{summary.duplicates} iteration number(s) already stored, kept")
         if summary.bad_count:
             parts.append(f"skipped {summary.bad_count} malformed line(s)")
-        ctx.out.print(f"{name}: " + "; ".join(parts), markup=False, highlight=False, soft_wrap=True)
+        _say(ctx, f"{name}: " + "; ".join(parts))
     return 0
+
+
+def _say(ctx: Context, message: str, warning: bool = False) -> None:
+    """A line on stderr, its text as it is (names from files are data, not markup).
+
+    The summary goes to stderr too: once the transaction is committed nothing is written
+    that could fail (`lab import >/dev/full` used to store the samples, then exit 1), and
+    stdout stays empty for whatever reads it."""
+    from rich.text import Text
+
+    prefix = ("lab: warning:", "bold yellow") if warning else ("lab:", "dim")
+    ctx.err.print(Text.assemble(prefix, " ", message), highlight=False, soft_wrap=True)

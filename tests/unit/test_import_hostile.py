@@ -406,3 +406,34 @@ def test_skip_bad_names_ten_lines_then_counts(tmp_path: Path) -> None:
     assert [line.split(": ")[2] for line in lines[:10]] == [f"{path}:{n}" for n in range(3, 13)]
     assert f"{path}: 19,990 more malformed line(s) skipped" in lines[10]
     assert "skipped 20000 malformed line(s)" in said(done) and values(db) == [1.0]
+
+
+# -- 7. nothing that can fail after the commit ------------------------------------------------
+
+
+def test_an_import_into_a_full_stdout_stores_and_succeeds(tmp_path: Path) -> None:
+    """stdout on a full device: the import writes nothing there, so the samples it committed
+    are stored and it exits 0; what it did is said on stderr."""
+    path, db = tmp_path / "r.csv", tmp_path / "lab.db"
+    path.write_text(HEADER + "thp,w,t_s,1\nthp,w,t_s,2\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LAB_CONFIG": os.devnull}
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "lab", "import", str(path), "--db", str(db)],
+            stdout=full, stderr=subprocess.PIPE, env=env, cwd=ROOT, timeout=60,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    assert f"lab: {path}: read 2 sample(s) as csv; stored 2 new iteration(s)" in (
+        done.stderr.decode()
+    )
+    assert values(db) == [1.0, 2.0]
+
+
+def test_the_summary_prints_markup_like_names_as_they_are(tmp_path: Path) -> None:
+    path, db = tmp_path / "r.csv", tmp_path / "lab.db"
+    path.write_text(HEADER + "[bold red]X[/bold red],w,t_s,1\n[/x],w,t_s,2\n")
+    done = lab("import", str(path), "--db", str(db))
+    assert done.returncode == 0 and done.stdout == b"", said(done)
+    assert "imported/w [/x]: 1" in said(done) and "imported/w [bold red]X[/bold red]: 1" in said(
+        done
+    )

@@ -129,7 +129,7 @@ def test_standard_input(tmp_path: Path) -> None:
     text = "\n".join(["real\t0m1.500s", "user\t0m1.000s", "sys\t0m0.200s", ""] * 3)
     done = lab("import", "-", "--variant", "thp", "--db", str(db), stdin=text.encode())
     assert done.returncode == 0, done.stderr
-    assert "-: read 3 sample(s) as time; stored 3 new iteration(s)" in done.stdout
+    assert "-: read 3 sample(s) as time; stored 3 new iteration(s)" in done.stderr
     with Store.open(db) as store:
         assert [r.source for r in store.export_rows() if r.metric == "real_s"] == [
             "stdin:1", "stdin:5", "stdin:9",
