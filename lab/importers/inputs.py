@@ -94,8 +94,9 @@ class Input:
         (which stays where it is); None for standard input, or a file that is shorter."""
         if self.name == STDIN:
             return None
-        digest, fd, at = hashlib.sha256(), self._stream.fileno(), 0
+        digest, at = hashlib.sha256(), 0
         try:
+            fd = self._stream.fileno()
             while at < size:
                 data = os.pread(fd, min(CHUNK, size - at), at)
                 if not data:

@@ -437,3 +437,40 @@ def test_the_summary_prints_markup_like_names_as_they_are(tmp_path: Path) -> Non
     assert "imported/w [/x]: 1" in said(done) and "imported/w [bold red]X[/bold red]: 1" in said(
         done
     )
+
+
+def test_a_file_whose_start_changes_while_it_is_read_is_refused(tmp_path: Path) -> None:
+    """The start of a file imported before is hashed when the import begins (so its lines
+    are skipped) and again as it is read: a rewrite in between stores nothing."""
+    from lab.core.errors import UsageError
+    from lab.importers.identity import Identities
+    from lab.importers.ingest import ImportOptions, import_file, import_inputs, plan
+    from lab.importers.inputs import Input
+    from lab.store import Store
+
+    path = tmp_path / "r.csv"
+    rows = "".join(f"thp,w,t_s,{i}\n" for i in range(1, 40_001))  # past the head's 256 KiB
+    path.write_text(HEADER + rows)
+    options = ImportOptions()
+    with Store.open(tmp_path / "lab.db") as store:
+        assert import_file(store, path, options).stored == 40_000
+        with path.open("a") as f:
+            f.write("thp,w,t_s,0.5\n")  # appended: only this line is new
+        assert import_file(store, path, options).stored == 1  # its start checked as it is read
+        with path.open("a") as f:
+            f.write("thp,w,t_s,0.25\n")
+        hashed = Identities.appended
+
+        def then_rewritten(self: Identities, source: Input) -> int | None:
+            lines = hashed(self, source)
+            with path.open("r+b") as f:  # right after its start was hashed: a line changes
+                f.seek(len(HEADER) + len(rows) - 2)  # 40000 becomes 40007
+                f.write(b"7")
+            return lines
+
+        planned = plan([str(path)], options)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(Identities, "appended", then_rewritten)
+            with pytest.raises(UsageError, match="changed while it was read"):
+                import_inputs(store, planned, options)
+        assert len(store.values(metric="t_s")[0].values) == 40_001
