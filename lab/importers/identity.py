@@ -8,10 +8,13 @@ Such a record counts only while the runs it stored into are the ones it stored i
 same creation time): after ``lab runs delete`` the same bytes are stored again.
 
 A file is also remembered by its path (``import-path:<path>``: its size, line count and
-SHA-256 when it was imported last), for the files that hand-run loops append to: when the file
-starts with those same bytes, its lines up to that count that the store holds are skipped and
-only what was appended since is stored. A file rewritten in place does not start with them:
-all of its lines are read as new. Standard input has no such past: only its bytes count.
+SHA-256 when it was imported last, and the runs of those bytes), for the files that hand-run
+loops append to: when the file starts with those same bytes, its lines up to that count are
+skipped (while those runs are all there; else those of them that the store holds) and only
+what was appended since is stored, also after the same bytes were a no-op under that name. A
+file rewritten in place does not start with them: all of its lines are read as new. A file no
+import of which was recorded (by a lab before these records) has the lines skipped that the
+store holds, as then. Standard input has no such past: only its bytes count.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import sqlite3
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from lab.importers.inputs import Input
 
@@ -35,10 +39,18 @@ class Seen:
 
     source: str  # the absolute path it was read from, or "stdin"
     at: float = field(repr=False, compare=False)  # when (epoch seconds): said, not compared
+    runs: list[list[object]] = field(default_factory=list, repr=False, compare=False)
 
     def describe(self) -> str:
         when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.at))
         return f"from {self.source} at {when}"
+
+
+class Past(NamedTuple):
+    """What a file's last import read of it, when the file still starts with those bytes."""
+
+    lines: int  # its first lines, read before (0: none)
+    held: bool  # the runs they went to are all there: every one of these lines is skipped
 
 
 def fingerprint(fields: Mapping[str, object]) -> str:
@@ -80,15 +92,22 @@ class Identities:
         if record is None:
             return None
         runs = record.get("runs")
-        if not isinstance(runs, list) or not runs:
+        if not self._held(runs):
             return None
+        at = record.get("at")
+        when = float(at) if isinstance(at, int | float) else 0.0
+        return Seen(str(record.get("source")), when, runs)  # type: ignore[arg-type]
+
+    def _held(self, runs: object) -> bool:
+        """Whether each run of ``runs`` ([id, created] each) is still there."""
+        if not isinstance(runs, list) or not runs:
+            return False
         for entry in runs:
             if not (isinstance(entry, list) and len(entry) == 2):
-                return None
+                return False
             if self._created(entry[0]) != entry[1:]:
-                return None  # deleted (and maybe made again since): its samples are gone
-        at = record.get("at")
-        return Seen(str(record.get("source")), float(at) if isinstance(at, int | float) else 0.0)
+                return False  # deleted (and maybe made again since): its samples are gone
+        return True
 
     def record(self, source: Input, options: str, run_ids: Iterable[int]) -> None:
         """Remember an input read to its end whose samples went into runs ``run_ids``."""
@@ -98,28 +117,35 @@ class Identities:
             f"{RECORD}{digest}:{options}",
             {"source": source.source, "at": time.time(), "runs": runs},
         )
+        self.remember_path(source, runs)
+
+    def remember_path(self, source: Input, runs: list[list[object]]) -> None:
+        """Remember what a file read to its end was, and where its bytes' samples are."""
         if source.source != "stdin":
             self._put(
                 f"{PATH}{source.source}",
-                {"bytes": source.size, "lines": source.line_count, "sha256": digest},
-            )
+                {
+                    "bytes": source.size, "lines": source.line_count,
+                    "sha256": source.digest(), "runs": runs,
+                },
+            )  # fmt: skip
 
-    def appended(self, source: Input) -> int | None:
-        """How many of the file's first lines were read before: those of its last import,
-        when it still starts with the same bytes (else 0, and for standard input); None for
-        a file no import of which was recorded (by a lab before these records: any of its
-        lines the store holds were read before). The stream is told to check, as it reads,
-        that these bytes do not change meanwhile."""
+    def appended(self, source: Input) -> Past | None:
+        """What of the file was read before: the lines of its last import, when it still
+        starts with the same bytes (else none, and for standard input); None for a file no
+        import of which was recorded (by a lab before these records: any of its lines the
+        store holds were read before). The stream is told to check, as it reads, that these
+        bytes do not change meanwhile."""
         if source.source == "stdin":
-            return 0
+            return Past(0, False)
         record = self._get(f"{PATH}{source.source}")
         if record is None:
             return None
         size, lines, digest = record.get("bytes"), record.get("lines"), record.get("sha256")
         if not (isinstance(size, int) and isinstance(lines, int) and size > 0 and lines > 0):
-            return 0
+            return Past(0, False)
         if source.prefix_digest(size) != digest:
-            return 0  # rewritten in place (or cut shorter): its lines are new
+            return Past(0, False)  # rewritten in place (or cut shorter): its lines are new
         source.watch(size)
         source.expected = digest
-        return lines
+        return Past(lines, self._held(record.get("runs")))

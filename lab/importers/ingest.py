@@ -33,7 +33,7 @@ from lab.importers.appended import (
     time_samples,
 )
 from lab.importers.batch import Batch, Group, Route, Target
-from lab.importers.identity import Identities, Seen, fingerprint
+from lab.importers.identity import Identities, Past, Seen, fingerprint
 from lab.importers.inputs import Input, open_input
 from lab.importers.limits import (
     MAX_NAME,
@@ -65,6 +65,7 @@ RAW_WORKLOAD = {
     "time": "time", "sysbench": "sysbench-memory", "iperf3": "iperf3", "iperf3-json": "iperf3",
 }  # fmt: skip
 DEFAULT_STUDY = "imported"
+NO_PAST = Past(0, False)  # an input of which nothing was read before
 BATCH = 20_000  # samples stored at a time: a few MiB of memory, few enough round trips
 
 
@@ -258,16 +259,17 @@ class _Import:
             self.targets.clear()
             self.by_ids.clear()
             self.bulk._kept_table = kept_table
+            with self.store.transaction() as conn:  # what is appended to it later is new
+                Identities(conn).remember_path(planned.input, same.seen.runs)
             summary = same.summary
             summary.stored = 0
             summary.groups = {}
             summary.same = same.seen
             return summary
 
-    def read(self, planned: Planned, appended: int | None = 0) -> _Reading:
-        """Read one input and store its samples (inside the bulk write's transaction); its
-        first ``appended`` lines were read before (those the store holds are skipped; None:
-        any line the store holds)."""
+    def read(self, planned: Planned, appended: Past | None = NO_PAST) -> _Reading:
+        """Read one input and store its samples (inside the bulk write's transaction); what
+        of it was ``appended`` before is skipped (None: any line the store holds)."""
         reading = _Reading(self, planned, appended)
         for item in samples(planned, self.options, reading.malformed):
             if isinstance(item, Rows):
@@ -359,7 +361,7 @@ class _Reading:
 
     LANES = 4_096  # contexts remembered; past it they are forgotten, so memory stays bounded
 
-    def __init__(self, run: _Import, planned: Planned, appended: int | None = 0) -> None:
+    def __init__(self, run: _Import, planned: Planned, appended: Past | None = NO_PAST) -> None:
         self.run = run
         self.planned = planned
         self.appended = appended  # the first lines, read before (identity.Identities.appended)
@@ -441,11 +443,15 @@ class _Reading:
             if route is None:
                 target = self.run.target(group, self.summary)
                 source = self.planned.input.source
-                imported = None
-                if self.appended != 0:
+                past, imported = self.appended, None
+                if past is not None and past.held:
+                    imported = _first_lines(
+                        bytearray(b"\xff" * ((past.lines >> 3) + 1)), past.lines
+                    )
+                elif past is None or past.lines:
                     imported = self.run.bulk.imported_lines(target.run_id, target.guest_id, source)
-                    if self.appended is not None:
-                        imported = _first_lines(imported, self.appended)
+                    if past is not None:
+                        imported = _first_lines(imported, past.lines)
                 route = self.by_group[group] = Route(target, imported)
             self.routes[raw] = route
         return route

@@ -82,6 +82,21 @@ def test_the_same_content_under_another_name_is_a_no_op(tmp_path: Path) -> None:
     assert values(db) == [1.0, 2.0]
 
 
+def test_a_copy_that_was_a_no_op_then_appended_to_adds_what_was_appended(tmp_path: Path) -> None:
+    db, a, b = tmp_path / "lab.db", tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text(HEADER + "thp,w,t_s,1\nthp,w,t_s,2\n")
+    b.write_bytes(a.read_bytes())
+    assert lab("import", str(a), "--db", str(db)).returncode == 0
+    assert "nothing stored" in said(lab("import", str(b), "--db", str(db)))
+    with b.open("a") as f:
+        f.write("thp,w,t_s,3\n")  # the loop that writes b goes on
+    again = lab("import", str(b), "--db", str(db))
+    assert "stored 1 new iteration(s)" in said(again) and "2 sample(s) imported before" in said(
+        again
+    )
+    assert values(db) == [1.0, 2.0, 3.0]
+
+
 def test_the_same_bytes_into_another_study_are_stored(tmp_path: Path) -> None:
     db, data = tmp_path / "lab.db", (HEADER + "thp,w,t_s,1\n").encode()
     assert lab("import", "-", "--db", str(db), stdin=data).returncode == 0
