@@ -4,7 +4,9 @@
 and JSONL (one sample per row), ``appended`` splits the files that hand-run loops leave
 behind (bash ``time`` output, sysbench memory reports, iperf3 text or ``-J`` JSON appended
 run after run) and hands each run to :mod:`lab.parsers.tools`, both as the lines come;
-``malformed`` collects the lines they cannot read; ``ingest`` detects the format and stores
-the samples as they are read, in one transaction: everything, or nothing; ``batch`` holds
-where they go and what waits to be stored.
+``malformed`` collects the lines they cannot read; ``limits`` says which names and numbers
+are refused (and how a message quotes them); ``ingest`` detects the format and stores
+the samples as they are read, in one transaction: everything, or nothing; ``identity`` tells
+an input imported before by its bytes; ``batch`` holds where they go and what waits to be
+stored.
 """
