@@ -19,6 +19,7 @@ from lab.app.analyse import (
 from lab.app.environment import environment_report
 from lab.core.context import Context
 from lab.core.errors import UsageError
+from lab.core.outputs import refuse_database
 from lab.report.images import image_summaries
 from lab.run.backing import MEMORY, describe, kib_fact
 from lab.run.environment import latest
@@ -70,6 +71,7 @@ def report(ctx: Context, request: ReportRequest) -> ReportResult:
     comparisons = compare_samples(samples, request.analysis) if samples.series else []
     compared = compare_sweeps(sweeps, request.analysis)
     out = Path(request.out) if request.out else path.parent / "report"
+    refuse_database(out, store=path)  # `--out` naming the store: refused before any write
     try:
         index = render(comparisons, meta, out, embed=request.embed, sweeps=compared)
     except OSError as err:

@@ -32,10 +32,10 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     import contextlib
     import sys
-    from pathlib import Path
 
     from lab.app.runs import find_run
     from lab.core.errors import UsageError
+    from lab.core.outputs import replacing, writing
     from lab.report.export import (
         PARQUET_BATCH,
         environment_lines,
@@ -56,14 +56,11 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         run = find_run(store, args.run_key, args.study).key if args.run_key else None
         selected = {"workload": args.workload, "study": args.study, "run": run}
         if args.format == "parquet":
-            batches = store.export_batches(**selected, size=PARQUET_BATCH)
-            count = write_parquet(Path(args.out), batches)
+            with replacing(args.out, store=store.path) as path:
+                count = write_parquet(path, store.export_batches(**selected, size=PARQUET_BATCH))
         else:
-            try:
-                target = Path(args.out).open("w", newline="") if args.out else None  # noqa: SIM115
-            except OSError as err:
-                hint = "Pass another --out"
-                raise UsageError(f"cannot write {args.out}: {err}", hint=hint) from None
+            # a file is written whole or not at all (lab.core.outputs); stdout streams
+            target = writing(args.out, store=store.path) if args.out else None
             with target or contextlib.nullcontext(sys.stdout) as out:
                 if args.format == "jsonl":
                     environment_lines(out, store, args.study, args.workload, run)

@@ -22,6 +22,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from lab import __version__
+from lab.core.outputs import replacing, writing
 from lab.report import sweeps as sweep_table
 from lab.report.images import ImageSummary
 from lab.report.plots import all_figures, backing_plot, forest, sweep_plot
@@ -151,7 +152,8 @@ def _image(fig: Figure, out_dir: Path, name: str, embed: bool) -> str:
         fig.savefig(buf, format="png")
         return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
     (out_dir / "figures").mkdir(parents=True, exist_ok=True)
-    fig.savefig(out_dir / "figures" / name, format="png")
+    with replacing(out_dir / "figures" / name) as path:  # whole, and never over a database
+        fig.savefig(path, format="png")
     return f"figures/{name}"
 
 
@@ -429,7 +431,8 @@ def render(
         "</head><body>\n" + "\n".join(body) + "\n</body></html>\n"
     )
     index = out_dir / "index.html"
-    index.write_text(page, encoding="utf-8")
+    with writing(index, store=Path(meta.store_path)) as handle:  # whole, never over the store
+        handle.write(page)
     return index
 
 
