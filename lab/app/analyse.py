@@ -124,9 +124,9 @@ def select_samples(store: Store, selection: Selection) -> Samples:
     from lab.stats.paired import synced_workloads
 
     s = selection
-    if s.sweep is not None and not s.run:  # the sweep alone (select_sweeps)
+    if s.sweep is not None and s.run is None:  # the sweep alone (select_sweeps)
         return Samples([], [], {}, {}, frozenset())
-    run = find_run(store, s.run, s.study).key if s.run else None
+    run = find_run(store, s.run, s.study).key if s.run is not None else None
     swept: set[tuple[str, str]] = set()  # (study, workload): compared as sweeps instead
     if run is None:
         refuse_pooling(store, s)
@@ -211,7 +211,7 @@ def _sweep_text(sweep: SweepRecord) -> str:
 def selected_sweeps(store: Store, selection: Selection) -> list[SweepRecord]:
     """The sweeps ``selection`` names: the one ``--sweep`` names, none with ``--run``, else
     every sweep of its study and workload that has runs."""
-    if selection.run:
+    if selection.run is not None:
         return []
     if selection.sweep is not None:
         return [find_sweep(store, selection.sweep, selection.study)]
@@ -327,7 +327,7 @@ def select_against(store: Store, selection: Selection) -> Samples:
     one comparison of the first run's samples (arm A) with the second's (arm B), each
     without its own warm-up. Before and after an image change, the same variant on two
     hosts, or an A/A check, with the same statistics as twins."""
-    if not selection.run:
+    if selection.run is None:
         raise UsageError("--against compares two runs: name the first with --run KEY")
     first = find_run(store, selection.run, selection.study).key
     second = find_run(store, selection.against or "", selection.study).key
@@ -357,7 +357,7 @@ def selected(ctx: Context, selection: Selection) -> tuple[Samples, list[SweepSam
     """:func:`select_samples` from the store ``selection`` names (or, with ``--against``,
     :func:`select_against`), and its sweeps (:func:`select_sweeps`), refused when empty."""
     with Store.open(store_path(ctx, selection), create=False) as store:
-        if selection.against:
+        if selection.against is not None:
             samples, sweeps = select_against(store, selection), []
         else:
             samples, sweeps = select_samples(store, selection), select_sweeps(store, selection)

@@ -1,6 +1,6 @@
 """Runs as things to list, pick, inspect and remove (``lab runs``), and the store's own check
-(``lab store check``). A run is picked by its key or any prefix of it that is unique, as git
-picks a commit.
+(``lab store check``). A run is picked by its key or any prefix of it that is unique and at
+least 4 characters long, as git picks a commit; an empty key picks nothing.
 """
 
 from __future__ import annotations
@@ -104,12 +104,25 @@ def find_run(store: Store, prefix: str, study: str | None = None) -> RunRecord:
 
 
 K = TypeVar("K", RunRecord, SweepRecord)
+MIN_PREFIX = 4  # characters of a key that pick it, unless they are the whole key
 
 
 def _by_key(found: list[K], prefix: str, kind: str, path: Path) -> K:
     """The one of ``found`` whose key is ``prefix`` or starts with it, as git picks a
     commit; an error names the candidates (``kind``: "run" or "sweep")."""
+    if not prefix.strip():  # an unset shell variable: it must not pick the first run
+        raise UsageError(
+            f"an empty {kind} key names no {kind}",
+            hint=f"Give a {kind}'s key or at least {MIN_PREFIX} characters of it (`lab runs`"
+            " lists them)",
+        )
     exact = [x for x in found if x.key == prefix]
+    if not exact and len(prefix) < MIN_PREFIX:
+        raise UsageError(
+            f"{kind} key prefix {prefix!r} is shorter than {MIN_PREFIX} characters",
+            hint=f"Give the whole key or at least {MIN_PREFIX} characters of it (`lab runs`"
+            " lists them)",
+        )
     matches = exact or [x for x in found if x.key.startswith(prefix)]
     if len(matches) == 1:
         return matches[0]

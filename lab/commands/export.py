@@ -53,7 +53,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             )
         require_parquet()
     with open_store(args, ctx, create=False) as store:
-        run = find_run(store, args.run_key, args.study).key if args.run_key else None
+        run = find_run(store, args.run_key, args.study).key if args.run_key is not None else None
         selected = {"workload": args.workload, "study": args.study, "run": run}
         if args.format == "parquet":
             with replacing(args.out, store=store.path) as path:

@@ -1,6 +1,7 @@
 """``lab runs``: the runs in the store, one run whole (``show``), or one removed (``delete``).
 
-A run is named by its key (``lab runs`` lists them) or any unique prefix of it.
+A run is named by its key (``lab runs`` lists them) or any unique prefix of it of 4
+characters or more.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from lab.store.cli import add_db_argument, add_study_argument, store_path
 if TYPE_CHECKING:
     from lab.app.runs import RunDetail, RunSummary
 
+KEY_HELP = "a run key, or a unique prefix of it (4 characters or more)"
+
 
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
@@ -25,7 +28,8 @@ def register(subparsers: Any) -> None:
         description="List every run in the store: its key, study, workload, parameters,"
         " schedule, iterations done of its n per guest, failed attempts, first and last"
         " sample, and whether it stopped early. `lab runs show KEY` prints one run whole;"
-        " `lab runs delete KEY` removes it. A unique prefix of a key is enough.",
+        " `lab runs delete KEY` removes it. A unique prefix of a key, of 4 characters or more,"
+        " is enough.",
     )
     add_db_argument(parser)
     add_study_argument(parser)
@@ -33,11 +37,11 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(run=run_list)
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     show = actions.add_parser("show", help="one run whole: parameters, guests, failures")
-    show.add_argument("key", metavar="KEY", help="a run key, or a unique prefix of one")
+    show.add_argument("key", metavar="KEY", help=KEY_HELP)
     show.add_argument("--json", action="store_true", help="print the run as JSON")
     show.set_defaults(run=run_show)
     delete = actions.add_parser("delete", help="remove a run and all its samples")
-    delete.add_argument("key", metavar="KEY", help="a run key, or a unique prefix of one")
+    delete.add_argument("key", metavar="KEY", help=KEY_HELP)
     delete.add_argument("--yes", action="store_true", help="do not ask first")
     delete.set_defaults(run=run_delete)
 
