@@ -288,6 +288,7 @@ def _warmup_csv(comparisons: Sequence[MetricComparison]) -> str:
 
 def _print_by_host(ctx: Context, results: Sequence[BlockedDifference], form: str) -> None:
     # deferred: heavy (scipy)
+    from lab.core.text import cell
     from lab.report.formats import rich_table  # deferred: heavy (scipy), as the rest
     from lab.report.hosts import host_note, host_table
     from lab.report.tables import TableData
@@ -299,4 +300,4 @@ def _print_by_host(ctx: Context, results: Sequence[BlockedDifference], form: str
     for r in results:
         unit = f" ({r.unit})" if r.unit else ""
         ctx.out.print(rich_table(TableData(*host_table(r, f"{r.workload} · {r.metric}{unit}"))))
-        ctx.out.print(host_note(r))
+        ctx.out.print(cell(host_note(r)))

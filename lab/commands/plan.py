@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from lab.core import units
 from lab.core.context import Context
+from lab.core.text import cell
 from lab.store.cli import add_db_argument, add_study_argument
 
 if TYPE_CHECKING:
@@ -160,7 +161,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     table = Table(title=f"formula: {FORMULA}", title_justify="left")
     table.add_column("", no_wrap=True)
     for name, _, _ in rows:
-        table.add_column(name or "plan", justify="right")
+        table.add_column(cell(name or "plan"), justify="right")  # a name from the store: text
     lines: list[tuple[str, Callable[[int | None, Plan], str]]] = [
         ("standard deviation σ", lambda have, p: f"{p.sd:.4g}"),
         ("effect Δ (B better by)", lambda have, p: f"{p.delta:.4g}"),
@@ -183,8 +184,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         ("time, variants at once", lambda have, p: format_duration(p.duration_concurrent)),
         ("time, one after the other", lambda have, p: format_duration(p.duration_sequential)),
     ]  # fmt: skip
-    for label, cell in lines:
-        table.add_row(label, *(cell(have, plan) for _, have, plan in rows))
+    for label, value_of in lines:
+        table.add_row(label, *(value_of(have, plan) for _, have, plan in rows))
     ctx.out.print(table)
     first = rows[0][2]
     remark = f"at {first.confidence * 100:g}% confidence and power {first.power:g}"
@@ -192,7 +193,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         remark += f"; {why}"
     if any(plan.iteration_time is None for _, _, plan in rows):
         remark += "; durations need --iteration-time (or iteration times in the store)"
-    ctx.out.print(remark, highlight=False)
+    ctx.out.print(cell(remark), highlight=False)
     return 0
 
 
@@ -282,18 +283,20 @@ def _run_sweep(args: argparse.Namespace, ctx: Context) -> int:
         table = Table(
             "value", "σ", "effect Δ", "verdict planned for", "samples per value", "stored",
             "time, variants at once",
-            title=f"sweep {sweep} · {metric}: each verdict at {first.level * 100:.6g} %"
-            f" (1 − α/{first.family} for {first.family} values)",
+            title=cell(f"sweep {sweep} · {metric}: each verdict at {first.level * 100:.6g} %"
+                       f" (1 − α/{first.family} for {first.family} values)"),
             title_justify="left",
         )  # fmt: skip
         for p in values:
             if p.plan is None:
-                table.add_row(p.value, "–", "–", f"none: {p.why}", "–", f"{p.stored:,}", "–")
+                table.add_row(*map(cell, (p.value, "–", "–", f"none: {p.why}", "–",
+                                          f"{p.stored:,}", "–")))  # fmt: skip
                 continue
             plan = p.plan
             effect = f"{plan.delta:+.4g} ({'pilot' if p.effect_from == 'pilot' else 'given'})"
-            table.add_row(p.value, f"{plan.sd:.4g}", effect, plan.verdict, f"{plan.n:,}",
-                          f"{p.stored:,}", format_duration(plan.duration_concurrent))  # fmt: skip
+            table.add_row(*map(cell, (p.value, f"{plan.sd:.4g}", effect, plan.verdict,
+                          f"{plan.n:,}", f"{p.stored:,}",
+                          format_duration(plan.duration_concurrent))))  # fmt: skip
         ctx.out.print(table)
     planned = [p.plan for p in found if p.plan is not None]
     remark = (
@@ -303,7 +306,7 @@ def _run_sweep(args: argparse.Namespace, ctx: Context) -> int:
     )
     if planned and any(plan.iteration_time is None for plan in planned):
         remark += "; durations need --iteration-time (or iteration times in the store)"
-    ctx.out.print(remark, highlight=False)
+    ctx.out.print(cell(remark), highlight=False)
     return 0
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from lab.core.context import Context
 from lab.core.errors import UsageError
+from lab.core.text import cell, shown
 from lab.store.cli import add_db_argument, add_study_argument, store_path
 
 if TYPE_CHECKING:
@@ -83,9 +84,9 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
         lasts = [g.last for g in s.guests if g.last is not None]
         state = f"stopped early: {s.stopped}" if s.stopped else s.state
         params = _params(s.params) + (f"\nof sweep {s.sweep}" if s.sweep else "")
-        table.add_row(s.key, s.study, s.workload, params, s.schedule or "-",
+        table.add_row(*map(cell, (s.key, s.study, s.workload, params, s.schedule or "-",
                       _guests(s), _when(min(firsts, default=None)),
-                      _when(max(lasts, default=None)), state)  # fmt: skip
+                      _when(max(lasts, default=None)), state)))  # fmt: skip
     ctx.out.print(table)
     return 0
 
@@ -103,9 +104,16 @@ def run_show(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def _print_detail(ctx: Context, found: RunDetail) -> None:
+    """Every line is text from the store, printed as text (``cell``): never markup, its
+    control characters escaped; only the run's heading and two labels are styled."""
+    from rich.text import Text
+
     s = found.summary
-    out = ctx.out.print
-    out(f"[bold]run {s.key}[/]  ({s.state}{': ' + s.stopped if s.stopped else ''})")
+
+    def out(line: str, style: str = "") -> None:
+        ctx.out.print(cell(line, style), highlight=False)
+
+    out(f"run {s.key}  ({s.state}{': ' + s.stopped if s.stopped else ''})", "bold")
     out(f"  study       {s.study}")
     out(f"  workload    {s.workload}, n = {s.target_n}, schedule {s.schedule or '-'}")
     out(f"  parameters  {_params(s.params)}")
@@ -114,7 +122,7 @@ def _print_detail(ctx: Context, found: RunDetail) -> None:
     out(f"  metrics     {', '.join(m['name'] + ' (' + m['unit'] + ')' for m in found.metrics)}")
     out(f"  warm-up     {found.warmup or 'none declared'}")
     out(f"  created     {_when(s.created)}")
-    out(f"  command     {found.command}", markup=False)
+    out(f"  command     {found.command}")
     for g in s.guests:
         placed = found.placements.get(g.guest, {})
         where = ", ".join(f"{k} {v}" for k, v in sorted(placed.items()))
@@ -124,19 +132,21 @@ def _print_detail(ctx: Context, found: RunDetail) -> None:
     for where, facts in found.environment.items():
         out(f"  environment of {where}:")
         for fact, value in sorted(facts.items()):
-            out(f"    {fact:<24} {value}", markup=False)
+            out(f"    {fact:<24} {value}")
     if not found.environment:
         out("  environment not recorded (a run stored before lab recorded it, or imported)")
-    for line in found.environment_changes:
-        out(f"  [yellow]changed between starts:[/] {line}")
-    for line in found.twins_differ:
-        out(f"  [yellow]the guests differ beyond their variant:[/] {line}")
+    for label, lines in (
+        ("changed between starts:", found.environment_changes),
+        ("the guests differ beyond their variant:", found.twins_differ),
+    ):
+        for line in lines:
+            ctx.out.print(Text.assemble("  ", (label, "yellow"), " ", cell(line)))
     if found.failures:
         out(f"  the last {len(found.failures)} failed attempts:")
         for f in found.failures:
             out(f"  - {f.guest} iteration {f.iteration} attempt {f.attempt}"
                 f" ({_when(f.started)}, exit status {f.exit_status}):")  # fmt: skip
-            out("      " + f.output_tail.strip().replace("\n", "\n      "), markup=False)
+            out("      " + f.output_tail.strip().replace("\n", "\n      "))
 
 
 def run_delete(args: argparse.Namespace, ctx: Context) -> int:
@@ -150,10 +160,11 @@ def run_delete(args: argparse.Namespace, ctx: Context) -> int:
                     f"delete run {run.key} ({run.workload}, study {run.study})?",
                     hint="Nothing was deleted: pass --yes to delete without being asked",
                 )
-            answer = input(f"delete run {run.key} ({run.workload}, study {run.study})? [y/N] ")
+            answer = input(shown(f"delete run {run.key} ({run.workload}, study {run.study})?")
+                           + " [y/N] ")  # fmt: skip
             if answer.strip().lower() not in ("y", "yes"):
                 ctx.out.print("nothing deleted")
                 return 0
         run, samples = delete(store, run.key, args.study)
-    ctx.out.print(f"deleted run {run.key}: {samples} samples and its attempts")
+    ctx.out.print(cell(f"deleted run {run.key}: {samples} samples and its attempts"))
     return 0

@@ -3,18 +3,19 @@
 step's own command would.
 
 Not a command (it registers nothing): commands share these instead of importing each other.
+What a result holds (names, paths, errors) is printed as text, never markup (``cell``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.markup import escape
 from rich.table import Table
 
 from lab.core.context import Context
 from lab.core.errors import LabError
 from lab.core.inventory import LOCAL
+from lab.core.text import cell
 
 if TYPE_CHECKING:  # only named in annotations: the actions' modules load numpy and libvirt
     from lab.app.analyse import Analysis
@@ -38,13 +39,13 @@ def print_prepared(ctx: Context, hosts: tuple[Prepared, ...]) -> None:
 
 
 def print_built(ctx: Context, result: BuildResult) -> None:
-    ctx.out.print(str(result.directory), highlight=False)
+    ctx.out.print(cell(result.directory), highlight=False)
 
 
 def print_down(ctx: Context, outcome: DownOutcome) -> None:
     """What was removed; raises when a host could not be brought down."""
     removed = outcome.removed
-    ctx.out.print(f"removed: {', '.join(removed)}" if removed else "no lab was up")
+    ctx.out.print(cell(f"removed: {', '.join(removed)}" if removed else "no lab was up"))
     if outcome.failed:
         raise LabError(
             "; ".join(f"host {h.host}: {h.error}" for h in outcome.failed),
@@ -78,9 +79,9 @@ def hosts_table(outcome: UpOutcome) -> Table:
     for host in outcome.hosts:
         if host.result is not None:
             guests = ", ".join(f"{g.name} ({g.variant})" for g in host.result.state.guests)
-            table.add_row(host.host, "up", guests)
+            table.add_row(cell(host.host), "up", cell(guests))
         else:
-            table.add_row(host.host, "[bold red]failed[/bold red]", escape(str(host.error)))
+            table.add_row(cell(host.host), "[bold red]failed[/bold red]", cell(host.error))
     return table
 
 
@@ -95,11 +96,11 @@ def print_pair(ctx: Context, result: UpResult) -> None:
         "kernel",
         "guest THP",
         "ready after",
-        title=f"lab up{where}: {state.accelerator}",
+        title=cell(f"lab up{where}: {state.accelerator}"),
     )
     for guest in result.state.guests:
         seconds = result.seconds[guest.name]
-        table.add_row(
+        table.add_row(*map(cell, (
             guest.name,
             guest.variant,
             guest.ip or "-",
@@ -107,7 +108,7 @@ def print_pair(ctx: Context, result: UpResult) -> None:
             str(guest.facts.get("kernel")),
             str(guest.facts.get("thp_enabled")),
             f"{seconds.get('verified', 0):.1f} s",
-        )
+        )))  # fmt: skip
     ctx.out.print(table)
 
 
@@ -119,27 +120,27 @@ def print_run(ctx: Context, outcome: RunOutcome) -> None:
         )
         return
     if outcome.decision is not None:
-        ctx.out.print(f"{outcome.decision.method}: {outcome.decision.reason}")
-        ctx.out.print(
+        ctx.out.print(cell(f"{outcome.decision.method}: {outcome.decision.reason}"))
+        ctx.out.print(cell(
             f"run {outcome.key}: stopped after {outcome.completed} of at most {outcome.n}"
             f" iterations per guest, stored in {outcome.db}. Next: lab compare"
             f" --workload {outcome.workload} --paired"
-        )
+        ))  # fmt: skip
         return
     if outcome.sweep:
         for value, key in outcome.sweep:
-            ctx.out.print(f"  {value}: run {key}", highlight=False)
-        ctx.out.print(
+            ctx.out.print(cell(f"  {value}: run {key}"), highlight=False)
+        ctx.out.print(cell(
             f"sweep {outcome.key}: {len(outcome.sweep)} runs of {outcome.n} iterations on"
             f" {outcome.guests} guests stored in {outcome.db}. Next: lab compare --workload"
-            f" {outcome.workload}",
+            f" {outcome.workload}"),
             highlight=False,
-        )
+        )  # fmt: skip
         return
-    ctx.out.print(
+    ctx.out.print(cell(
         f"run {outcome.key}: {outcome.n} iterations on {outcome.guests} guests stored in"
         f" {outcome.db}. Next: lab compare --workload {outcome.workload}"
-    )
+    ))  # fmt: skip
 
 
 def print_tables(ctx: Context, analysis: Analysis) -> None:
@@ -150,7 +151,7 @@ def print_tables(ctx: Context, analysis: Analysis) -> None:
 
 
 def print_report(ctx: Context, result: ReportResult) -> None:
-    ctx.out.print(f"wrote {result.index}", highlight=False, soft_wrap=True)
+    ctx.out.print(cell(f"wrote {result.index}"), highlight=False, soft_wrap=True)
 
 
 class ConsoleShow:

@@ -80,6 +80,8 @@ def _document(state: Any, conn: Any) -> dict[str, Any]:
 def _table(ctx: Context, state: Any, conn: Any) -> None:
     from rich.table import Table
 
+    from lab.core.text import cell  # the lab's state file is data: never markup
+
     table = Table(
         "guest",
         "variant",
@@ -88,11 +90,13 @@ def _table(ctx: Context, state: Any, conn: Any) -> None:
         "vCPUs on",
         "emulator on",
         "verified",
-        title=f"host {state.host} · accelerator {state.accelerator} · image {state.image}"
-        f" · network {state.network}",
+        title=cell(
+            f"host {state.host} · accelerator {state.accelerator} · image {state.image}"
+            f" · network {state.network}"
+        ),
     )
     for guest in state.guests:
-        table.add_row(
+        table.add_row(*map(cell, (
             guest.name,
             guest.variant,
             _state_of(conn, guest.name),
@@ -100,5 +104,5 @@ def _table(ctx: Context, state: Any, conn: Any) -> None:
             ",".join(map(str, guest.vcpu_cpus)),
             ",".join(map(str, state.emulator_cpus)),
             "yes" if state.ready else "no",
-        )
+        )))  # fmt: skip
     ctx.out.print(table)

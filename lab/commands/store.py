@@ -7,6 +7,7 @@ from typing import Any
 
 from lab.core.context import Context
 from lab.core.errors import StoreError
+from lab.core.text import cell
 from lab.store.cli import add_db_argument, store_path
 
 
@@ -35,8 +36,8 @@ def run_check(args: argparse.Namespace, ctx: Context) -> int:
     if args.json:
         ctx.print_json(found.to_json())
     else:
-        ctx.out.print(f"store {found.path}")
-        ctx.out.print(f"  integrity  {', '.join(found.integrity)}")
+        ctx.out.print(cell(f"store {found.path}"))  # a path and SQLite's words: text
+        ctx.out.print(cell(f"  integrity  {', '.join(found.integrity)}"))
         for table, count in found.counts.items():
             ctx.out.print(f"  {table:<10} {count:,}")
         for what, count in found.orphans.items():

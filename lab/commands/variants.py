@@ -22,8 +22,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from rich.table import Table
-    from rich.text import Text
 
+    from lab.core.text import cell
     from lab.guests.variants import variants_for
 
     variants = variants_for(ctx.config)
@@ -40,10 +40,11 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     else:
         table = Table("variant", "what it changes", "needs from the host")
         for name, variant in sorted(variants.items()):
-            table.add_row(name, variant.description, variant.requirement_text())
+            # plug-in files' words: text, never markup
+            table.add_row(*map(cell, (name, variant.description, variant.requirement_text())))
         for name, err in sorted(variants.broken.items()):
-            broken = Text(f"BROKEN: {err.path}: {err.reason}")  # not markup: it is an error
-            table.add_row(name, broken, "-", style="bold red")
+            table.add_row(cell(name), cell(f"BROKEN: {err.path}: {err.reason}"), "-",
+                          style="bold red")  # fmt: skip
         ctx.out.print(table)
     variants.refuse_broken()
     return 0

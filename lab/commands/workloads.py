@@ -26,6 +26,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from rich.table import Table
 
+    from lab.core.text import cell
     from lab.run.workload import workloads_for
 
     workloads = workloads_for(ctx.config)
@@ -57,25 +58,21 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             "parameter",
             "default",
             "meaning",
-            title=f"{name}: {workload.description}",
+            title=cell(f"{name}: {workload.description}"),  # plug-in files' words: text
             title_justify="left",
         )
         for key, param in workload.parameters.items():
             default = "from the guest" if param.default is None else str(param.default)
-            table.add_row(key, default, param.help)
+            table.add_row(*map(cell, (key, default, param.help)))
         metrics = ", ".join(
             f"{m.name} ({m.unit}, {m.direction} is better)" for m in workload.metrics
         )
         if workload.params_declare_metrics:
             metrics += ", and the metrics its parameters declare"
-        table.caption = f"records: {metrics}"
+        table.caption = cell(f"records: {metrics}")
         ctx.out.print(table)
     for name, err in sorted(workloads.broken.items()):
-        ctx.out.print(
-            f"{name}: BROKEN: {err.path}: {err.reason}",
-            style="bold red",
-            markup=False,
-            highlight=False,
-        )
+        ctx.out.print(cell(f"{name}: BROKEN: {err.path}: {err.reason}", "bold red"),
+                      highlight=False)  # fmt: skip
     workloads.refuse_broken()
     return 0

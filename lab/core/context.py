@@ -10,15 +10,18 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.segment import Segment
 
 from lab.core.clock import Clock
 from lab.core.config import Config
 from lab.core.errors import LabError
 from lab.core.hostexec import Host
+from lab.core.text import has_control, literal, shown
 
 if TYPE_CHECKING:
     import libvirt
@@ -39,6 +42,18 @@ def open_libvirt(uri: str) -> libvirt.virConnect:
 
 
 class _Console(Console):
+    """A rich console that writes no control character it was not asked to: a name with
+    an escape sequence in it (from a file, a guest or the store) that reached a table
+    unescaped is shown escaped (``\\x1b``), never sent to the terminal. The lab's own
+    styles and cursor moves (a live progress display) are rendered after this, as usual."""
+
+    def render(self, renderable: Any, options: Any = None) -> Iterator[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control is None and has_control(segment.text, lines=True):
+                yield Segment(shown(segment.text, lines=True), segment.style)
+            else:
+                yield segment
+
     def on_broken_pipe(self) -> None:
         """A reader that went away (``lab export | head -1``) is lab.cli's to answer, with
         its documented status, not rich's exit 1."""
@@ -74,10 +89,14 @@ class Context:
         self.out.out(json.dumps(document, indent=2), highlight=False)
 
     def note(self, message: str) -> None:
-        """A remark for the user on stderr, so stdout stays clean for data."""
-        self.err.print(f"[dim]lab:[/dim] {message}", highlight=False, soft_wrap=True)
+        """A remark for the user on stderr, so stdout stays clean for data. ``message`` is
+        plain text, never markup: it names what came from files and guests."""
+        self.err.print(f"[dim]lab:[/dim] {literal(message, lines=True)}", highlight=False,
+                       soft_wrap=True)  # fmt: skip
 
     def warn(self, message: str) -> None:
+        """A warning on stderr; ``message`` is plain text, as for :meth:`note`."""
         self.err.print(
-            f"[bold yellow]lab: warning:[/bold yellow] {message}", highlight=False, soft_wrap=True
-        )
+            f"[bold yellow]lab: warning:[/bold yellow] {literal(message, lines=True)}",
+            highlight=False, soft_wrap=True,
+        )  # fmt: skip

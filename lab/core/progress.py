@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from lab.core.text import cell
+
 
 class PhaseBoard:
     """A live table: one row per guest, its phase, and how far along the phases it is."""
@@ -24,7 +26,7 @@ class PhaseBoard:
         for guest, phase in self.rows.items():
             step = self.phases.index(phase) + 1 if phase in self.phases else 0
             bar = "█" * step + "·" * (len(self.phases) - step)
-            table.add_row(guest, bar, phase)
+            table.add_row(cell(guest), bar, cell(phase))  # names and words: never markup
         return table
 
     def update(self, guest: str, phase: str) -> None:
@@ -32,7 +34,7 @@ class PhaseBoard:
         if self.console.is_terminal:
             self.live.update(self._render())
         else:  # logs and CI: one plain line per change
-            self.console.print(f"{guest}: {phase}", highlight=False)
+            self.console.print(cell(f"{guest}: {phase}"), highlight=False)
 
     def __enter__(self) -> PhaseBoard:
         if self.console.is_terminal:

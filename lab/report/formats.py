@@ -16,8 +16,8 @@ from typing import Any
 
 from rich.console import Console, Group
 from rich.table import Table
-from rich.text import Text
 
+from lab.core.text import cell, shown
 from lab.report.summary import HEADER, STYLES, family_note, summary_rows
 from lab.report.tables import (
     DIAGNOSTIC_ROWS,
@@ -39,20 +39,22 @@ CSV_COLUMNS = (
 
 
 def rich_table(data: TableData) -> Table:
-    table = Table(title=data.title, title_justify="left", title_style="bold")
-    table.add_column(data.header[0], no_wrap=True)
+    """A table whose every title, header and cell is text, never markup: they hold names
+    from the store (``lab.core.text``)."""
+    table = Table(title=cell(data.title), title_justify="left", title_style="bold")
+    table.add_column(cell(data.header[0]), no_wrap=True)
     for head in data.header[1:]:
-        table.add_column(head, justify="right")
+        table.add_column(cell(head), justify="right")
     for row in data.rows:
         style = "bold" if row[0] in ("Verdict", "combined") else None
-        table.add_row(*row, style=style)
+        table.add_row(*map(cell, row), style=style)
     return table
 
 
 def print_tables(console: Console, comparisons: Sequence[MetricComparison]) -> None:
     for block in blocks(comparisons):
         parts: list[Any] = [rich_table(t) for t in block_tables(block)]
-        parts.extend(Text(line) for line in notes(block))
+        parts.extend(cell(line) for line in notes(block))
         console.print(Group(*parts))
         console.print()
 
@@ -69,14 +71,14 @@ def print_summary(console: Console, comparisons: Sequence[MetricComparison]) -> 
     )
     table = Table(*HEADER, title=title, title_justify="left", title_style="bold")
     for row in rows:
-        table.add_row(*row.cells, style=STYLES[row.outcome] or None)
+        table.add_row(*map(cell, row.cells), style=STYLES[row.outcome] or None)
     console.print(table)
     for c in comparisons:
         if c.stopped is not None:
-            console.print(f"* {c.workload} · {c.metric}: {c.stopped.note}")
+            console.print(cell(f"* {c.workload} · {c.metric}: {c.stopped.note}"))
     note = family_note(comparisons)
     if note:
-        console.print(Text(note))
+        console.print(cell(note))
     console.print()
 
 
@@ -84,12 +86,14 @@ def markdown(comparisons: Sequence[MetricComparison]) -> str:
     out: list[str] = []
     for block in blocks(comparisons):
         for table in block_tables(block):
-            out.append(f"**{table.title}**\n")
-            out.append("| " + " | ".join(table.header) + " |")
+            out.append(f"**{shown(table.title)}**\n")
+            out.append("| " + " | ".join(map(shown, table.header)) + " |")
             out.append("|" + "|".join(["---", *["---:"] * (len(table.header) - 1)]) + "|")
-            out.extend("| " + " | ".join(cell.strip() for cell in row) + " |" for row in table.rows)
+            out.extend(
+                "| " + " | ".join(shown(v.strip()) for v in row) + " |" for row in table.rows
+            )
             out.append("")
-        out.extend(f"- {line}" for line in notes(block))
+        out.extend(f"- {shown(line)}" for line in notes(block))
         out.append("")
     return "\n".join(out)
 

@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 
 from lab import __version__
 from lab.core.outputs import replacing, writing
+from lab.core.text import shown
 from lab.report import sweeps as sweep_table
 from lab.report.images import ImageSummary
 from lab.report.plots import all_figures, backing_plot, forest, sweep_plot
@@ -123,7 +124,8 @@ def _backing_figures(meta: ReportMeta, out_dir: Path, embed: bool) -> list[str]:
 
 
 def _e(text: object) -> str:
-    return html.escape(str(text))
+    """Text for the page: HTML escaped, its control characters shown (``\\x1b``)."""
+    return html.escape(shown(text, lines=True))
 
 
 def _slug(text: str) -> str:

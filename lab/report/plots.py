@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import matplotlib
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -18,11 +19,16 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from scipy import stats
 
+from lab.core import text
 from lab.core.sweeps import magnitude
 from lab.report.summary import WORDS, primary_change
 from lab.stats.analysis import ALL, MetricComparison
 from lab.stats.sweep import SweepComparison
 from lab.stats.verdict import Outcome
+
+# Names in figures are data: "$x$" in a variant's name is not mathematics (and "$\\frac"
+# would fail the whole report). The lab's own labels use no mathtext.
+matplotlib.rcParams["text.parse_math"] = False
 
 MAX_POINTS = 20_000
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
@@ -42,7 +48,7 @@ def _figure(width: float = 7.0, height: float = 4.0) -> tuple[Figure, Axes]:
 
 
 def _label(c: MetricComparison) -> str:
-    return f"{c.metric} ({c.unit})" if c.unit else c.metric
+    return text.shown(f"{c.metric} ({c.unit})" if c.unit else c.metric)
 
 
 def histogram(c: MetricComparison) -> tuple[Figure, str]:
@@ -56,8 +62,9 @@ def histogram(c: MetricComparison) -> tuple[Figure, str]:
     for i, arm in enumerate(c.arms):
         # an arm whose few samples all lie beyond the drawn range has no density: drawn empty
         with np.errstate(invalid="ignore", divide="ignore"):
+            label = text.shown(f"{arm.label} (n={arm.summary.n:,})")
             ax.hist(arm.values, bins=bins.tolist(), alpha=0.45, color=COLORS[i % len(COLORS)],
-                    label=f"{arm.label} (n={arm.summary.n:,})", density=True)  # fmt: skip
+                    label=label, density=True)  # fmt: skip
         ax.axvline(arm.summary.mean, color=COLORS[i % len(COLORS)], linestyle="--", linewidth=1)
         outside += int(np.count_nonzero((arm.values < low) | (arm.values > high)))
     ax.set_xlabel(_label(c))
@@ -80,7 +87,7 @@ def box_violin(c: MetricComparison) -> tuple[Figure, str]:
         body.set_alpha(0.3)
     ax.boxplot([a.values for a in c.arms], positions=positions, widths=0.25,
                flierprops={"markersize": 2, "alpha": 0.4})  # fmt: skip
-    ax.set_xticks(positions, [a.label for a in c.arms])
+    ax.set_xticks(positions, [text.shown(a.label) for a in c.arms])
     ax.set_ylabel(_label(c))
     thinned = any(a.values.size > MAX_POINTS for a in c.arms)
     caption = "Box plots (whiskers at 1.5 IQR, outliers as points) inside violin plots."
@@ -96,7 +103,8 @@ def run_order(c: MetricComparison) -> tuple[Figure, str]:
         idx = thin(arm.values)
         dense = idx.size > 2000  # small points for a cloud, visible ones for a few samples
         ax.scatter(arm.iterations[idx], arm.values[idx], s=3 if dense else 12, color=color,
-                   alpha=0.25 if dense else 0.7, label=arm.label, rasterized=True)  # fmt: skip
+                   alpha=0.25 if dense else 0.7, label=text.shown(arm.label),
+                   rasterized=True)  # fmt: skip
         x, y = smoothed(arm.iterations, arm.values)
         ax.plot(x, y, color=color, linewidth=2)
     ax.set_xlabel("iteration")
@@ -131,7 +139,7 @@ def qq(c: MetricComparison) -> tuple[Figure, str]:
         mean, sd = arm.summary.mean, arm.summary.sd
         ends = np.array([theoretical[0], theoretical[-1]])
         ax.plot(ends, mean + sd * ends, color="black", linewidth=1)
-        ax.set_title(arm.label)
+        ax.set_title(text.shown(arm.label))
         ax.set_xlabel("normal quantile")
         ax.set_ylabel(_label(c))
     caption = (
@@ -144,7 +152,7 @@ def qq(c: MetricComparison) -> tuple[Figure, str]:
 
 def means(c: MetricComparison) -> tuple[Figure, str]:
     fig, ax = _figure(5.0, 4.0)
-    labels = [a.label for a in c.arms]
+    labels = [text.shown(a.label) for a in c.arms]
     values = [a.summary.mean for a in c.arms]
     errors = [a.summary.margin for a in c.arms]
     ax.bar(labels, values, yerr=errors, capsize=8,
@@ -161,7 +169,7 @@ def means(c: MetricComparison) -> tuple[Figure, str]:
 
 def difference(c: MetricComparison) -> tuple[Figure, str]:
     fig, ax = _figure(6.0, 1.2 + 0.6 * len(c.pairs))
-    names = [f"{p.b} vs {p.a}" for p in c.pairs]
+    names = [text.shown(f"{p.b} vs {p.a}") for p in c.pairs]
     pct = np.array([p.difference.percent for p in c.pairs])
     ci = np.array([p.difference.percent_ci for p in c.pairs]).reshape(-1, 2)
     err = np.abs(np.vstack([pct - ci[:, 0], ci[:, 1] - pct]))
@@ -203,7 +211,7 @@ def forest(comparisons: Sequence[MetricComparison]) -> tuple[Figure, str]:
     ax.axvline(0, color="black", linewidth=0.8)
     ax.errorbar(np.nan_to_num(mid), y, xerr=np.nan_to_num(np.vstack([mid - lo, hi - mid])),
                 fmt="o", color="#4c72b0", capsize=4)  # fmt: skip
-    ax.set_yticks(y, names)
+    ax.set_yticks(y, [text.shown(name) for name in names])
     ax.set_xlabel("B's benefit over A, % of A's mean (right is better)")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="lower right", fontsize="small")
@@ -253,7 +261,7 @@ def sweep_plot(sweep: SweepComparison) -> tuple[Figure, str]:
         ci = np.array([v.pair.difference.percent_ci for v in members]).reshape(-1, 2)
         color = COLORS[i % len(COLORS)]
         name = ", ".join(f"{k}={x}" for k, x in rest)
-        ax.plot(x, pct, color=color, linewidth=1, alpha=0.6, label=name or None)
+        ax.plot(x, pct, color=color, linewidth=1, alpha=0.6, label=text.shown(name) or None)
         # An interval far wider than the changes (few samples, 99.99 %) is cut at the axis,
         # its cut end an arrowhead, so the changes themselves stay readable.
         shown_ci = np.clip(np.nan_to_num(ci, nan=0.0), low, high)
@@ -277,15 +285,17 @@ def sweep_plot(sweep: SweepComparison) -> tuple[Figure, str]:
     for crossing in sweep.crossings:
         if crossing.value is not None:
             ax.axvline(where[crossing.value], color="#1a7f37", linestyle=":", linewidth=1.2,
-                       label=f"crossing: {axis}={crossing.value}")  # fmt: skip
+                       label=text.shown(f"crossing: {axis}={crossing.value}"))  # fmt: skip
     ax.set_xticks(
-        sorted(set(where.values())), [t for t, _ in sorted(where.items(), key=lambda kv: kv[1])]
+        sorted(set(where.values())),
+        [text.shown(t) for t, _ in sorted(where.items(), key=lambda kv: kv[1])],
     )
     ax.minorticks_off()
-    ax.set_xlabel(axis)
+    ax.set_xlabel(text.shown(axis))
     better = "lower" if sweep.direction == "lower" else "higher"
     ax.set_ylabel(f"B vs A, % of A's mean ({better} is better)")
-    ax.set_title(f"{sweep.metric}: {sweep.labels[1]} vs {sweep.labels[0]}", fontsize="medium")
+    title = f"{sweep.metric}: {sweep.labels[1]} vs {sweep.labels[0]}"
+    ax.set_title(text.shown(title), fontsize="medium")
     ax.legend(fontsize="small", loc="best")
     caption = (
         f"{sweep.labels[1]}'s change against {sweep.labels[0]} in % of {sweep.labels[0]}'s mean"
@@ -355,13 +365,14 @@ def backing_plot(
         for metric, (x, y) in sorted(metrics.items(), key=lambda kv: _kind_order(kv[0])):
             style, what, _ = BACKING_LINES.get(metric, (OTHER_LINE, _metric_words(metric), ""))
             ax.plot(x, y * scale, color=COLORS[i % len(COLORS)], linestyle=style,
-                    marker="." if x.size < 30 else None, label=f"{guest}: {what}")  # fmt: skip
+                    marker="." if x.size < 30 else None,
+                    label=text.shown(f"{guest}: {what}"))  # fmt: skip
             iterations.update(x.tolist())
     ax.set_xlabel("iteration")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # no iteration 2.5
     ax.set_ylabel("% of the guest's RAM" if share else "MiB")
     ax.set_ylim(bottom=0)
-    ax.set_title(f"run {run}: what backed each twin's memory", fontsize="medium")
+    ax.set_title(text.shown(f"run {run}: what backed each twin's memory"), fontsize="medium")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside: 8 lines
     return fig, _backing_caption(run, series, share, len(iterations))
 

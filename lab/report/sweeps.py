@@ -10,9 +10,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from rich.table import Column, Table
 
+from lab.core.text import cell, shown
 from lab.report.summary import STYLES, WORDS, summary_rows
 from lab.stats.analysis import MetricComparison
 from lab.stats.sweep import ALPHA_FLOOR, SweepComparison, SweepValue
@@ -66,23 +66,24 @@ def lines(sweep: SweepComparison) -> list[str]:
 
 
 def print_sweep(console: Console, sweep: SweepComparison) -> None:
-    table = Table(sweep.axis, *HEADER, title=f"{sweep.title} (sweep {sweep.sweep})",
-                  title_justify="left", title_style="bold")  # fmt: skip
+    title = cell(f"{sweep.title} (sweep {sweep.sweep})")  # names from the store: text
+    table = Table(Column(header=cell(sweep.axis)), *HEADER, title=title, title_justify="left",
+                  title_style="bold")  # fmt: skip
     for row in rows(sweep):
-        table.add_row(row.value, *row.cells, style=STYLES[row.outcome] or None)
+        table.add_row(*map(cell, (row.value, *row.cells)), style=STYLES[row.outcome] or None)
     console.print(table)
     for line in lines(sweep):
-        console.print(Text(line))
+        console.print(cell(line))
     console.print()
 
 
 def markdown(sweep: SweepComparison) -> str:
-    out = [f"**{sweep.title} (sweep {sweep.sweep})**", ""]
-    out.append("| " + " | ".join((sweep.axis, *HEADER)) + " |")
+    out = [shown(f"**{sweep.title} (sweep {sweep.sweep})**"), ""]
+    out.append("| " + " | ".join(map(shown, (sweep.axis, *HEADER))) + " |")
     out.append("|" + "|".join(["---", *["---:"] * (len(HEADER) - 1), "---"]) + "|")
-    out += ["| " + " | ".join((row.value, *row.cells)) + " |" for row in rows(sweep)]
+    out += ["| " + " | ".join(map(shown, (row.value, *row.cells))) + " |" for row in rows(sweep)]
     out.append("")
-    out += [f"- {line}" for line in lines(sweep)]
+    out += [f"- {shown(line)}" for line in lines(sweep)]
     return "\n".join(out) + "\n\n"
 
 

@@ -1,0 +1,51 @@
+"""What came from a file, a guest or the store, made safe to print: names are data, never
+terminal control or rich markup.
+
+A variant named ``[/x]`` crashed every table that showed it in rich's markup parser,
+``[bold red]X[/bold red]`` printed a bold X and ``\\x1b[2J`` cleared the screen. ``shown``
+writes control characters (and the invisible ones that reorder text) the way Python writes
+them in a string (``\\x1b``); ``literal`` does that and escapes rich markup, for text that
+goes into a markup string; ``cell`` makes a table cell that is never parsed as markup.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rich.markup import escape
+from rich.text import Text
+
+# C0 and C1 controls, DEL, and the bidirectional marks and overrides ("Trojan Source").
+_OTHERS = "\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_ANY_CONTROL = re.compile(f"[\x00-\x1f{_OTHERS}]")
+_CONTROL_BUT_LINES = re.compile(f"[\x00-\x08\x0b-\x1f{_OTHERS}]")  # tab and line feed kept
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def shown(value: object, *, lines: bool = False) -> str:
+    """``value`` as text with every control character written as an escape (``\\x1b``);
+    with ``lines``, line ends and tabs are kept (a command's output, several lines)."""
+    text = str(value)
+    if lines:
+        return _CONTROL_BUT_LINES.sub(_escaped, text)
+    return _ANY_CONTROL.sub(_escaped, text)
+
+
+def has_control(text: str, *, lines: bool = False) -> bool:
+    return (_CONTROL_BUT_LINES if lines else _ANY_CONTROL).search(text) is not None
+
+
+def literal(value: object, *, lines: bool = False) -> str:
+    """``value`` for a rich markup string: :func:`shown`, with its markup escaped."""
+    return escape(shown(value, lines=lines))
+
+
+def cell(value: object, style: str = "") -> Text:
+    """``value`` as a table cell or a line: rich Text, never parsed as markup."""
+    return Text(shown(value, lines=True), style=style)
