@@ -8,13 +8,18 @@ into one line on stderr and an exit code; tracebacks only with ``--debug``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from lab import __version__
-from lab.core.errors import LabError
+from lab.core.errors import LabError, StdoutError
+from lab.core.text import MESSAGE_CHARS, one_line
+
+HINT_CHARS = 140  # of an error line's MESSAGE_CHARS that its hint may take
 
 # Order is the order of `lab --help`.
 # Exit statuses other than the errors' own (lab.core.errors and its subclasses): the README's
@@ -68,13 +73,22 @@ def command_word(words: Sequence[str]) -> str | None:
     return None
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose error is one line (``one_line``): it echoed a 1 MB value
+    whole. Sub-commands' parsers are of the same class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole command line's parser; with ``command`` (a command's name, not completion,
     which describes them all) only that command is registered, which is all running it
     needs: importing every command module took 0.1 s, a twentieth of lab compare at scale.
     Any other word (a typo, an option) gets the whole parser and its message."""
     modules = [m for m in COMMAND_MODULES if command_name(m) == command != "completion"]
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="lab",
         description=(
             "A reproducible A/B performance laboratory for KVM guests: twin guests that differ"
@@ -96,6 +110,26 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``lab`` command line; returns its exit status (README: Exit status)."""
+    from lab.core.outputs import GuardedStdout, hold_standard_fds
+
+    hold_standard_fds()  # `lab ... >&-`: the store must not be opened as stdout
+    stdout = sys.stdout
+    sys.stdout = GuardedStdout(stdout)
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # the last output fails here, while it can be reported
+        return code
+    except StdoutError as err:
+        return _report(err, err.exit_code, silence_stdout=True)
+    except BrokenPipeError:
+        # stdout closed early (``lab export | head -1``): what was wanted was read.
+        _silence_stdout()
+        return BROKEN_PIPE
+    finally:
+        sys.stdout = stdout
+
+
+def _main(argv: Sequence[str] | None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     if words == ["--version"]:  # answered before the commands (and numpy) are imported
         print(f"lab {__version__}")
@@ -112,16 +146,37 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         ctx = Context(config=load_config(find_config_file(args.config)))
         return int(args.run(args, ctx) or 0)
+    except StdoutError:
+        raise
     except LabError as err:
         if args.debug:
             raise
-        print(f"lab: error: {err}", file=sys.stderr)
-        return err.exit_code
+        return _report(err, err.exit_code)
     except KeyboardInterrupt:
-        print("lab: interrupted", file=sys.stderr)
-        return INTERRUPTED
-    except BrokenPipeError:
-        # stdout closed early (``lab export | head -1``): what was wanted was read. Point
-        # stdout at /dev/null so the interpreter's own flush at exit finds nothing to say.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return BROKEN_PIPE
+        return _report("interrupted", INTERRUPTED, prefix="lab: ")
+
+
+def _report(err: LabError | str, code: int, *, prefix: str = "lab: error: ",
+            silence_stdout: bool = False) -> int:  # fmt: skip
+    """Print ``err`` as one line on stderr (``one_line``: control characters shown, at most
+    MESSAGE_CHARS, its hint kept) and return ``code``. With ``silence_stdout``, stdout is
+    pointed at /dev/null first, so the interpreter's own flush at exit finds nothing to say."""
+    if silence_stdout:
+        _silence_stdout()
+    if isinstance(err, LabError) and err.hint:
+        hint = one_line(err.hint, HINT_CHARS)
+        line = f"{one_line(err.message, MESSAGE_CHARS - len(hint) - 2)}. {hint}"
+    else:
+        line = one_line(err)
+    with contextlib.suppress(OSError):  # stderr may be full too: the status still says it
+        print(prefix + line, file=sys.stderr, flush=True)
+    return code
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null: what Python still holds for it is dropped at exit, not
+    reported as an ignored exception with status 120."""
+    with contextlib.suppress(OSError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.__stdout__.fileno() if sys.__stdout__ else 1)
+        os.close(null)

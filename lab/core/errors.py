@@ -103,3 +103,15 @@ class StoreError(LabError):
     """The result store cannot be read or written."""
 
     exit_code = 5
+
+
+class StdoutError(LabError):
+    """Standard output could not be written: a full disk (``>/dev/full``), an I/O error, or
+    a closed standard output (``>&-``). A reader that went away (a broken pipe) is not this:
+    the CLI answers it with its own status."""
+
+    def __init__(self, code: int) -> None:
+        import os
+
+        self.errno = code
+        super().__init__(f"cannot write to standard output: {os.strerror(code)}")

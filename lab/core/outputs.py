@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from lab.core.errors import LabError, UsageError
+from lab.core.errors import LabError, StdoutError, UsageError
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 TEMP_MARK = ".lab-tmp-"
@@ -189,3 +189,56 @@ def writing(
                 handle.close()
             raise
         handle.close()  # its last flush failing is a failed write, reported by replacing()
+
+
+class GuardedStdout:
+    """``sys.stdout`` for the CLI: a write or flush that fails (a full disk, EIO, a closed
+    stdout) raises :class:`StdoutError`, one line and a status, where Python printed a
+    traceback; a broken pipe stays a :class:`BrokenPipeError`, which the CLI answers itself.
+    Everything else is the stream's own."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise StdoutError(err.errno or errno.EIO) from None
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise StdoutError(err.errno or errno.EIO) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def hold_standard_fds() -> None:
+    """Put /dev/null on each of file descriptors 0, 1 and 2 that is closed (``lab ... >&-``):
+    otherwise the next file opened (the store!) takes its number, and what is written to
+    stdout or stderr lands in it. Opened so that it cannot be used (stdin write-only, the
+    others read-only), a read or write there fails with EBADF as it would have. Python made
+    the stream None: it becomes one on that descriptor, so writes fail rather than vanish."""
+    for fd, flags in ((0, os.O_WRONLY), (1, os.O_RDONLY), (2, os.O_RDONLY)):
+        try:
+            os.fstat(fd)
+        except OSError:
+            held = os.open(os.devnull, flags)
+            if held != fd:
+                os.dup2(held, fd)
+                os.close(held)
+    import sys
+
+    if sys.stdin is None:
+        sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
+    if sys.stdout is None:
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115

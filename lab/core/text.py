@@ -49,3 +49,20 @@ def literal(value: object, *, lines: bool = False) -> str:
 def cell(value: object, style: str = "") -> Text:
     """``value`` as a table cell or a line: rich Text, never parsed as markup."""
     return Text(shown(value, lines=True), style=style)
+
+
+MESSAGE_CHARS = 300  # the longest error line the CLI prints
+QUOTED_CHARS = 60  # a quoted value longer than this is cut in an error line
+QUOTED_KEPT = 40  # to its first characters
+_LINE_ENDS = re.compile(r"\s*(?:\r\n|\r|\n)\s*")
+_LONG_QUOTED = re.compile(f"'[^']{{{QUOTED_CHARS},}}'|\"[^\"]{{{QUOTED_CHARS},}}\"")
+
+
+def one_line(text: object, limit: int = MESSAGE_CHARS) -> str:
+    """``text`` as one line of at most ``limit`` characters: line ends joined with a
+    space, control characters shown (:func:`shown`), a long quoted value cut to its start
+    and "…", and what is still too long cut at the end with "…". A 1 MB value or 100,000
+    unknown column names in an error were printed whole."""
+    line = shown(_LINE_ENDS.sub(" ", str(text)))
+    line = _LONG_QUOTED.sub(lambda m: f"{m.group()[: QUOTED_KEPT + 1]}…{m.group()[0]}", line)
+    return line if len(line) <= limit else line[: limit - 1] + "…"
