@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import os
 import stat
 from collections.abc import Iterator
@@ -82,7 +83,7 @@ def remove_stale_temps(dest: Path) -> list[Path]:
     """Remove the temporary files of writes to ``dest`` whose process is gone (a SIGKILL);
     returns them."""
     removed = []
-    for temp in dest.parent.glob(f".{dest.name}{TEMP_MARK}*"):
+    for temp in dest.parent.glob(f"{glob.escape('.' + dest.name)}{TEMP_MARK}*"):
         pid = temp.name.rsplit(TEMP_MARK, 1)[1]
         if pid.isdigit() and not _alive(int(pid)):
             with contextlib.suppress(FileNotFoundError):

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from lab.cli import main
-from lab.core.outputs import TEMP_MARK, temp_path
+from lab.core.outputs import TEMP_MARK, remove_stale_temps, temp_path
 from lab.store import IterationRecord, MetricInfo, Store
 
 pytestmark = pytest.mark.usefixtures("no_config")
@@ -225,3 +225,16 @@ def test_a_full_disk_leaves_no_partial_file(tmp_path: Path, form: str) -> None:
         assert "No space left on device" in line and str(out) in line
         assert out.read_text() == "the previous export\n"
         assert sorted(p.name for p in small.iterdir()) == ["samples.out"]
+
+
+def test_only_the_temporary_files_of_dead_writers_are_removed(tmp_path: Path) -> None:
+    """A name with glob characters in it is matched as it is."""
+    dest = tmp_path / "[a]*.csv"
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    gone, alive = temp_path(dest, dead.pid), temp_path(dest, 1)  # pid 1 is always there
+    other = temp_path(tmp_path / "b.csv", dead.pid)
+    for path in (gone, alive, other):
+        path.write_text("partial")
+    assert remove_stale_temps(dest) == [gone]
+    assert alive.exists() and other.exists()
