@@ -198,8 +198,8 @@ def refuse_pooling(store: Store, selection: Selection) -> None:
             raise UsageError(
                 f"study {study!r} holds {len(units)} runs of {workload} that differ, and runs"
                 f" are never pooled: {listed}",
-                hint=f"Pick one with --run KEY{' or --sweep KEY' if sweeps else ''} (a unique"
-                f" prefix is enough); `lab runs --study {study}` lists them",
+                hint=f"Pick one with --run KEY{' or --sweep KEY' if sweeps else ''};"
+                f" `lab runs --study {study}` lists them",
             )
 
 
