@@ -154,6 +154,17 @@ def _main(argv: Sequence[str] | None) -> int:
         return _report(err, err.exit_code)
     except KeyboardInterrupt:
         return _report("interrupted", INTERRUPTED, prefix="lab: ")
+    except BrokenPipeError:
+        raise
+    except Exception as err:  # a bug's traceback is for --debug, not for every user
+        if args.debug:
+            raise
+        bug = LabError(
+            f"unexpected {type(err).__name__}: {err}",
+            hint="This is a bug in lab: run the same command with --debug for the traceback,"
+            " and report it",
+        )
+        return _report(bug, bug.exit_code)
 
 
 def _report(err: LabError | str, code: int, *, prefix: str = "lab: error: ",

@@ -135,3 +135,30 @@ def test_one_line(raw: str, expected: str) -> None:
 def test_one_line_cuts_what_is_still_too_long() -> None:
     line = one_line(", ".join(f"c{i}" for i in range(100_000)))
     assert len(line) == MESSAGE_CHARS and line.endswith("…")
+
+
+# `lab variants` with a bug in it: its listing raises an error that is not the lab's.
+BUGGY = """
+import sys
+import lab.guests.variants as variants
+def broken(config):
+    raise RuntimeError("a bug\\nover two lines")
+variants.variants_for = broken
+from lab.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_an_unexpected_error_is_one_line_and_a_traceback_only_with_debug(debug: bool) -> None:
+    words = ["--debug", "variants"] if debug else ["variants"]
+    done = subprocess.run([sys.executable, "-c", BUGGY, *words], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 1
+    if debug:
+        assert "Traceback" in done.stderr and "RuntimeError: a bug" in done.stderr
+    else:
+        assert done.stderr == (
+            "lab: error: unexpected RuntimeError: a bug over two lines. This is a bug in lab:"
+            " run the same command with --debug for the traceback, and report it\n"
+        )
