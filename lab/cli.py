@@ -156,6 +156,16 @@ def _main(argv: Sequence[str] | None) -> int:
         return _report("interrupted", INTERRUPTED, prefix="lab: ")
     except BrokenPipeError:
         raise
+    except OSError as err:  # the system refused (a permission, a device): not a bug
+        if args.debug:
+            raise
+        where = f" ({err.filename})" if err.filename else ""
+        failed = LabError(
+            f"{err.strerror or err}{where}",
+            hint="Check that file or device (permissions, space, the device), then run the"
+            " same command again; --debug shows where it happened",
+        )
+        return _report(failed, failed.exit_code)
     except Exception as err:  # a bug's traceback is for --debug, not for every user
         if args.debug:
             raise

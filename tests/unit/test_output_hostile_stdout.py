@@ -162,3 +162,23 @@ def test_an_unexpected_error_is_one_line_and_a_traceback_only_with_debug(debug: 
             "lab: error: unexpected RuntimeError: a bug over two lines. This is a bug in lab:"
             " run the same command with --debug for the traceback, and report it\n"
         )
+
+
+# `lab variants` whose plug-in folder cannot be read: an error from the system, not a bug.
+DENIED = """
+import errno, sys
+import lab.guests.variants as variants
+def denied(config):
+    raise PermissionError(errno.EACCES, "Permission denied", "/etc/lab/variants")
+variants.variants_for = denied
+from lab.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_an_error_of_the_system_is_one_line_naming_the_file() -> None:
+    done = subprocess.run([sys.executable, "-c", DENIED, "variants"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.startswith("lab: error: Permission denied (/etc/lab/variants). Check")
+    assert done.stderr.count("\n") == 1 and "a bug in lab" not in done.stderr
