@@ -124,3 +124,19 @@ def test_shown_writes_control_characters_as_escapes(raw: str, expected: str) -> 
 def test_literal_and_cell_are_never_markup() -> None:
     assert literal(BOLD) == "\\[bold red]X\\[/bold red]"
     assert cell(f"{CLOSER}\n{CLEAR}").plain == "[/x]\na\\x1b[2Jb"  # lines kept, ESC shown
+
+
+def test_lab_import_reports_hostile_names_as_text(tmp_path: Path) -> None:
+    """The summary after the commit printed the file's names as markup: the import was
+    stored, then `[/x]` crashed the command."""
+    source = tmp_path / "loop.csv"
+    source.write_text(f"variant,workload,metric,value,direction\n{CLOSER},w,t,3,lower\n"
+                      f"{BOLD},w,t,4,lower\n")  # fmt: skip
+    (tmp_path / "none.toml").write_text("")
+    done = subprocess.run(
+        [sys.executable, "-m", "lab", "import", "--db", str(tmp_path / "lab.db"), str(source)],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        env={**os.environ, "COLUMNS": "300", "LAB_CONFIG": str(tmp_path / "none.toml")},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"w {CLOSER}: 1" in done.stdout and f"w {BOLD}: 1" in done.stdout
