@@ -28,10 +28,10 @@ class RunProgress:
         self.ctx = ctx
         self.n = n
         self.progress = Progress(
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", markup=False),  # names and metrics: text
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("{task.fields[stats]}"),
+            TextColumn("{task.fields[stats]}", markup=False),
             console=ctx.err,
             disable=not ctx.err.is_terminal,
         )

@@ -140,3 +140,22 @@ def test_lab_import_reports_hostile_names_as_text(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert f"w {CLOSER}: 1" in done.stdout and f"w {BOLD}: 1" in done.stdout
+
+
+def test_a_run_s_progress_bars_show_names_as_text() -> None:
+    """A bar's description (guest, variant, a sweep's value) and its statistics (a metric's
+    name and unit, from a plug-in or a guest's output) are never markup."""
+    import io
+
+    from rich.console import Console
+
+    from lab.core.config import Config
+    from lab.core.context import Context
+    from lab.run.progress import RunProgress
+
+    err = Console(file=io.StringIO(), force_terminal=True, width=200, color_system=None)
+    progress = RunProgress(Context(config=Config(), err=err), 5).progress
+    progress.add_task(f"g0{CLOSER} ({BOLD})", total=5, stats=f"{CLOSER} 1.5 ± 0.1 s")
+    err.print(progress.make_tasks_table(progress.tasks))
+    shown_text = err.file.getvalue()  # type: ignore[attr-defined]
+    assert f"g0{CLOSER} ({BOLD})" in shown_text and f"{CLOSER} 1.5" in shown_text
