@@ -20,8 +20,10 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from rich.table import Table
 
+    from lab.core.text import cell  # lab.toml's values: text, never markup
+
     table = Table("key", "value", "meaning")
     for key, value, doc in ctx.config.describe():
-        table.add_row(key, value, doc)
+        table.add_row(*map(cell, (key, value, doc)))
     ctx.out.print(table)
     return 0

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from lab.core.context import Context
+from lab.core.text import cell
 from lab.guests.plan import add_twin_arguments, plan_twins, request_from
 
 
@@ -34,7 +35,7 @@ def register(subparsers: Any) -> None:
 
 
 def run_live(args: argparse.Namespace, ctx: Context) -> int:
-    from rich.table import Table
+    from rich.table import Column, Table
 
     from lab.app.livediff import live_differences  # deferred: libvirt, only with --live
 
@@ -44,11 +45,12 @@ def run_live(args: argparse.Namespace, ctx: Context) -> int:
         ctx.print_json([{"kind": d.kind, "option": d.option, "a": d.a, "b": d.b,
                          "meaning": d.meaning} for d in found])  # fmt: skip
         return 1 if unexplained else 0
-    table = Table("kind", "option", a, b, "meaning", title=f"QEMU: {a} vs {b}")
+    table = Table("kind", "option", Column(header=cell(a)), Column(header=cell(b)), "meaning",
+                  title=cell(f"QEMU: {a} vs {b}"))  # fmt: skip
     order = {"variant": 0, "consequence": 1, "unexplained": 2, "identity": 3}
     for d in sorted(found, key=lambda d: (order.get(d.kind, 9), d.option)):
         style = "bold red" if d.kind == "unexplained" else None
-        table.add_row(d.kind, d.option, d.a, d.b, d.meaning, style=style)
+        table.add_row(*map(cell, (d.kind, d.option, d.a, d.b, d.meaning)), style=style)
     ctx.out.print(table)
     if unexplained:
         ctx.warn(f"{len(unexplained)} option(s) are neither the variant, its consequences nor"
@@ -58,7 +60,7 @@ def run_live(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    from rich.table import Table
+    from rich.table import Column, Table
 
     from lab.guests.fairness import pair_changes
 
@@ -73,11 +75,13 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         ctx.print_json([{"kind": c.kind, "path": c.path, "a": c.a, "b": c.b, "by": c.by}
                         for c in changes])  # fmt: skip
         return 1 if unexplained else 0
-    table = Table("kind", "path", a, b, title=f"{a} vs {b}")
+    table = Table("kind", "path", Column(header=cell(a)), Column(header=cell(b)),
+                  title=cell(f"{a} vs {b}"))  # fmt: skip
     for change in sorted(changes, key=lambda c: (c.kind != "variant", c.kind, c.path)):
         style = "bold red" if change.kind == "unexplained" else None
         kind = f"variant ({change.by})" if change.by else change.kind
-        table.add_row(kind, change.path, change.a or "-", change.b or "-", style=style)
+        table.add_row(*map(cell, (kind, change.path, change.a or "-", change.b or "-")),
+                      style=style)  # fmt: skip
     ctx.out.print(table)
     if unexplained:
         ctx.warn(f"{len(unexplained)} difference(s) are neither the variant nor the identity")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from lab.commands.show import print_prepared
 from lab.core.context import Context
+from lab.core.text import cell
 from lab.guests.plan import add_twin_arguments, parse_pair
 from lab.host.hugepages import DEFAULT_HUGEPAGES
 
@@ -100,7 +101,7 @@ def run_check(args: argparse.Namespace, ctx: Context) -> int:
             documents[site.name] = json.loads(rows_json(rows))
             continue
         if site.remote:
-            ctx.out.print(f"host {site.name} ({site.entry.uri}); fixes are run on that host")
+            ctx.out.print(cell(f"host {site.name} ({site.entry.uri}); fixes are run on that host"))
         print_rows(ctx, rows)
         if not ready:
             ctx.warn(

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from lab.commands.show import print_built
 from lab.core.context import Context
+from lab.core.text import cell
 
 if TYPE_CHECKING:
     from lab.app.image import BuildRequest
@@ -123,7 +124,7 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
     for image in images:
         manifest = image.manifest
         size = manifest.get("sizes", {}).get("disk_file_bytes", 0)
-        table.add_row(
+        table.add_row(*map(cell, (  # a manifest's and a folder's words: text, never markup
             image.name,
             str(manifest.get("kind", "?")),
             str(manifest.get("boot", "?")),
@@ -131,7 +132,7 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
             str(manifest.get("built_at") or manifest.get("imported_at") or "?"),
             f"{size / 1024**2:.0f} MiB",
             str(image.directory),
-        )
+        )))  # fmt: skip
     ctx.out.print(table)
     return 0
 
@@ -143,7 +144,8 @@ def run_prune(args: argparse.Namespace, ctx: Context) -> int:
     gone, kept = prune_images(image_dir, ctx.libvirt, ctx.host, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     for folder in gone:
-        ctx.out.print(f"{verb} {folder.path} ({folder.bytes / 1024**2:.0f} MiB)", highlight=False)
+        ctx.out.print(cell(f"{verb} {folder.path} ({folder.bytes / 1024**2:.0f} MiB)"),
+                      highlight=False)  # fmt: skip
     freed = sum(folder.bytes for folder in gone) / 1024**3
     kept_names = ", ".join(path.name for path in kept) or "none"
     ctx.note(f"{verb} {len(gone)} folder(s), {freed:.1f} GiB; kept: {kept_names}")

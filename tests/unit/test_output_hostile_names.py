@@ -159,3 +159,13 @@ def test_a_run_s_progress_bars_show_names_as_text() -> None:
     err.print(progress.make_tasks_table(progress.tasks))
     shown_text = err.file.getvalue()  # type: ignore[attr-defined]
     assert f"g0{CLOSER} ({BOLD})" in shown_text and f"{CLOSER} 1.5" in shown_text
+
+
+def test_lab_config_shows_lab_toml_s_values_as_text(tmp_path: Path) -> None:
+    config = tmp_path / "lab.toml"
+    config.write_text('store = "q[/x]/Q[bold]W.db"\n')
+    env = {**os.environ, "COLUMNS": "300", "LAB_CONFIG": str(config)}
+    done = subprocess.run([sys.executable, "-m", "lab", "config"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "q[/x]/Q[bold]W.db" in done.stdout
