@@ -150,6 +150,8 @@ def replacing(dest: str | Path, store: Path | None = None) -> Iterator[Path]:
         ) from None
     os.close(fd)
     try:
+        with contextlib.suppress(FileNotFoundError):  # the file it replaces keeps its mode
+            os.chmod(temp, stat.S_IMODE(os.stat(target).st_mode))
         yield temp
         fd = os.open(temp, os.O_RDONLY | os.O_CLOEXEC)
         try:

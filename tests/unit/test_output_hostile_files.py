@@ -238,3 +238,12 @@ def test_only_the_temporary_files_of_dead_writers_are_removed(tmp_path: Path) ->
         path.write_text("partial")
     assert remove_stale_temps(dest) == [gone]
     assert alive.exists() and other.exists()
+
+
+def test_a_replaced_file_keeps_its_mode(db: Path, tmp_path: Path) -> None:
+    """Written in place, the file kept its permissions; replaced, it keeps them too."""
+    out = tmp_path / "private.csv"
+    out.write_text("old\n")
+    out.chmod(0o600)
+    assert main(["export", "--db", str(db), "--out", str(out)]) == 0
+    assert out.stat().st_mode & 0o777 == 0o600 and out.read_text() != "old\n"
