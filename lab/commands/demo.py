@@ -8,6 +8,7 @@ from typing import Any
 
 from lab.commands.show import ConsoleShow
 from lab.core.context import Context
+from lab.core.text import cell
 
 
 def register(subparsers: Any) -> None:
@@ -30,5 +31,5 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
     result = demo(ctx, DemoRequest(args.n, args.keep, args.db), ConsoleShow(ctx))
     if result.status == 0:
-        ctx.out.print(f"demo done: results in {result.db}, report under {result.report_dir}")
+        ctx.out.print(cell(f"demo done: results in {result.db}, report under {result.report_dir}"))
     return result.status

@@ -18,6 +18,7 @@ from typing import Any
 from lab.app.study import Study, StudyWorkload, key_reference, load_study
 from lab.commands.show import ConsoleShow
 from lab.core.context import Context
+from lab.core.text import cell
 from lab.guests.variants import variants_for
 from lab.run.workload import workloads_for
 from lab.store.cli import add_db_argument, store_path
@@ -184,7 +185,7 @@ def run_check(args: argparse.Namespace, ctx: Context) -> int:
             f"{db} holds study {study.name!r} from another version of this file (sha256"
             f" {stored[:16]}): `lab study run` will refuse it; give the changed study a new name"
         )
-    ctx.out.print(f"{args.file}: valid", highlight=False)
+    ctx.out.print(cell(f"{args.file}: valid"), highlight=False)  # a path: text, never markup
     return 0
 
 
@@ -204,8 +205,10 @@ def run_run(args: argparse.Namespace, ctx: Context) -> int:
         result = run_study(ctx, study, db, ConsoleShow(ctx))
     if result.status == 0:
         ctx.out.print(
-            f"study {study.name}: {len(study.workloads)} workloads stored in {db}; report in"
-            f" {report_dir(study, db) / 'index.html'}",
+            cell(
+                f"study {study.name}: {len(study.workloads)} workloads stored in {db}; report"
+                f" in {report_dir(study, db) / 'index.html'}"
+            ),
             highlight=False,
             soft_wrap=True,
         )

@@ -169,3 +169,18 @@ def test_lab_config_shows_lab_toml_s_values_as_text(tmp_path: Path) -> None:
                           text=True, timeout=60, env=env)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "q[/x]/Q[bold]W.db" in done.stdout
+
+
+def test_lab_study_check_names_its_file_as_text(tmp_path: Path) -> None:
+    folder = tmp_path / "q[bold]W"
+    folder.mkdir()
+    study = folder / "demo.toml"
+    study.write_text((ROOT / "studies" / "demo.toml").read_text())
+    (tmp_path / "none.toml").write_text("")
+    env = {**os.environ, "COLUMNS": "300", "LAB_CONFIG": str(tmp_path / "none.toml")}
+    done = subprocess.run(
+        [sys.executable, "-m", "lab", "study", "check", str(study), "--db", str(tmp_path / "x.db")],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith(f"{study}: valid")
