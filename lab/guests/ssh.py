@@ -78,7 +78,13 @@ class GuestShell:
             key = paramiko.PKey.from_type_string(keytype, base64.b64decode(blob))
             conn.client.get_host_keys().add(self.address.ip, keytype, key)
             conn.client.set_missing_host_key_policy(paramiko.RejectPolicy())
-            conn.open()
+            try:
+                conn.open()
+            except BaseException:
+                # A refused host key or login leaves paramiko's transport (its socket, its
+                # thread, a proxy's ssh) open: one more for every retry of a replaced guest.
+                _close_client(conn)
+                raise
             conn.transport.set_keepalive(KEEPALIVE_S)
             self._conn = conn
         return self._conn
@@ -189,6 +195,13 @@ class GuestShell:
         if conn is not None:
             with contextlib.suppress(Exception):
                 conn.close()
+
+
+def _close_client(conn: Any) -> None:
+    """Close a connection whose ``open`` failed: fabric's ``close`` does nothing then (it
+    never recorded the transport), and paramiko's is the one that stops it."""
+    with contextlib.suppress(Exception):
+        conn.client.close()
 
 
 def _describe(err: BaseException) -> str:
