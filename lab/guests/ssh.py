@@ -13,6 +13,7 @@ import contextlib
 import io
 import logging
 import shlex
+import socket
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,6 +34,10 @@ logging.getLogger("paramiko").addHandler(logging.NullHandler())
 KEEPALIVE_S = 5
 # An SFTP request unanswered this long (a network that stalls without failing) gives up.
 SFTP_TIMEOUT_S = 120
+# Data the guest has not acknowledged for this long (a request, or a keepalive) ends the
+# connection (TCP_USER_TIMEOUT). A guest destroyed mid-command sends no reset, and without
+# this a command given no timeout would wait for the kernel's retransmissions: 15 minutes.
+UNACKED_S = 60
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,7 @@ class GuestShell:
                 _close_client(conn)
                 raise
             conn.transport.set_keepalive(KEEPALIVE_S)
+            _bound_unacked(conn.transport.sock)
             self._conn = conn
         return self._conn
 
@@ -202,6 +208,13 @@ def _close_client(conn: Any) -> None:
     never recorded the transport), and paramiko's is the one that stops it."""
     with contextlib.suppress(Exception):
         conn.client.close()
+
+
+def _bound_unacked(sock: Any) -> None:
+    """Apply :data:`UNACKED_S` to a direct TCP connection (a proxy's pipe has its own ssh)."""
+    if isinstance(sock, socket.socket) and hasattr(socket, "TCP_USER_TIMEOUT"):
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, UNACKED_S * 1000)
 
 
 def _describe(err: BaseException) -> str:

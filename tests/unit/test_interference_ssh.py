@@ -14,14 +14,19 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+import fabric
 import paramiko
 import pytest
 
 from lab.core.errors import GuestError
-from lab.guests.ssh import GuestAddress, GuestShell
+from lab.guests.ssh import UNACKED_S, GuestAddress, GuestShell
 
 ESTABLISHED = "01"
+
+
+HOST_KEY = paramiko.RSAKey.generate(1024)  # the local server's
 
 
 class RefusingServer(paramiko.ServerInterface):
@@ -32,12 +37,27 @@ class RefusingServer(paramiko.ServerInterface):
         return paramiko.AUTH_FAILED
 
 
+class WelcomingServer(RefusingServer):
+    def check_auth_publickey(self, username: str, key: paramiko.PKey) -> int:
+        return paramiko.AUTH_SUCCESSFUL
+
+
 @pytest.fixture
 def sshd() -> Iterator[int]:
-    """A local SSH server with a fresh host key; yields its port."""
+    """A local SSH server with the host key HOST_KEY, refusing every login; its port."""
+    yield from serve(RefusingServer)
+
+
+@pytest.fixture
+def welcoming_sshd() -> Iterator[int]:
+    """The same, letting any key log in."""
+    yield from serve(WelcomingServer)
+
+
+def serve(kind: type[paramiko.ServerInterface]) -> Iterator[int]:
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
-    key = paramiko.RSAKey.generate(1024)
+    key = HOST_KEY
     served: list[paramiko.Transport] = []
 
     def serve() -> None:
@@ -50,7 +70,7 @@ def sshd() -> Iterator[int]:
             transport.add_server_key(key)
             served.append(transport)
             with contextlib.suppress(Exception):
-                transport.start_server(server=RefusingServer())
+                transport.start_server(server=kind())
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -96,4 +116,31 @@ def test_retries_against_a_guest_with_another_host_key_leave_no_connection_open(
             shell.read_bytes("/j", 0, 10)
     assert settled(lambda: connections_to(sshd)) == 0  # 8 before: one per retry
     assert threading.active_count() <= threads + 1  # nor their threads
+    shell.close()
+
+
+def test_a_connection_gives_up_on_data_a_vanished_guest_never_acknowledges(
+    welcoming_sshd: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = welcoming_sshd
+    client = paramiko.RSAKey.generate(1024)
+    client.write_private_key_file(str(tmp_path / "id_rsa"))
+    address = GuestAddress(
+        "lab-thp", f"127.0.0.1:{port}", f"ssh-rsa {HOST_KEY.get_base64()}", "lab",
+        tmp_path / "id_rsa",
+    )  # fmt: skip
+    # The key is pinned under the address ("IP:PORT" here), and paramiko looks it up as
+    # "[IP]:PORT" off port 22: pin it there too.
+    real_open = fabric.Connection.open
+
+    def open_pinned(conn: fabric.Connection) -> Any:
+        conn.client.get_host_keys().add(f"[127.0.0.1]:{port}", "ssh-rsa", HOST_KEY)
+        return real_open(conn)
+
+    monkeypatch.setattr(fabric.Connection, "open", open_pinned)
+    shell = GuestShell(address, connect_timeout=5)
+    shell.connect()
+    sock = shell._conn.transport.sock
+    # The kernel's default is 0: unacknowledged data is retransmitted for ~15 minutes.
+    assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT) == UNACKED_S * 1000
     shell.close()
