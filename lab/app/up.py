@@ -3,7 +3,8 @@
 Like Fabric's ``GroupResult``, bringing pairs up on several hosts answers host by host:
 each :class:`HostOutcome` holds the pair that came up there or the error that stopped it,
 and one host's failure leaves the others' pairs up. On a single host its error is raised
-as it is.
+as it is. A run that holds the lab keeps its guests: ``lab up`` is refused then, unless
+forced (:func:`lab.run.lock.changing_guests`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from lab.core.context import Context
 from lab.core.errors import LabError
@@ -20,6 +22,7 @@ from lab.guests.bringup import UpResult, bring_up
 from lab.guests.memory import check_host_memory
 from lab.guests.plan import TwinRequest
 from lab.guests.sites import Site, chosen_sites
+from lab.run.lock import changing_guests
 
 PHASES = ("clone", "define", "start", "booting", "lease", "ssh", "cloud-init", "verified")
 
@@ -31,6 +34,7 @@ class UpRequest:
     pairs: int | None = None  # --pairs N: one pair on each of the first N free hosts
     image: str | None = None  # None: the `image` of lab.toml
     allow_overcommit: bool = False
+    force: bool = False  # even while a run holds the lab (it then loses its guests)
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,19 @@ def up(
     ``bring`` and ``check_memory`` are the bring-up and the host memory check; tests hand
     in fakes. With one host its error is raised; with several it is that host's outcome.
     """
+    argv = ["lab", "up", "--pair", ",".join(request.twins.variants)]
+    argv += ["--hosts", request.hosts] if request.hosts else []
+    state_dir = Path(ctx.config.state_dir)
+    with changing_guests(state_dir, argv, "lab up", request.force, ctx.warn):
+        return _up(ctx, request, bring, check_memory)
+
+
+def _up(
+    ctx: Context,
+    request: UpRequest,
+    bring: BringUp,
+    check_memory: Callable[[Context, TwinRequest], None],
+) -> UpOutcome:
     if request.image:
         ctx.config = replace(ctx.config, image=request.image)
     sites, skipped = choose_sites(ctx, request)

@@ -21,6 +21,12 @@ def register(subparsers: Any) -> None:
         " console logs. The base image and the result store are kept.",
     )
     add_hosts_argument(parser, default="every host where a lab is up")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="go ahead even while a `lab run` (or demo, or study) holds the lab: that run"
+        " loses its guests and stops (refused otherwise, exit status 8)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -34,4 +40,4 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 def request(args: argparse.Namespace) -> DownRequest:
     from lab.app.down import DownRequest  # deferred: the parser is built for every command
 
-    return DownRequest(args.hosts)
+    return DownRequest(args.hosts, args.force)

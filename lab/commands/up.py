@@ -49,6 +49,12 @@ def register(subparsers: Any) -> None:
         help="bring the pair up even when other running guests may use its CPUs (refused"
         " otherwise: their load would be in the timings)",
     )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="go ahead even while a `lab run` (or demo, or study) holds the lab: that run"
+        " loses its guests and stops (refused otherwise, exit status 8)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -63,4 +69,6 @@ def request(args: argparse.Namespace, ctx: Context) -> UpRequest:
     from lab.app.up import UpRequest  # deferred: the parser is built for every command
 
     twins = request_from(args, ctx, parse_pair(args.pair))
-    return UpRequest(twins, args.hosts, args.pairs, args.image, args.allow_overcommit)
+    return UpRequest(
+        twins, args.hosts, args.pairs, args.image, args.allow_overcommit, force=args.force
+    )

@@ -19,6 +19,10 @@ emptied when it is released. It serves two purposes:
 The file is never deleted (deleting a lock file lets two processes lock two different files
 of the same name). Within one process the lock is re-entrant, so ``lab demo`` holds it for
 the whole demo while the `lab run` steps it calls take it again.
+
+``lab up`` and ``lab down`` hold it too while they replace or remove the guests
+(:func:`changing_guests`): a running study's guests are never taken from under it, unless
+``--force`` says so, and then it is said what that breaks.
 """
 
 from __future__ import annotations
@@ -101,6 +105,22 @@ class RunLockedError(LabError):
             f"another lab run is using this lab: {who}",
             hint=f"Wait for it to finish, or stop it ({stop}); an interrupted run resumes when"
             f" its command is run again. Lock: {path}",
+        )
+
+
+class LabInUseError(RunLockedError):
+    """``lab up`` or ``lab down`` refused: a live run holds the lab and uses its guests."""
+
+    def __init__(self, action: str, path: Path, holder: Holder | None) -> None:
+        self.path, self.holder, self.action = path, holder, action
+        who = holder.describe() if holder else "a process that has not said who it is yet"
+        stop = f"kill {holder.pid}" if holder else f"fuser {path}"
+        LabError.__init__(
+            self,
+            f"{action} would take the guests of a running study: {who}",
+            hint=f"Wait for it to finish, or stop it ({stop}; its command resumes it later), or"
+            f" pass --force to go ahead anyway (that run then stops for lack of its guests)."
+            f" Lock: {path}",
         )
 
 
@@ -192,3 +212,30 @@ def run_lock(
             os.ftruncate(fd, 0)  # released cleanly: nothing stale is left behind
     finally:
         os.close(fd)  # closing the only descriptor releases the flock
+
+
+@contextlib.contextmanager
+def changing_guests(
+    state_dir: Path,
+    argv: Sequence[str],
+    action: str,
+    force: bool = False,
+    warn: Callable[[str], None] = lambda _m: None,
+) -> Iterator[None]:
+    """Hold the run lock while ``action`` (``lab down``, ``lab up``) replaces or removes the
+    guests, so that no run starts meanwhile; refuse with :class:`LabInUseError` while a run
+    holds it. With ``force``, go ahead without it, after ``warn`` says what that breaks."""
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(run_lock(state_dir, argv, warn))
+        except RunLockedError as err:
+            if not force:
+                raise LabInUseError(action, err.path, err.holder) from None
+            who = err.holder.describe() if err.holder else f"the holder of {err.path}"
+            warn(
+                f"--force: {action} goes ahead while a run holds the lab ({who}): that run"
+                " loses its guests and stops (status 4) once it has waited for them (config:"
+                " guest_timeout); the iterations it stored are kept, and its command resumes it"
+                " on a new pair"
+            )
+        yield
