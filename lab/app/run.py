@@ -6,6 +6,7 @@ that stopped (Ctrl-C, a lost guest) resumes when the same request is run again.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -50,6 +51,7 @@ class RunRequest:
     max_failures: int = 10
     sweep: tuple[Axis, ...] = ()  # one run per point of these axes' product (lab.run.sweep)
     sweep_order: str = "interleaved"  # or "blocked"
+    guest_timeout: float | None = None  # None: the `guest_timeout` of lab.toml
 
 
 @dataclass(frozen=True)
@@ -77,10 +79,15 @@ def parse_threshold(text: str) -> Threshold:
 
 
 def command_line(request: RunRequest) -> list[str]:
-    """The `lab run` command as typed (near enough), for a second run that is refused."""
+    """The `lab run` command as typed (near enough): for a second run that is refused, and
+    as the command that resumes this one (everything its key and its store depend on)."""
     argv = ["lab", "run", request.workload, "--n", str(request.n), "--study", request.study]
     for key, value in request.params:
         argv += ["-p", f"{key}={value}"]
+    argv += ["--schedule", request.schedule] if request.schedule != "concurrent" else []
+    argv += ["--until", request.until] if request.until else []
+    argv += ["--swap-every", str(request.swap_every)] if request.swap_every is not None else []
+    argv += ["--db", request.db] if request.db else []
     argv += ["--warmup", request.warmup] if request.warmup is not None else []
     for axis in request.sweep:
         argv += ["--sweep", f"{axis.key}={','.join(axis.values)}"]
@@ -96,6 +103,11 @@ def check_request(request: RunRequest, workloads: Mapping[str, Workload] | None 
         raise UsageError(f"--n must be 1 or more, not {request.n}", hint="e.g. --n 30")
     if request.max_failures < 0:
         raise UsageError(f"--max-failures must be 0 or more, not {request.max_failures}")
+    if request.guest_timeout is not None and not request.guest_timeout > 0:
+        raise UsageError(
+            f"--guest-timeout must be above 0 seconds, not {request.guest_timeout}",
+            hint="e.g. --guest-timeout 300",
+        )
     if request.warmup is not None:
         from lab.stats.discard import declared_warmup  # deferred: heavy (scipy)
 
@@ -168,6 +180,8 @@ def run_workload(ctx: Context, request: RunRequest) -> RunOutcome:
         warmup=request.warmup,
         counters=request.counters,
         sweep=key,
+        guest_timeout=request.guest_timeout or float(ctx.config.guest_timeout),
+        resume=f"`{shlex.join(command_line(request))}`",
     )
     plans = [replace(plan, params=p) for p in sweep.params] if sweep else [plan]
     labels = sweep.labels() if sweep else [""]

@@ -126,6 +126,14 @@ def register(subparsers: Any) -> None:
         metavar="K",
         help="stop when a guest has more than K failed attempts (default 10)",
     )
+    parser.add_argument(
+        "--guest-timeout",
+        type=float,
+        metavar="S",
+        help="seconds to wait for a guest that stopped answering (destroyed, replaced,"
+        " unreachable) before the run stops with status 4; it says once that it waits, and"
+        " why (config: guest_timeout, default 300)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -154,4 +162,5 @@ def request(args: argparse.Namespace) -> RunRequest:
         guests=tuple(args.guests.split(",")) if args.guests else (), hosts=args.hosts,
         max_failures=args.max_failures, counters=args.counters,
         sweep=tuple(parse_axis(text) for text in args.sweep), sweep_order=args.sweep_order,
+        guest_timeout=args.guest_timeout,
     )  # fmt: skip

@@ -64,6 +64,13 @@ class Config:
     boot_timeout: int = field(
         default=600, metadata=_doc("seconds a guest may take to become ready")
     )
+    guest_timeout: int = field(
+        default=300,
+        metadata=_doc(
+            "seconds a run waits for a guest that stopped answering (destroyed, replaced,"
+            " unreachable) before it stops with status 4 (lab run --guest-timeout)"
+        ),
+    )
     variant_dirs: list[str] = field(
         default_factory=list,
         metadata=_doc(
@@ -252,6 +259,7 @@ _CHECKS: dict[str, Any] = {
     "vcpus": _at_least(1),
     "reserve_host_cpus": _at_least(0),
     "boot_timeout": _at_least(1),
+    "guest_timeout": _at_least(1),
     "memory": _size,
     "accelerator": _one_of("auto", "kvm", "qemu"),
     "tcg_cpu": _one_of("default", "maximum"),

@@ -4,6 +4,11 @@ The runners do the iterations themselves (detached in the guests), so the contro
 can die, lose a connection or be restarted at any time: re-running the same command
 finds the same run (its key is a hash of what was asked), ingests the journals again
 (idempotently) and restarts a runner only where iterations are still missing.
+
+A guest that stops answering is waited for, and said so once, for at most the plan's
+``guest_timeout``: then the run stops with :class:`GuestLost` (status 4), naming the guest,
+why it is gone where libvirt can tell (its domain destroyed, or replaced by a new one of the
+same name), and the command that resumes it.
 """
 
 from __future__ import annotations
@@ -55,6 +60,10 @@ class RunFailed(LabError):
     exit_code = 6
 
 
+class GuestLost(GuestError):
+    """A run stopped because one of its guests did not answer for ``guest_timeout``."""
+
+
 @dataclass
 class GuestProgress:
     """What the controller knows about one guest's part of the run."""
@@ -75,6 +84,9 @@ class GuestProgress:
     moments: RunningMoments = field(default_factory=RunningMoments)
     by_iteration: dict[int, float] = field(default_factory=dict)
     unreachable: bool = False
+    lost_at: float | None = None  # when it first failed to answer, since it last answered
+    domain_uuid: str | None = None  # its libvirt domain's, when the run started: tells a
+    # guest replaced by another of the same name (a new `lab up`) from one that is slow
     journal_seen: bool = False  # the guest still has this run's journal
     runner_started: bool = False  # started by this controller, and not yet said it ended
     heard_at: float = 0.0  # when its journal last grew, or its runner was started or asked
@@ -122,6 +134,8 @@ class RunPlan:
     warmup: str | None = None  # K or "auto": what the stopping rule leaves out (not the key)
     counters: str = "all"  # perf events per iteration: none, software or all (that work)
     sweep: str | None = None  # the key of the sweep this run is a value of (lab.run.sweep)
+    guest_timeout: float = 300.0  # seconds a guest may not answer before the run stops
+    resume: str = "the same `lab run` command"  # what resumes the run, for the messages
 
 
 class Controller:
@@ -156,6 +170,7 @@ class Controller:
         self.decision: Any = None  # lab.stats.sequential.Decision once the rule stopped the run
         self.upto = plan.n  # the last iteration of this pass (advance)
         self.begun = self.ended = False
+        self.stopping = False  # stop_runners was called: a lost guest no longer stops the run
         self.waiting = ""  # why the rule may not look yet (warm-up, a block not yet whole)
         self.key = run_key(
             plan.study,
@@ -198,6 +213,7 @@ class Controller:
             shell = shell_factory(record)
             runner = GuestRunner(shell, plan.runner_dir, self.key)
             progress = GuestProgress(record, guest_id, shell, runner)
+            progress.domain_uuid = self._domain_uuid(record)
             progress.completed = store.completed_iterations(self.run_id, guest_id)
             self.guests.append(progress)
         placement = Placement(ctx.libvirt, guests, state.emulator_cpus) if plan.swap_every else None
@@ -232,6 +248,37 @@ class Controller:
             return str(conn.lookupByName(record.name).XMLDesc(0))
         except Exception:  # the guest may be down; the XML is context, not a requirement
             return None
+
+    def _domain(self, record: GuestRecord) -> Any:
+        """The guest's libvirt domain (raises libvirt's error when there is none)."""
+        site = self.sites.get(record.host)
+        conn = site[0].ctx.libvirt if site else self.ctx.libvirt
+        return conn.lookupByName(record.name)
+
+    def _domain_uuid(self, record: GuestRecord) -> str | None:
+        try:
+            return str(self._domain(record).UUIDString())
+        except Exception:  # the guest may be down, or no hypervisor is at hand
+            return None
+
+    def why_lost(self, guest: GuestProgress, err: GuestError) -> str:
+        """Why ``guest`` does not answer, as far as its host's libvirt can tell."""
+        import libvirt  # deferred: loaded already wherever a hypervisor is at hand
+
+        try:
+            dom = self._domain(guest.record)
+            uuid, active = str(dom.UUIDString()), bool(dom.isActive())
+        except libvirt.libvirtError as lookup:
+            if lookup.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
+                return "its domain no longer exists (destroyed and undefined: `lab down`, or virsh)"
+            return f"SSH fails: {err.message}"
+        except Exception:  # no hypervisor at hand: SSH's word is all there is
+            return f"SSH fails: {err.message}"
+        if guest.domain_uuid is not None and uuid != guest.domain_uuid:
+            return "it was replaced by another guest of the same name (a new `lab up`)"
+        if not active:
+            return "its domain is not running (`lab status`)"
+        return f"SSH fails: {err.message}"
 
     # --- guest side -------------------------------------------------------------------
 
@@ -491,23 +538,46 @@ class Controller:
             )
 
     def with_guest(self, guest: GuestProgress, action: Callable[[GuestProgress], Any]) -> Any:
-        """Run ``action``; a guest that cannot be reached is marked and retried later."""
+        """Run ``action``; a guest that cannot be reached is marked and retried later, for
+        at most the plan's ``guest_timeout`` (then :class:`GuestLost`)."""
         try:
             value = action(guest)
         except GuestCommandError as err:  # the guest answered: something in it is wrong
             self._trouble(guest, err.message)
             return None
         except GuestError as err:
-            if not guest.unreachable:
-                self.ctx.warn(f"{guest.record.name} unreachable, will retry: {err.message}")
-            guest.unreachable = True
-            guest.shell.close()
+            guest.shell.close()  # the next try opens one afresh: one connection at a time
+            self._unanswered(guest, err)
             return None
+        guest.lost_at = None
         if guest.unreachable:
             self.ctx.note(f"{guest.record.name} reachable again")
             guest.unreachable = False
             guest.check_runner = True  # whatever ran before may be gone
         return value
+
+    def _unanswered(self, guest: GuestProgress, err: GuestError) -> None:
+        """Say once that the run waits for ``guest``, and why; stop the run once it has
+        waited ``guest_timeout`` (not while it stops its runners: Ctrl-C stays Ctrl-C)."""
+        now, timeout = self.clock.monotonic(), self.plan.guest_timeout
+        name = guest.record.name
+        if guest.lost_at is None:
+            guest.lost_at, guest.unreachable = now, True
+            self.ctx.warn(
+                f"{name} unreachable, will retry for up to {timeout:.0f} s, then the run stops"
+                f" (status 4): {self.why_lost(guest, err)}"
+            )
+            return
+        if self.stopping or now - guest.lost_at < timeout:
+            return
+        done = len(guest.completed)
+        raise GuestLost(
+            f"{name} did not answer for {now - guest.lost_at:.0f} s (--guest-timeout"
+            f" {timeout:g}): {self.why_lost(guest, err)}; the run stopped with {done} of"
+            f" {self.plan.n} iterations stored for it",
+            hint=f"Every stored iteration is kept. Bring the guest back (lab status; lab up"
+            f" if it is gone), then resume with {self.plan.resume}",
+        )
 
     def _trouble(self, guest: GuestProgress, what: str) -> None:
         """A runner command failed, or a runner ended without a word. A full disk in the
@@ -533,6 +603,7 @@ class Controller:
         self.ctx.warn(f"{name}: {what}; will try again")
 
     def stop_runners(self) -> None:
+        self.stopping = True
         for guest in self.guests:
             self.with_guest(guest, lambda g: g.runner.stop())
             self.with_guest(guest, self.ingest)

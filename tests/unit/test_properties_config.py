@@ -41,6 +41,7 @@ GOOD: dict[str, st.SearchStrategy[Any]] = {
     "tcg_cpu": st.sampled_from(["default", "maximum"]),
     "store": st.text(min_size=1, max_size=30),
     "boot_timeout": st.integers(1, 10**6),
+    "guest_timeout": st.integers(1, 10**6),
     "variant_dirs": st.lists(
         st.from_regex(r"/[a-z0-9_-]{1,10}(/[a-z0-9_-]{1,10})?", fullmatch=True), max_size=3
     ),
