@@ -52,6 +52,7 @@ class RunRequest:
     sweep: tuple[Axis, ...] = ()  # one run per point of these axes' product (lab.run.sweep)
     sweep_order: str = "interleaved"  # or "blocked"
     guest_timeout: float | None = None  # None: the `guest_timeout` of lab.toml
+    adopt: bool = False  # take up iterations the guests journalled for a run the store lacks
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,7 @@ def run_workload(ctx: Context, request: RunRequest) -> RunOutcome:
         sweep=key,
         guest_timeout=request.guest_timeout or float(ctx.config.guest_timeout),
         resume=f"`{shlex.join(command_line(request))}`",
+        adopt=request.adopt,
     )
     plans = [replace(plan, params=p) for p in sweep.params] if sweep else [plan]
     labels = sweep.labels() if sweep else [""]

@@ -134,6 +134,14 @@ def register(subparsers: Any) -> None:
         " unreachable) before the run stops with status 4; it says once that it waits, and"
         " why (config: guest_timeout, default 300)",
     )
+    parser.add_argument(
+        "--adopt",
+        action="store_true",
+        help="take up the iterations a guest's journal holds for this run when the store does"
+        " not hold the run (it was deleted, or this is another store), and say how many; by"
+        " default such a journal is retired (renamed KEY.retired-TIME in the guest) and the run"
+        " starts from its first iteration",
+    )
     parser.set_defaults(run=run)
 
 
@@ -162,5 +170,5 @@ def request(args: argparse.Namespace) -> RunRequest:
         guests=tuple(args.guests.split(",")) if args.guests else (), hosts=args.hosts,
         max_failures=args.max_failures, counters=args.counters,
         sweep=tuple(parse_axis(text) for text in args.sweep), sweep_order=args.sweep_order,
-        guest_timeout=args.guest_timeout,
+        guest_timeout=args.guest_timeout, adopt=args.adopt,
     )  # fmt: skip

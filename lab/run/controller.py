@@ -9,6 +9,13 @@ A guest that stops answering is waited for, and said so once, for at most the pl
 ``guest_timeout``: then the run stops with :class:`GuestLost` (status 4), naming the guest,
 why it is gone where libvirt can tell (its domain destroyed, or replaced by a new one of the
 same name), and the command that resumes it.
+
+A journal is this store's run's only if that run claimed it (``KEY.owner`` in the guest: the
+key and the moment the store's run was created). A journal the guest kept from a run that
+was deleted since, or that another store holds, is retired (renamed ``KEY.retired-STAMP``) and
+the run starts from its first iteration; with ``adopt`` its iterations are taken up instead.
+Either way one line says so, with their count and dates: a deleted run stays deleted, and a
+new store is never filled from old journals unasked.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import statistics
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -60,6 +68,15 @@ class RunFailed(LabError):
     exit_code = 6
 
 
+def _created(store: Store, study: str, key: str) -> float | None:
+    """When the store's run ``key`` was created (0.0 if it does not say); None without it."""
+    return next(((r.created or 0.0) for r in store.runs(study) if r.key == key), None)
+
+
+def _date(when: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when or 0))
+
+
 class GuestLost(GuestError):
     """A run stopped because one of its guests did not answer for ``guest_timeout``."""
 
@@ -91,6 +108,7 @@ class GuestProgress:
     runner_started: bool = False  # started by this controller, and not yet said it ended
     heard_at: float = 0.0  # when its journal last grew, or its runner was started or asked
     troubles: int = 0  # runner failures since the last attempt was recorded
+    claimed: bool = False  # its journal is known to be this run's (claim_journal)
 
 
 def run_key(
@@ -135,6 +153,7 @@ class RunPlan:
     counters: str = "all"  # perf events per iteration: none, software or all (that work)
     sweep: str | None = None  # the key of the sweep this run is a value of (lab.run.sweep)
     guest_timeout: float = 300.0  # seconds a guest may not answer before the run stops
+    adopt: bool = False  # take up iterations a guest journalled for a run this store lacks
     resume: str = "the same `lab run` command"  # what resumes the run, for the messages
 
 
@@ -186,10 +205,17 @@ class Controller:
         self.study_id = study_id = store.ensure_study(plan.study, description="lab run")
         self.metrics = list(plan.workload.metrics_for(plan.params))
         declared = [MetricInfo(m.name, m.unit, m.direction) for m in self.metrics]
+        # Whether this store held the run before: its journals from before journals had
+        # owners are then its own.
+        self.existed = _created(store, plan.study, self.key) is not None
         self.run_id = store.ensure_run(
             study_id, self.key, plan.workload.name, plan.params, plan.schedule, plan.n,
             declared + list(EVIDENCE_METRICS),
         )  # fmt: skip
+        created = _created(store, plan.study, self.key)
+        # What a guest's journal of this run must be claimed by: a run deleted and made
+        # again, or made in another store, is created at another moment.
+        self.owner = f"{self.key}@{created:.6f}" if created else f"{self.key}#{self.run_id}"
         self.guests: list[GuestProgress] = []
         for record in guests:
             host_state = self.state_of(record)
@@ -283,6 +309,7 @@ class Controller:
     # --- guest side -------------------------------------------------------------------
 
     def start_runner(self, guest: GuestProgress, first: int, last: int) -> None:
+        self.claim_journal(guest)
         if guest.runner_started:  # the last one ended without a word
             guest.runner_started = False
             self._trouble(guest, f"its runner ended without finishing{guest.runner.log_tail()}")
@@ -303,10 +330,66 @@ class Controller:
             nfs = nfs_source(Path(self.ctx.config.state_dir), state.host_ip)
         return guest_infos(state, [guest.record], self.plan.runner_dir, nfs)[0]
 
+    def claim_journal(self, guest: GuestProgress) -> None:
+        """Make sure the guest's journal of this key is this run's before anything is read
+        from it or a runner is started on it (once per guest and start)."""
+        if guest.claimed:
+            return
+        runner = guest.runner
+        owner = runner.owner()
+        if owner != self.owner and runner.has_journal():
+            if owner is None and self.existed:  # written before journals had owners
+                pass
+            elif self.plan.adopt:
+                self._say_journal(guest, "took up", "as --adopt asks")
+            else:
+                self._retire(guest)
+        if owner != self.owner:
+            runner.claim(self.owner)
+        guest.claimed = True
+
+    def _retire(self, guest: GuestProgress) -> None:
+        guest.runner.stop()  # a runner of that journal may still be at it
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(self.clock.now()))
+        summary = self._summary(guest)
+        target = guest.runner.retire(stamp)
+        self._say_journal(guest, "retired", f"now {target}; pass --adopt to take them up"
+                          " instead", summary)  # fmt: skip
+        guest.check_runner = True
+
+    def _summary(self, guest: GuestProgress) -> tuple[int, float | None, float | None]:
+        """The iterations done in the guest's journal, and the first and last moments."""
+        done: set[int] = set()
+        first = last = None
+        where = f"{guest.record.name}:{guest.runner.journal}"
+        for items, _ in new_pieces(guest.shell, guest.runner.journal, 0, where):
+            for item in items:
+                if isinstance(item, JournalEntry):
+                    done.update([item.iteration] if item.ok else [])
+                    first = item.started if first is None else min(first, item.started)
+                    end = item.ended or item.started
+                    last = end if last is None else max(last, end)
+        return len(done), first, last
+
+    def _say_journal(
+        self,
+        guest: GuestProgress,
+        verb: str,
+        then: str,
+        summary: tuple[int, float | None, float | None] | None = None,
+    ) -> None:
+        count, first, last = summary or self._summary(guest)
+        when = f" ({_date(first)} to {_date(last)})" if first is not None else ""
+        self.ctx.note(
+            f"{verb} {count} iterations of run {self.key} found in {guest.record.name}'s"
+            f" journal{when}, which this store's run did not start; {then}"
+        )
+
     def ingest(self, guest: GuestProgress) -> int:
         """Store what the guest's journal gained, durably, since last time; returns the new
         attempts. The offset moves only once the store holds a piece, so a store that
         refused one (a full disk) leaves the controller exactly where the store is."""
+        self.claim_journal(guest)
         added = 0
         where = f"{guest.record.name}:{guest.runner.journal}"
         for records, used in new_pieces(guest.shell, guest.runner.journal, guest.offset, where):
@@ -491,6 +574,7 @@ class Controller:
         return True
 
     def running(self, guest: GuestProgress) -> bool:
+        self.claim_journal(guest)  # a runner of a journal not this run's is stopped first
         return guest.runner.running()
 
     def busy(self, guest: GuestProgress, iteration: int) -> bool:

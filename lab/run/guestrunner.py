@@ -1,5 +1,6 @@
 """The runner of one run in one guest, as the controller drives it: the argument lists of
-its commands, its zipapp copied in, its spec written, its log and free space read."""
+its commands, its zipapp copied in, its spec written, its log and free space read, and the
+owner of its journal (which store's run it belongs to) read, written and retired."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 from pathlib import PurePosixPath
 from typing import Any
 
-from lab.core.errors import GuestError
+from lab.core.errors import GuestCommandError, GuestError
 from lab.guests.ssh import GuestShell
 from lab.inguest.spec import Spec
 from lab.run.shipping import runner_zipapp
@@ -27,6 +28,40 @@ class GuestRunner:
     @property
     def journal(self) -> str:
         return f"{self.folder}/{self.key}.journal"
+
+    @property
+    def owner_file(self) -> str:
+        return f"{self.folder}/{self.key}.owner"
+
+    def owner(self) -> str | None:
+        """The token of the store's run this guest's journal belongs to (SFTP, no process);
+        None when no run has claimed it (or its file is empty)."""
+        data = self.shell.read_bytes(self.owner_file, 0, 4096)
+        if data is None:
+            return None
+        return data.decode(errors="replace").strip() or None
+
+    def has_journal(self) -> bool:
+        return self.shell.read_bytes(self.journal, 0, 0) is not None
+
+    def claim(self, token: str) -> None:
+        """Record that the journal (there or to come) belongs to the run ``token`` names."""
+        self.shell.run(["mkdir", "-p", self.folder])
+        self.shell.put_bytes(f"{token}\n".encode(), self.owner_file)
+
+    def retire(self, stamp: str) -> str:
+        """Rename the journal out of the run's way (``KEY.retired-STAMP``), never over
+        another; returns its new path. A journal still in place after that is an error: a
+        runner started now would take up its iterations."""
+        target = f"{self.folder}/{self.key}.retired-{stamp}"
+        self.shell.run(["mv", "-n", "-T", self.journal, target])
+        if self.has_journal():
+            raise GuestCommandError(
+                f"{self.shell.address.name}: could not rename {self.journal} to {target}",
+                hint=f"Look at the runner's folder (lab ssh {self.shell.address.name} ls -l"
+                f" {self.folder}), then run the same command again",
+            )
+        return target
 
     def argv(self, command: str, *extra: str) -> list[str]:
         """The argument list of a runner sub-command for this run."""
