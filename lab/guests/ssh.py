@@ -156,6 +156,19 @@ class GuestShell:
             stream.seek(offset)
             return bytes(stream.read(size))
 
+    def forget(self, remote: str) -> None:
+        """Close the handle :meth:`read_bytes` keeps open on ``remote``: once the file was
+        renamed (a journal retired), the next read must find what is at that path now, not
+        the file the handle still reads."""
+        stream = self._open.pop(remote, None)
+        if stream is not None:
+            from paramiko.file import BufferedFile  # deferred: loaded once a file was opened
+
+            with contextlib.suppress(Exception):
+                stream.close()
+            with contextlib.suppress(Exception):
+                BufferedFile.close(stream)
+
     def connect(self) -> None:
         """Log in (key exchange and authentication) without running anything.
 

@@ -37,6 +37,7 @@ class GuestRunner:
         """The token of the store's run this guest's journal belongs to (SFTP, no process);
         None when no run has claimed it (or its file is empty)."""
         data = self.shell.read_bytes(self.owner_file, 0, 4096)
+        self.shell.forget(self.owner_file)  # read once per start: no handle kept open
         if data is None:
             return None
         return data.decode(errors="replace").strip() or None
@@ -54,6 +55,7 @@ class GuestRunner:
         another; returns its new path. A journal still in place after that is an error: a
         runner started now would take up its iterations."""
         target = f"{self.folder}/{self.key}.retired-{stamp}"
+        self.shell.forget(self.journal)  # a handle on it would read the retired file
         self.shell.run(["mv", "-n", "-T", self.journal, target])
         if self.has_journal():
             raise GuestCommandError(

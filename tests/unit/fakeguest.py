@@ -139,6 +139,9 @@ class FakeRunnerGuest(GuestShell):
     def put(self, local: Path, remote: str) -> None:
         pass
 
+    def forget(self, remote: str) -> None:
+        pass
+
     def put_bytes(self, data: bytes, remote: str) -> None:
         pass
 

@@ -30,12 +30,16 @@ LATER = 1.0e6  # seconds each runner start moves the guest's clock on
 
 
 class FileGuest(FakeRunnerGuest):
-    """A fake guest that keeps the files written to it and renames its journal."""
+    """A fake guest that keeps the files written to it and renames its journal. Like SFTP
+    as GuestShell uses it, a journal read keeps a handle open, which goes on reading the
+    file it opened, renamed or not, until it is forgotten."""
 
     def __init__(self, name: str) -> None:
         super().__init__(name, per_read=N)
         self.files: dict[str, bytes] = {}
         self.has_journal = False
+        self.handle: bytes | None = None  # what an open journal handle reads, once renamed
+        self.opened = False
 
     def _line(self, record: dict[str, Any]) -> None:
         for field in ("started", "ended", "time"):
@@ -54,6 +58,7 @@ class FileGuest(FakeRunnerGuest):
         args = list(argv)
         if args[:3] == ["mv", "-n", "-T"] and args[3].endswith(".journal"):
             self.files[args[4]] = bytes(self.journal)
+            self.handle = bytes(self.journal) if self.opened else None
             self.journal, self.written, self.synced_at = bytearray(), 0, 0
             self.has_journal = False
             return Result(tuple(args), 0, "", "")
@@ -63,6 +68,9 @@ class FileGuest(FakeRunnerGuest):
 
     def read_bytes(self, remote: str, offset: int, size: int) -> bytes | None:
         if remote.endswith(".journal"):
+            if self.handle is not None:
+                return self.handle[offset : offset + size]
+            self.opened = self.opened or self.has_journal
             return super().read_bytes(remote, offset, size) if self.has_journal else None
         if remote in self.files:
             return self.files[remote][offset : offset + size]
@@ -70,6 +78,10 @@ class FileGuest(FakeRunnerGuest):
 
     def put_bytes(self, data: bytes, remote: str) -> None:
         self.files[remote] = data
+
+    def forget(self, remote: str) -> None:
+        if remote.endswith(".journal"):
+            self.handle, self.opened = None, False
 
     def retired(self) -> list[str]:
         return [path for path in self.files if ".retired-" in path]
