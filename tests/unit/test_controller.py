@@ -67,6 +67,9 @@ class LocalShell(GuestShell):
     def close(self) -> None:
         pass
 
+    def forget(self, remote: str) -> None:
+        pass  # no handle is kept: each read opens the file
+
 
 @dataclass(frozen=True)
 class Metric:
