@@ -18,7 +18,7 @@ from lab.core.context import Context
 from lab.core.errors import LabError
 from lab.core.inventory import spread_pairs
 from lab.core.progress import PhaseBoard
-from lab.guests.bringup import UpResult, bring_up
+from lab.guests.bringup import UpResult, bring_up, check_not_up
 from lab.guests.memory import check_host_memory
 from lab.guests.plan import TwinRequest
 from lab.guests.sites import Site, chosen_sites
@@ -89,19 +89,6 @@ def up(
     ``bring`` and ``check_memory`` are the bring-up and the host memory check; tests hand
     in fakes. With one host its error is raised; with several it is that host's outcome.
     """
-    argv = ["lab", "up", "--pair", ",".join(request.twins.variants)]
-    argv += ["--hosts", request.hosts] if request.hosts else []
-    state_dir = Path(ctx.config.state_dir)
-    with changing_guests(state_dir, argv, "lab up", request.force, ctx.warn):
-        return _up(ctx, request, bring, check_memory)
-
-
-def _up(
-    ctx: Context,
-    request: UpRequest,
-    bring: BringUp,
-    check_memory: Callable[[Context, TwinRequest], None],
-) -> UpOutcome:
     if request.image:
         ctx.config = replace(ctx.config, image=request.image)
     sites, skipped = choose_sites(ctx, request)
@@ -109,9 +96,16 @@ def _up(
         names = ", ".join(s.name for s in sites)
         passed = f" (a lab is up on {', '.join(skipped)})" if skipped else ""
         ctx.note(f"{request.pairs} pair(s), one per host: on {names}{passed}")
+    if len(sites) == 1:  # its error is raised as it is: before the lock is made or taken
+        check_not_up(sites[0])
     if any(not s.remote for s in sites):  # variants, CPU plan and memory, before anything
         check_memory(ctx, request.twins)
-    with PhaseBoard(ctx.err, PHASES) as board:
+    argv = ["lab", "up", "--pair", ",".join(request.twins.variants)]
+    argv += ["--hosts", request.hosts] if request.hosts else []
+    with (
+        changing_guests(Path(ctx.config.state_dir), argv, "lab up", request.force, ctx.warn),
+        PhaseBoard(ctx.err, PHASES) as board,
+    ):
 
         def one(site: Site) -> HostOutcome:
             try:

@@ -148,6 +148,15 @@ def shared_cpus(conn: Any, twins: Twins) -> str:
     return "; ".join(found)
 
 
+def check_not_up(site: Site) -> None:
+    """Refuse a bring-up where a lab is up already."""
+    if site.load_state() is not None:
+        where = f" on host {site.name}" if site.remote else ""
+        raise UsageError(
+            f"a lab is already up{where}", hint="See `lab status`; run `lab down` first"
+        )
+
+
 def bring_up(
     ctx: Context,
     request: TwinRequest,
@@ -160,11 +169,7 @@ def bring_up(
     site = site or local_site(ctx)
     ctx = site.ctx
     state_dir = site.state_dir
-    if site.load_state() is not None:
-        where = f" on host {site.name}" if site.remote else ""
-        raise UsageError(
-            f"a lab is already up{where}", hint="See `lab status`; run `lab down` first"
-        )
+    check_not_up(site)
     image = find_image(Path(ctx.config.image_dir), ctx.config.image)
     accel_facts = site.accel_facts()
     twins = plan_twins(ctx, request, boot=image.boot, accel_facts=accel_facts, prefix=site.prefix)
