@@ -15,9 +15,10 @@ import re
 from rich.markup import escape
 from rich.text import Text
 
-# C0 and C1 controls, DEL, and the bidirectional marks and overrides ("Trojan Source").
-_OTHERS = "\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-_ANY_CONTROL = re.compile(f"[\x00-\x1f{_OTHERS}]")
+# C0 and C1 controls, DEL, the line and paragraph separators, and the bidirectional marks
+# and overrides ("Trojan Source").
+_OTHERS = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+CONTROL = _ANY_CONTROL = re.compile(f"[\x00-\x1f{_OTHERS}]")
 _CONTROL_BUT_LINES = re.compile(f"[\x00-\x08\x0b-\x1f{_OTHERS}]")  # tab and line feed kept
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
@@ -52,17 +53,23 @@ def cell(value: object, style: str = "") -> Text:
 
 
 MESSAGE_CHARS = 300  # the longest error line the CLI prints
-QUOTED_CHARS = 60  # a quoted value longer than this is cut in an error line
-QUOTED_KEPT = 40  # to its first characters
+QUOTED_CHARS = 100  # a quoted value longer than this is cut in an error line
+QUOTED_KEPT = 80  # to its first characters (as lab.importers quote a value: 80 at most)
 _LINE_ENDS = re.compile(r"\s*(?:\r\n|\r|\n)\s*")
 _LONG_QUOTED = re.compile(f"'[^']{{{QUOTED_CHARS},}}'|\"[^\"]{{{QUOTED_CHARS},}}\"")
+WORD_CHARS = 120  # an unquoted word (a path) longer than this is cut in its middle,
+WORD_KEPT = (60, 20)  # to its first and last characters, so what follows it still shows
+_LONG_WORD = re.compile(f"\\S{{{WORD_CHARS + 1},}}")
 
 
 def one_line(text: object, limit: int = MESSAGE_CHARS) -> str:
     """``text`` as one line of at most ``limit`` characters: line ends joined with a
     space, control characters shown (:func:`shown`), a long quoted value cut to its start
-    and "…", and what is still too long cut at the end with "…". A 1 MB value or 100,000
+    and "…", a long unquoted word (a path) cut in its middle so that what follows it still
+    shows, and what is still too long cut at the end with "…". A 1 MB value or 100,000
     unknown column names in an error were printed whole."""
     line = shown(_LINE_ENDS.sub(" ", str(text)))
     line = _LONG_QUOTED.sub(lambda m: f"{m.group()[: QUOTED_KEPT + 1]}…{m.group()[0]}", line)
+    head, tail = WORD_KEPT
+    line = _LONG_WORD.sub(lambda m: f"{m.group()[:head]}…{m.group()[-tail:]}", line)
     return line if len(line) <= limit else line[: limit - 1] + "…"

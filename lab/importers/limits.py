@@ -21,8 +21,10 @@ most a few items (:func:`listed`), all on one line.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
+
+from lab.core.text import CONTROL
+from lab.core.text import shown as control_shown
 
 MAX_NAME = 200  # characters of a name
 MAX_ITERATION = 2**53
@@ -32,8 +34,6 @@ END_TIME = 253_402_300_800.0  # 10000-01-01T00:00:00Z: the first second datetime
 QUOTED = 80  # characters of a value a message quotes
 LISTED = 3  # items a message names
 
-CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 _good_names: set[str] = set()  # names found good: the rows of a table repeat them
 _GOOD_NAMES = 4_096  # past it they are forgotten, so memory stays bounded
@@ -43,8 +43,7 @@ def shown(text: str, limit: int = QUOTED) -> str:
     """``text`` quoted for a one-line message: control characters escaped, cut after
     ``limit`` characters with "…" and its length."""
     cut = text[:limit]
-    escaped = CONTROL.sub(lambda m: _ESCAPES.get(m.group(), f"\\u{ord(m.group()):04x}"), cut)
-    quoted = "'" + escaped.replace("'", "\\'") + "'"
+    quoted = "'" + control_shown(cut).replace("'", "\\'") + "'"
     if len(text) > limit:
         quoted += f"… ({len(text):,} characters)"
     return quoted
@@ -55,9 +54,7 @@ def one_line(message: str, limit: int = 4 * QUOTED) -> str:
     control characters escaped, the rest cut with "…"."""
     if len(message) > limit:
         message = message[:limit] + "…"
-    if CONTROL.search(message) is None:
-        return message
-    return CONTROL.sub(lambda m: _ESCAPES.get(m.group(), f"\\u{ord(m.group()):04x}"), message)
+    return control_shown(message)
 
 
 def listed(items: Sequence[str], limit: int = LISTED) -> str:

@@ -125,7 +125,7 @@ def test_an_argument_error_on_a_huge_value_is_cut(db: Path) -> None:
     [
         ("two\nlines\r\nthree", "two lines three"),
         ("bell\x07 and \x1b[2J", "bell\\x07 and \\x1b[2J"),
-        (f"unknown column {'z' * 500!r}", f"unknown column '{'z' * 40}…'"),
+        (f"unknown column {'z' * 500!r}", f"unknown column '{'z' * 80}…'"),
     ],
 )
 def test_one_line(raw: str, expected: str) -> None:
