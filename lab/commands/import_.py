@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, BinaryIO
 
 from lab.core.context import Context
 from lab.core.errors import UsageError
@@ -57,8 +57,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    import sys
-
     from lab.importers.ingest import ImportOptions, import_inputs, plan
     from lab.store.cli import open_store_all_or_nothing
 
@@ -71,8 +69,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         raise UsageError("standard input (-) is named twice", hint="Name it once")
     # Every input is opened and its format told before the store is opened: a missing file,
     # a folder or a binary file changes nothing. The samples are read as they are stored.
-    stdin = sys.stdin.buffer if sys.stdin is not None else None  # None: closed (`<&-`)
-    planned = plan(args.files, options, stdin)
+    planned = plan(args.files, options, _standard_input())
     with open_store_all_or_nothing(args, ctx) as store:
         summaries = import_inputs(store, planned, options)
     for name, summary in zip(args.files, summaries, strict=True):
@@ -115,3 +112,21 @@ def _say(ctx: Context, message: str, warning: bool = False) -> None:
 
     prefix = ("lab: warning:", "bold yellow") if warning else ("lab:", "dim")
     ctx.err.print(Text.assemble(prefix, " ", message), highlight=False, soft_wrap=True)
+
+
+def _standard_input() -> BinaryIO | None:
+    """Standard input's bytes, or None when it is closed (``lab import - <&-``): Python
+    makes the stream None, and lab.cli holds a closed descriptor 0 on /dev/null opened
+    write-only (so that no file the lab opens takes its number), which cannot be read."""
+    import fcntl
+    import os
+    import sys
+
+    if sys.stdin is None:
+        return None
+    try:
+        if fcntl.fcntl(0, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:
+            return None
+    except OSError:
+        return None
+    return sys.stdin.buffer

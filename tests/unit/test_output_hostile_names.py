@@ -139,7 +139,7 @@ def test_lab_import_reports_hostile_names_as_text(tmp_path: Path) -> None:
         env={**os.environ, "COLUMNS": "300", "LAB_CONFIG": str(tmp_path / "none.toml")},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert f"w {CLOSER}: 1" in done.stdout and f"w {BOLD}: 1" in done.stdout
+    assert f"w {CLOSER}: 1" in done.stderr and f"w {BOLD}: 1" in done.stderr  # a summary
 
 
 def test_a_run_s_progress_bars_show_names_as_text() -> None:
