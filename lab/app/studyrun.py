@@ -27,6 +27,7 @@ from lab.app.up import UpOutcome, UpRequest, up
 from lab.core import units
 from lab.core.context import Context
 from lab.core.errors import UsageError
+from lab.core.text import cell
 from lab.guests.labstate import LabState, load_state
 from lab.guests.plan import TwinRequest
 from lab.run.workload import workloads_for
@@ -217,7 +218,7 @@ def run_study(
         record_study(store, study)
     state = actions.lab_state()
     if state is None:
-        ctx.err.rule(f"lab up --pair {','.join(study.variants)} (from {study.name})")
+        ctx.err.rule(cell(f"lab up --pair {','.join(study.variants)} (from {study.name})"))
         show.up(actions.up(UpRequest(twin_request(study, ctx))))
     else:
         check_lab(state, study)
@@ -226,7 +227,7 @@ def run_study(
     steps = len(runs) + 1
     for number, (workload, request) in enumerate(zip(study.workloads, runs, strict=True), 1):
         argv = run_argv(study, workload, db)
-        ctx.err.rule(f"{study.name} {number}/{steps}: lab {shlex.join(argv)}")
+        ctx.err.rule(cell(f"{study.name} {number}/{steps}: lab {shlex.join(argv)}"))
         outcome = actions.run(request)
         show.run(outcome)
         done.append(outcome)
@@ -238,7 +239,7 @@ def run_study(
                 highlight=False,
             )
             return StudyResult(INTERRUPTED, tuple(done))
-    ctx.err.rule(f"{study.name} {steps}/{steps}: lab {shlex.join(report_argv(study, db))}")
+    ctx.err.rule(cell(f"{study.name} {steps}/{steps}: lab {shlex.join(report_argv(study, db))}"))
     written = actions.report(report_request(study, db))
     show.report(written)
     return StudyResult(0, tuple(done), written)

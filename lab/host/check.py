@@ -21,6 +21,7 @@ import libvirt
 from rich.table import Table
 
 from lab.core.errors import LabError
+from lab.core.text import cell
 from lab.host import nfs
 from lab.host.accel import AccelChoice, AccelFacts, choose_accelerator, cpu_flags, read_accel_facts
 from lab.host.facts import (
@@ -386,6 +387,6 @@ def print_rows(ctx: Context, rows: list[Row]) -> None:
     table = Table("requirement", "state", "detail", "fix")
     for row in rows:
         style = styles.get(row.state)  # not available: plain, nothing to look at
-        state = f"[{style}]{row.state}[/]" if style else row.state
-        table.add_row(row.name, state, row.detail, row.fix)
+        # what was read from the host (a THP mode's "[never]") is text, never markup
+        table.add_row(cell(row.name), cell(row.state, style or ""), cell(row.detail), cell(row.fix))
     ctx.out.print(table)

@@ -187,3 +187,27 @@ def test_another_host_s_fixes_are_commands_for_that_host() -> None:
     )
     assert row(rows, "libvirtd").fix == "on host rack2: systemctl start libvirtd"
     assert row(rows, "NFS (ganesha)").state == WARN  # not used there, not a fix to make
+
+
+def test_what_a_row_read_from_the_host_is_printed_as_text() -> None:
+    """A THP mode reads "always madvise [never]": as markup, "[never]" vanished from the
+    table; a fix with a bracket crashed it."""
+    import io
+
+    from rich.console import Console
+
+    from lab.core.config import Config
+    from lab.core.context import Context
+    from lab.host.check import print_rows
+
+    out = io.StringIO()
+    ctx = Context(config=Config(), out=Console(file=out, width=200))
+    rows = [
+        Row("THP defrag", WARN, "always madvise [never]", "echo '[/x]' > /sys/x"),
+        Row("libvirtd", OK, "running [bold]x[/bold]"),
+    ]
+    print_rows(ctx, rows)
+    shown = out.getvalue()
+    assert "always madvise [never]" in shown
+    assert "echo '[/x]' > /sys/x" in shown
+    assert "running [bold]x[/bold]" in shown
