@@ -159,11 +159,19 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
+def hear_sigint() -> None:
+    """In the child: SIGINT at its default, so Python turns it into KeyboardInterrupt as it
+    does for a user's Ctrl-C. A test run started in the background (`nohup ... &`) has it
+    ignored, which a child inherits, and then the SIGINT sent here did nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_slow_export(db: Path, out: Path, marker: Path) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(SLOW_EXPORT), str(marker),
          "export", "--db", str(db), "--out", str(out)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=hear_sigint,
     )  # fmt: skip
     deadline = time.monotonic() + 30
     while not marker.exists():
