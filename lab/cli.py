@@ -19,7 +19,8 @@ from lab import __version__
 from lab.core.errors import LabError, StdoutError
 from lab.core.text import MESSAGE_CHARS, one_line
 
-HINT_CHARS = 140  # of an error line's MESSAGE_CHARS that its hint may take
+HINT_CHARS = 360  # of an error line's MESSAGE_CHARS that its hint may take: a whole command to
+# run next (a resume command names the store), which is no use cut
 
 # Order is the order of `lab --help`.
 # Exit statuses other than the errors' own (lab.core.errors and its subclasses): the README's

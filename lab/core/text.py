@@ -52,7 +52,7 @@ def cell(value: object, style: str = "") -> Text:
     return Text(shown(value, lines=True), style=style)
 
 
-MESSAGE_CHARS = 300  # the longest error line the CLI prints
+MESSAGE_CHARS = 600  # the longest error line the CLI prints: a few hundred characters
 QUOTED_CHARS = 100  # a quoted value longer than this is cut in an error line
 QUOTED_KEPT = 80  # to its first characters (as lab.importers quote a value: 80 at most)
 _LINE_ENDS = re.compile(r"\s*(?:\r\n|\r|\n)\s*")

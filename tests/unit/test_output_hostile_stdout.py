@@ -182,3 +182,23 @@ def test_an_error_of_the_system_is_one_line_naming_the_file() -> None:
     assert done.returncode == 1
     assert done.stderr.startswith("lab: error: Permission denied (/etc/lab/variants). Check")
     assert done.stderr.count("\n") == 1 and "a bug in lab" not in done.stderr
+
+
+def test_a_hint_with_the_command_to_run_next_is_kept_whole(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A lost guest's error names the command that resumes the run, with its store's path:
+    cut at 140 characters, the one thing the user needed was gone."""
+    from lab.cli import _report
+    from lab.core.errors import LabError
+
+    resume = "lab run null --n 300 --study default --db /tmp/" + "d" * 90 + "/lab.db"
+    err = LabError(
+        "lab-thp did not answer for 21 s (--guest-timeout 20): its domain no longer exists;"
+        " the run stopped with 57 of 300 iterations stored for it",
+        hint="Every stored iteration is kept. Bring the guest back (lab status; lab up if it"
+        f" is gone), then resume with {resume}",
+    )
+    assert _report(err, 4) == 4
+    line = capsys.readouterr().err
+    assert line.count("\n") == 1 and line.rstrip().endswith(resume), line
