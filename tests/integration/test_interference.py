@@ -8,6 +8,7 @@ defined again from its own XML, over its own disk), so the later tests find the 
 
 from __future__ import annotations
 
+import shlex
 import sqlite3
 import subprocess
 import sys
@@ -17,12 +18,14 @@ from pathlib import Path
 import pytest
 
 from tests.integration.conftest import Pair
+from tests.integration.test_run import attempts
 
 pytestmark = pytest.mark.integration
 
 VIRSH = ["virsh", "-c", "qemu:///system"]
 LOST = "lab-thp"
 GUEST_TIMEOUT = 20  # seconds: the least that keeps this test short
+N = 8  # iterations of the destroyed run: 4 or more before the destroy
 
 
 def tcp_sockets(pid: int) -> int:
@@ -67,9 +70,12 @@ def bring_back(pair: Pair, xml: Path) -> None:
         time.sleep(3)
 
 
-def test_a_run_whose_guest_is_destroyed_stops_with_status_4_holding_few_connections(
+def test_a_destroyed_guest_stops_the_run_with_status_4_over_few_connections_and_it_resumes(
     pair: Pair, tmp_path: Path
 ) -> None:
+    """Destroyed and undefined mid-iteration: the run says once that it waits, stops with
+    status 4 in bounded time holding a few connections, and names the command that resumes;
+    with the guest back, that command stores the lost attempt as failed and repeats it."""
     db, xml = tmp_path / "lab.db", tmp_path / f"{LOST}.xml"
     # Its definition, not the running domain's XML: that one has the CPU model expanded
     # (qemu64,hypervisor=on,lahf-lm=on), and `lab diff --live` in a later test then found
@@ -78,8 +84,9 @@ def test_a_run_whose_guest_is_destroyed_stops_with_status_4_holding_few_connecti
         [*VIRSH, "dumpxml", "--inactive", LOST], check=True, capture_output=True, text=True
     )
     xml.write_text(dumped.stdout)
-    argv = [sys.executable, "-m", "lab", "run", "null", "--n", "300", "--db", str(db),
-            "--guest-timeout", str(GUEST_TIMEOUT)]  # fmt: skip
+    # Iterations of a second: the destroy lands inside one, whose begin line is synced.
+    run = ["run", "command", "-p", "argv=sleep 1", "--n", str(N), "--db", str(db)]
+    argv = [sys.executable, "-m", "lab", *run, "--guest-timeout", str(GUEST_TIMEOUT)]
     proc = subprocess.Popen(
         argv, env=pair.lab.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -88,6 +95,7 @@ def test_a_run_whose_guest_is_destroyed_stops_with_status_4_holding_few_connecti
         while len(stored(db)) < 4:
             assert proc.poll() is None and time.monotonic() < deadline, "no samples came"
             time.sleep(0.5)
+        time.sleep(0.7)  # into an iteration
         subprocess.run([*VIRSH, "destroy", LOST], check=True, capture_output=True)
         subprocess.run([*VIRSH, "undefine", LOST], check=True, capture_output=True)
         gone = time.monotonic()
@@ -112,9 +120,19 @@ def test_a_run_whose_guest_is_destroyed_stops_with_status_4_holding_few_connecti
     assert len(said) == 1 and f"will retry for up to {GUEST_TIMEOUT} s" in said[0], err[-3000:]
     last = err.strip().splitlines()[-1]
     assert last.startswith(f"lab: error: {LOST} did not answer for "), last
-    assert "its domain no longer exists" in last
-    assert f"resume with `lab run null --n 300 --study default --db {db}`" in last
-    assert "Traceback" not in err
+    assert "its domain no longer exists" in last and "Traceback" not in err
+    resume = last.rsplit("resume with `", 1)[1].rstrip("`")
+    assert shlex.split(resume) == ["lab", "run", "command", "--n", str(N), "--study", "default",
+                                   "-p", "argv=sleep 1", "--db", str(db)]  # fmt: skip
+
+    pair.lab(*shlex.split(resume)[1:])  # the command the error named, as it is
+    for name in (LOST, "lab-shp1g"):
+        tries = [(i, ok) for guest, i, _, ok in attempts(db, "command") if guest == name]
+        assert sorted({i for i, ok in tries if ok}) == list(range(1, N + 1)), tries
+        assert len([i for i, ok in tries if ok]) == N, tries  # each once
+    lost = [(i, ok) for guest, i, _, ok in attempts(db, "command") if guest == LOST]
+    failed = [i for i, ok in lost if not ok]
+    assert failed, f"the attempt the destroy took was not recorded: {lost}"
 
 
 def test_a_deleted_run_is_run_again_not_read_back_from_the_journals(
