@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import fcntl
+import os
+import sys
 from typing import Any, BinaryIO
 
 from lab.core.context import Context
@@ -108,7 +111,7 @@ def _say(ctx: Context, message: str, warning: bool = False) -> None:
     The summary goes to stderr too: once the transaction is committed nothing is written
     that could fail (`lab import >/dev/full` used to store the samples, then exit 1), and
     stdout stays empty for whatever reads it."""
-    from rich.text import Text
+    from rich.text import Text  # deferred, as the command's other imports: only run needs it
 
     prefix = ("lab: warning:", "bold yellow") if warning else ("lab:", "dim")
     ctx.err.print(Text.assemble(prefix, " ", message), highlight=False, soft_wrap=True)
@@ -118,10 +121,6 @@ def _standard_input() -> BinaryIO | None:
     """Standard input's bytes, or None when it is closed (``lab import - <&-``): Python
     makes the stream None, and lab.cli holds a closed descriptor 0 on /dev/null opened
     write-only (so that no file the lab opens takes its number), which cannot be read."""
-    import fcntl
-    import os
-    import sys
-
     if sys.stdin is None:
         return None
     try:
