@@ -6,6 +6,8 @@ single line and maps the class to an exit code. Library code raises, never exits
 
 from __future__ import annotations
 
+import os
+
 
 class LabError(Exception):
     """Root of every error the lab reports to a user."""
@@ -111,7 +113,5 @@ class StdoutError(LabError):
     the CLI answers it with its own status."""
 
     def __init__(self, code: int) -> None:
-        import os
-
         self.errno = code
         super().__init__(f"cannot write to standard output: {os.strerror(code)}")

@@ -15,6 +15,7 @@ import errno
 import glob
 import os
 import stat
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -237,8 +238,6 @@ def hold_standard_fds() -> None:
             if held != fd:
                 os.dup2(held, fd)
                 os.close(held)
-    import sys
-
     if sys.stdin is None:
         sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
     if sys.stdout is None:
