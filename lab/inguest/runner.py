@@ -149,7 +149,10 @@ class Runner:
         finally:  # a result held for the next line is written even if a bug ends the start
             journal.flush()
 
-    def _serve(self, journal: JournalFile) -> int:
+    def _begin(self, journal: JournalFile) -> tuple[History, list[int]] | None:
+        """A start's first steps: the ``start`` line, what a killed runner left ended and
+        recorded, then the setup command. The history and the iterations to do; None if
+        the setup command failed (the runner gave up)."""
         spec, children = self.spec, self.children
         children.open_scratch()
         history = History.of(journal.records, self.boot_id)
@@ -169,7 +172,16 @@ class Runner:
                           output_tail=children.scratch.tail())  # fmt: skip
             if setup.error is not None and not setup.stopped:
                 journal.event("gave_up", error=f"setup command failed: {setup.error}")
-                return 1
+                return None
+        return history, todo
+
+    def _serve(self, journal: JournalFile) -> int:
+        spec, children = self.spec, self.children
+        begun = self._begin(journal)
+        if begun is None:
+            return 1
+        history, todo = begun
+        first, last = spec.start_iteration, spec.end_iteration
         ok = failed = 0
         for iteration in todo:
             attempt = history.next_attempt(iteration, spec.attempt_base)
