@@ -1,11 +1,13 @@
 """The runner's command line, as the controller calls it in a guest::
 
     python3 runner-HASH.pyz start  --dir DIR --run-key KEY --spec SPEC.json [--foreground]
+    python3 runner-HASH.pyz step   --dir DIR --run-key KEY --spec SPEC.json
     python3 runner-HASH.pyz status --dir DIR --run-key KEY
     python3 runner-HASH.pyz stop   --dir DIR --run-key KEY [--timeout S]
 
-Each prints one JSON object on stdout. Exit status 2: a bad spec or command line; 1: an
-operating-system error (the message says which file).
+Each prints one JSON object on stdout, except ``step``, which stays in the foreground and
+answers a line per line it is given (:mod:`lab.inguest.stepper`). Exit status 2: a bad spec
+or command line; 1: an operating-system error (the message says which file).
 """
 
 from __future__ import annotations
@@ -27,17 +29,14 @@ from lab.inguest.journal import TERMINAL_EVENTS, JournalEntry, JournalError, par
 from lab.inguest.runfiles import KEY, RunFiles
 from lab.inguest.runner import Runner
 from lab.inguest.spec import SpecError, parse_spec
+from lab.inguest.stepper import Steps
 from lab.parsers import tools
 
 STATUS_TAIL = 256 * 1024  # bytes of the journal's end that status reads
 
 
 def cmd_start(files: RunFiles, args: argparse.Namespace) -> int:
-    try:
-        data = json.loads(Path(args.spec).read_text())
-    except (OSError, ValueError) as err:
-        raise SpecError(f"cannot read the spec {args.spec}: {err}") from None
-    runner = Runner(files, parse_spec(data, tools.parser_names()), log)
+    runner = Runner(files, parse_spec(_read_spec(args.spec), tools.parser_names()), log)
     running, pid = lock_state(files)
     if running:
         emit(started=False, running=True, pid=pid, run_key=files.key)
@@ -56,6 +55,37 @@ def cmd_start(files: RunFiles, args: argparse.Namespace) -> int:
         emit(started=False, running=True, pid=lock_state(files)[1], run_key=files.key)
         return 0
     return body()
+
+
+def cmd_step(files: RunFiles, args: argparse.Namespace) -> int:
+    """The runner in the foreground, one iteration per ``go N`` line on standard input."""
+    runner = Runner(files, parse_spec(_read_spec(args.spec), tools.parser_names()), log)
+    if not take_lock(files):  # a runner of this key is at work (one a dead controller left)
+        emit(busy=True, pid=lock_state(files)[1], run_key=files.key)
+        return 0
+    # The log, not the channel, gets what the runner says to itself: nobody reads the
+    # channel's stderr, and a full one would block the runner.
+    output = os.open(files.path("log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(output, 2)
+    os.close(output)
+    log(f"run {files.key}: steps from {runner.spec.start_iteration}")
+    runner.children.install_signals()
+    stdout = sys.stdout.buffer
+
+    def write(line: bytes) -> None:
+        stdout.write(line)
+        stdout.flush()
+
+    code = Steps(runner, sys.stdin.fileno(), write).serve()
+    log(f"run {files.key}: steps finished with status {code}")
+    return code
+
+
+def _read_spec(path: str) -> Any:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError) as err:
+        raise SpecError(f"cannot read the spec {path}: {err}") from None
 
 
 def cmd_status(files: RunFiles, args: argparse.Namespace) -> int:
@@ -110,6 +140,7 @@ def cmd_stop(files: RunFiles, args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, Callable[[RunFiles, argparse.Namespace], int]] = {
     "start": cmd_start,
+    "step": cmd_step,
     "status": cmd_status,
     "stop": cmd_stop,
 }
@@ -122,8 +153,9 @@ def main(argv: list[str] | None = None) -> int:
         command = sub.add_parser(name)
         command.add_argument("--dir", required=True, help="the run's directory in the guest")
         command.add_argument("--run-key", required=True, help="names the journal and other files")
-        if name == "start":
+        if name in ("start", "step"):
             command.add_argument("--spec", required=True, help="the SPEC.json file")
+        if name == "start":
             command.add_argument("--foreground", action="store_true", help="do not detach")
         if name == "stop":
             command.add_argument("--timeout", type=float, default=60.0, help="seconds to wait")
