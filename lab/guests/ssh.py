@@ -22,6 +22,7 @@ from typing import Any
 
 from lab.core.errors import GuestCommandError, GuestError
 from lab.core.hostexec import Result
+from lab.guests.channel import Channel, SSHChannel
 
 # paramiko logs every failed connection from its own thread, with a traceback, and with no
 # handler configured Python prints that on stderr. A guest that cannot be reached is the
@@ -120,6 +121,15 @@ class GuestShell:
                 f" {(res.stderr or res.stdout).strip()[-300:]}"
             )
         return result
+
+    def open_channel(self, argv: Sequence[str]) -> Channel:
+        """Start ``argv`` in a session of its own that stays open: its stdin and stdout are
+        a line channel (``lab.guests.channel``), for a process that takes many steps."""
+        command = shlex.join(list(argv))
+        with self._failing(f"starting `{command}` over SSH to {self.address.ip}"):
+            chan = self._connection().transport.open_session(timeout=self.connect_timeout)
+            chan.exec_command(command)
+        return SSHChannel(chan, self.address.name)
 
     def put(self, local: Path, remote: str) -> None:
         with self._failing(f"copying {local} to {remote}", sftp=True):

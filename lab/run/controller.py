@@ -20,6 +20,7 @@ new store is never filled from old journals unasked.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import statistics
@@ -34,10 +35,17 @@ from lab.core.clock import Clock
 from lab.core.context import Context
 from lab.core.errors import GuestCommandError, GuestError, LabError, UsageError
 from lab.core.inventory import LOCAL
+from lab.guests.channel import Channel, ChannelClosed, wait_any
 from lab.guests.labstate import GuestRecord, LabState
 from lab.guests.seed import GUEST_USER
 from lab.guests.ssh import GuestShell
-from lab.inguest.journal import TERMINAL_EVENTS, JournalEntry, JournalEvent
+from lab.inguest.journal import (
+    TERMINAL_EVENTS,
+    JournalEntry,
+    JournalError,
+    JournalEvent,
+    parse_journal_line,
+)
 from lab.run.evidence import EVIDENCE_METRICS, Evidence
 from lab.run.guestrunner import GuestRunner
 from lab.run.hostside import guest_infos, nfs_source
@@ -60,6 +68,9 @@ RECENT = 50  # iterations whose wall times give the rate and the ETA
 STORE_CACHE_KIB = 256
 MAX_TROUBLES = 3  # runner failures in a row, with no attempt recorded, before a run stops
 MIN_GUEST_FREE = 1024 * 1024  # bytes free in the runner's folder below which a guest is "full"
+# A stepped runner answers each step on its channel, and its journal (the durable record,
+# and what says a runner stopped) is read at most this often while the channel lives.
+JOURNAL_EVERY_S = 10.0
 
 
 class RunFailed(LabError):
@@ -71,6 +82,15 @@ class RunFailed(LabError):
 def _created(store: Store, study: str, key: str) -> float | None:
     """When the store's run ``key`` was created (0.0 if it does not say); None without it."""
     return next(((r.created or 0.0) for r in store.runs(study) if r.key == key), None)
+
+
+def _taken(live: set[tuple[int, int]], item: JournalEntry | JournalEvent) -> bool:
+    """Whether ``item`` is an attempt already taken from a stepped runner's answer (it is
+    then dropped from ``live``: its line is read once)."""
+    if not isinstance(item, JournalEntry) or (item.iteration, item.attempt) not in live:
+        return False
+    live.discard((item.iteration, item.attempt))
+    return True
 
 
 def _date(when: float | None) -> str:
@@ -109,6 +129,13 @@ class GuestProgress:
     heard_at: float = 0.0  # when its journal last grew, or its runner was started or asked
     troubles: int = 0  # runner failures since the last attempt was recorded
     claimed: bool = False  # its journal is known to be this run's (claim_journal)
+    # The paired schedules step a runner that stays up (lab.inguest.stepper) on a channel:
+    channel: Channel | None = None
+    stepping: int | None = None  # the iteration sent on it and not yet answered
+    # Attempts taken from the channel's answers: their lines in the journal, read later,
+    # are not counted twice (each is dropped from here once its journal line is read).
+    live: set[tuple[int, int]] = field(default_factory=set)
+    journal_read_at: float = -1e9  # when its journal was last read (ingest)
 
 
 def run_key(
@@ -308,7 +335,11 @@ class Controller:
 
     # --- guest side -------------------------------------------------------------------
 
-    def start_runner(self, guest: GuestProgress, first: int, last: int) -> None:
+    def start_runner(
+        self, guest: GuestProgress, first: int, last: int, stepped: bool = False
+    ) -> None:
+        """Start the guest's runner for ``first``..``last``: detached, or ``stepped`` (in
+        the foreground of a channel the controller holds, an iteration per step)."""
         self.claim_journal(guest)
         if guest.runner_started:  # the last one ended without a word
             guest.runner_started = False
@@ -319,8 +350,12 @@ class Controller:
         # The runner gives up once this start has spent what is left of --max-failures.
         budget = max(1, self.plan.max_failures - guest.failed_attempts + 1)
         spec = self.plan.workload.spec(self.plan.params, self.guest_info(guest))
-        spec = spec.for_range(first, last, attempt_base=base, max_failures=budget)
-        guest.runner.start(replace(spec, backing=True))  # the guest's THP counters too
+        spec = replace(spec.for_range(first, last, attempt_base=base, max_failures=budget),
+                       backing=True)  # the guest's THP counters too  # fmt: skip
+        if stepped:
+            guest.channel = guest.runner.steps(spec)
+        else:
+            guest.runner.start(spec)
         guest.runner_started, guest.heard_at = True, self.clock.monotonic()
 
     def guest_info(self, guest: GuestProgress) -> GuestInfo:
@@ -390,6 +425,7 @@ class Controller:
         attempts. The offset moves only once the store holds a piece, so a store that
         refused one (a full disk) leaves the controller exactly where the store is."""
         self.claim_journal(guest)
+        guest.journal_read_at = self.clock.monotonic()
         added = 0
         where = f"{guest.record.name}:{guest.runner.journal}"
         for records, used in new_pieces(guest.shell, guest.runner.journal, guest.offset, where):
@@ -403,6 +439,8 @@ class Controller:
     def _take(self, guest: GuestProgress, items: list[JournalEntry | JournalEvent]) -> int:
         """Store the attempts among ``items``, then count them into ``guest``."""
         source = f"journal:{guest.record.name}:{self.key}"
+        if guest.live:  # lines of attempts already taken from a stepped runner's answers
+            items = [i for i in items if not _taken(guest.live, i)]
         new = [entry_to_record(item, source) for item in items if isinstance(item, JournalEntry)]
         added = self.store.record(self.run_id, guest.guest_id, new) if new else 0
         first = self.metrics[0].name if self.metrics else None
@@ -521,9 +559,7 @@ class Controller:
             with self.swaps.in_force(self.ctx.warn):  # then back on their own CPUs
                 run_schedule(self.plan.schedule, self)
         finally:
-            for counting in self.evidence.counting.values():  # left by an interruption
-                counting.stop()
-            self.evidence.counting.clear()
+            self.evidence.close_counting()
 
     def end(self) -> None:
         """At the end of a start: what backs the guests' memory now that the work has
@@ -531,6 +567,7 @@ class Controller:
         if self.ended:
             return
         self.ended = True
+        self.close_channels()
         try:
             self.evidence.record_backing()
         except Exception as err:
@@ -567,10 +604,16 @@ class Controller:
         self.swaps.before(iteration, [(g.record.name, g.guest_id) for g in guests])
 
     def start_one(self, iteration: int, guest: GuestProgress) -> bool:
-        """Start the runner for this one iteration (no store access: runs in a thread)."""
-        if self.running(guest):
-            return True
-        self.start_runner(guest, iteration, iteration)
+        """Have the guest's stepped runner do ``iteration``: one line on its channel, the
+        runner started (for the rest of the pass) when it has none. No store access: runs
+        in a thread."""
+        if guest.channel is None or guest.channel.closed:
+            guest.channel = None
+            self.start_runner(guest, iteration, self.upto, stepped=True)
+        assert guest.channel is not None
+        guest.stepping, guest.heard_at = iteration, self.clock.monotonic()
+        with contextlib.suppress(ChannelClosed):  # the runner ended: busy() finds out why
+            guest.channel.send_line(f"go {iteration}")
         return True
 
     def running(self, guest: GuestProgress) -> bool:
@@ -581,12 +624,18 @@ class Controller:
         """Whether the runner started for ``iteration`` is still at it (the alternate and
         sync schedules wait on this while the guest's command is being measured).
 
-        Its journal says, read as always (one SFTP request: nothing starts in the guest).
+        A stepped runner (the channel start_one opened) says so on its channel. Otherwise
+        its journal says, read as always (one SFTP request: nothing starts in the guest).
         The runner itself is asked (a Python start in the guest, beside the measured
         command: about a second of the guest's CPU under emulation, where it was asked every
         quarter of a poll) only when the journal has said nothing for STATUS_EVERY s (a
         runner killed without a word), or of a runner this controller did not start.
         """
+        if guest.channel is not None:
+            return self._stepping(guest, iteration)
+        return self._busy_detached(guest, iteration)
+
+    def _busy_detached(self, guest: GuestProgress, iteration: int) -> bool:
         started = guest.runner_started
         self.ingest(guest)  # notes when the journal grew
         if iteration in guest.completed or (started and not guest.runner_started):
@@ -598,6 +647,89 @@ class Controller:
             return True
         guest.heard_at = now
         return self.running(guest)
+
+    def _stepping(self, guest: GuestProgress, iteration: int) -> bool:
+        """Whether the stepped runner is still at ``iteration``: its answers so far are
+        taken (stored at once); a channel that closed ends the step."""
+        channel = guest.channel
+        assert channel is not None
+        for line in channel.lines():
+            self._answer(guest, line)
+        if guest.channel is None:  # "busy": a runner of this key that a dead controller
+            guest.stepping = None  # left holds its lock; waited for as a detached one is
+            return self._busy_detached(guest, iteration)
+        if channel.closed:  # the runner ended, or was killed: the next step starts one
+            guest.channel = guest.stepping = None
+            self.ingest(guest)  # what it journalled, and why it ended
+            return False
+        if guest.stepping == iteration and self.clock.monotonic() - guest.heard_at >= STATUS_EVERY:
+            # Silent for long: a long iteration, or a guest gone without closing the
+            # connection (destroyed: no reset ever comes). Its journal says which; a read
+            # that fails is a GuestError, and with_guest waits for the guest from there.
+            guest.heard_at = self.clock.monotonic()
+            self.ingest(guest)
+        return guest.stepping == iteration
+
+    def _answer(self, guest: GuestProgress, line: str) -> None:
+        """One line from a stepped runner: ready, busy, an attempt's result, or an event."""
+        try:
+            values = json.loads(line)
+        except ValueError:
+            values = None
+        if not isinstance(values, dict):
+            self.ctx.warn(f"{guest.record.name}: the runner said {line[:120]!r}; ignored")
+            return
+        guest.heard_at = self.clock.monotonic()
+        if values.get("busy"):  # another runner of this key holds its lock: wait for it
+            assert guest.channel is not None
+            guest.channel.close()
+            guest.channel = None
+            return
+        if "ready" in values:
+            return
+        if "skipped" in values:  # done in the journal, not yet in the store
+            guest.stepping = None
+            self.ingest(guest)
+            return
+        try:
+            record = parse_journal_line(line + "\n")
+        except JournalError as err:
+            self.ctx.warn(f"{guest.record.name}: the runner's answer is not a journal line: {err}")
+            return
+        if record is None:
+            return
+        if isinstance(record, JournalEntry):
+            guest.stepping = None
+            self._take(guest, [record])
+            guest.live.add((record.iteration, record.attempt))
+        else:
+            self._take(guest, [record])
+
+    def settle(self, guest: GuestProgress) -> None:
+        """After a step: the journal read (a detached runner's results come that way), or
+        for a stepped runner, whose answers carried them, only every JOURNAL_EVERY_S."""
+        recent = self.clock.monotonic() - guest.journal_read_at < JOURNAL_EVERY_S
+        if guest.channel is not None and recent:
+            return
+        self.ingest(guest)
+
+    def wait(self, guests: Sequence[GuestProgress], seconds: float) -> None:
+        """Sleep until a stepped runner of ``guests`` answers, for at most ``seconds``."""
+        channels = [g.channel for g in guests if g.channel is not None]
+        if channels and len(channels) == len(guests):
+            wait_any(channels, seconds)
+        else:
+            self.clock.sleep(seconds)
+
+    def close_channels(self) -> None:
+        """End the stepped runners: each finishes what it is at, journals it and exits."""
+        for guest in self.guests:
+            channel, guest.channel, guest.stepping = guest.channel, None, None
+            if channel is None:
+                continue
+            with contextlib.suppress(GuestError):
+                channel.send_line("end")
+            channel.close()
 
     def ensure_running(self, guest: GuestProgress, first: int = 0, last: int = 0) -> bool:
         """Start the guest's runner for its missing iterations unless it runs already."""
@@ -630,6 +762,9 @@ class Controller:
             self._trouble(guest, err.message)
             return None
         except GuestError as err:
+            if guest.channel is not None:  # it went with the connection
+                guest.channel.close()
+                guest.channel = None
             guest.shell.close()  # the next try opens one afresh: one connection at a time
             self._unanswered(guest, err)
             return None
@@ -688,6 +823,7 @@ class Controller:
 
     def stop_runners(self) -> None:
         self.stopping = True
+        self.close_channels()
         for guest in self.guests:
             self.with_guest(guest, lambda g: g.runner.stop())
             self.with_guest(guest, self.ingest)

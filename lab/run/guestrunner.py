@@ -9,6 +9,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from lab.core.errors import GuestCommandError, GuestError
+from lab.guests.channel import Channel
 from lab.guests.ssh import GuestShell
 from lab.inguest.spec import Spec
 from lab.run.shipping import runner_zipapp
@@ -87,12 +88,22 @@ class GuestRunner:
     def running(self) -> bool:
         return bool(self.status().get("running"))
 
-    def start(self, spec: Spec) -> None:
+    def _write_spec(self, spec: Spec) -> str:
         path = f"{self.folder}/{self.key}.spec.json"
         # The spec travels as a file written by the guest's own python from an argument,
         # so nothing in it is ever interpreted by a shell.
         self.shell.run(["python3", "-c", WRITE_SPEC, path, spec.to_json()])
+        return path
+
+    def start(self, spec: Spec) -> None:
+        path = self._write_spec(spec)
         self.shell.run(self.argv("start", "--spec", path), timeout=120)
+
+    def steps(self, spec: Spec) -> Channel:
+        """The runner in the foreground of a channel of its own, one iteration per step
+        (``lab.inguest.stepper``): for the schedules that start each iteration themselves."""
+        path = self._write_spec(spec)
+        return self.shell.open_channel(self.argv("step", "--spec", path))
 
     def stop(self) -> None:
         self.shell.run(self.argv("stop"), check=False, timeout=60)

@@ -50,6 +50,8 @@ class Driver(Protocol):
     def busy(self, guest: Any, iteration: int) -> bool: ...
     def start_one(self, iteration: int, guest: Any) -> bool: ...
     def ingest(self, guest: Any) -> int: ...
+    def settle(self, guest: Any) -> None: ...
+    def wait(self, guests: Sequence[Any], seconds: float) -> None: ...
     def check_failures(self, guest: Any) -> None: ...
     def before_iteration(self, iteration: int, guests: Sequence[Any]) -> None: ...
     def begin_counting(self, guests: Sequence[Any]) -> None: ...
@@ -91,20 +93,18 @@ def concurrent(driver: Driver) -> None:
 
 
 def alternate(driver: Driver) -> None:
-    """One guest at a time, iteration by iteration."""
+    """One guest at a time, iteration by iteration, each a step of the guest's runner."""
     clock, poll = driver.clock, driver.poll_interval
     for iteration in range(1, driver.upto + 1):
         for guest in driver.guests:
             while iteration not in guest.completed:
                 driver.check_failures(guest)
                 driver.begin_counting([guest])
-                started = driver.with_guest(
-                    guest, partial(driver.ensure_running, first=iteration, last=iteration)
-                )
+                started = driver.with_guest(guest, partial(driver.start_one, iteration))
                 busy = partial(driver.busy, iteration=iteration)
                 while started and driver.with_guest(guest, busy):
-                    clock.sleep(poll / 4)
-                driver.with_guest(guest, driver.ingest)
+                    driver.wait([guest], poll / 4)
+                driver.with_guest(guest, driver.settle)
                 driver.end_counting(iteration, [guest])
                 if not started:
                     clock.sleep(poll)
@@ -114,25 +114,29 @@ def alternate(driver: Driver) -> None:
 
 
 def sync(driver: Driver) -> None:
-    """The controller is the barrier: it starts each guest's runner for one iteration, from
-    one thread per guest so the starts leave within milliseconds of each other, and waits for
-    every journal to hold the iteration. Pairs of samples then share their moment, so
-    whatever disturbed the host disturbed both (lab compare --paired)."""
+    """The controller is the barrier: it has each guest's runner take one step (a line on
+    the channel it holds to each: sent within microseconds of each other; a runner is
+    started from one thread per guest, for the rest of the pass, where it has none), and
+    waits for every answer. Pairs of samples then share their moment, so whatever disturbed
+    the host disturbed both (lab compare --paired)."""
     clock, poll = driver.clock, driver.poll_interval
     for iteration in range(1, driver.upto + 1):
         while todo := [g for g in driver.guests if iteration not in g.completed]:
             for guest in todo:
                 driver.check_failures(guest)
-            driver.before_iteration(iteration, todo)  # no runner runs: CPU sets may change
+            driver.before_iteration(iteration, todo)  # no command runs: CPU sets may change
             driver.begin_counting(todo)
-            with ThreadPoolExecutor(max_workers=len(todo)) as pool:
-                start = partial(driver.start_one, iteration)
-                started = list(pool.map(driver.with_guest, todo, [start] * len(todo)))
+            start = partial(driver.start_one, iteration)
+            if all(getattr(g, "channel", None) is not None for g in todo):
+                started = [driver.with_guest(g, start) for g in todo]
+            else:
+                with ThreadPoolExecutor(max_workers=len(todo)) as pool:
+                    started = list(pool.map(driver.with_guest, todo, [start] * len(todo)))
             busy = partial(driver.busy, iteration=iteration)
-            while any(started) and any(driver.with_guest(g, busy) for g in todo):
-                clock.sleep(poll / 4)
+            while any(started) and any([driver.with_guest(g, busy) for g in todo]):
+                driver.wait(todo, poll / 4)
             for guest in todo:
-                driver.with_guest(guest, driver.ingest)
+                driver.with_guest(guest, driver.settle)
             driver.end_counting(iteration, todo)
             if not any(started):
                 clock.sleep(poll)

@@ -10,6 +10,7 @@ simulated runner progresses only when the controller reads the journal: each rea
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from lab.core.clock import Clock
 from lab.core.config import Config
 from lab.core.context import Context
 from lab.core.hostexec import Result
+from lab.guests.channel import ChannelClosed
 from lab.guests.labstate import GuestRecord, LabState
 from lab.guests.ssh import GuestAddress, GuestShell
 from lab.run.controller import Controller, RunPlan
@@ -50,6 +52,8 @@ class FakeRunnerGuest(GuestShell):
         self.synced_at = 0  # self.written at the last synced line
         self.bytes_read = 0  # journal bytes sent to the controller
         self.starts = 0
+        self.steps = 0  # steps a stepped runner was given
+        self.stepped = False  # the runner runs stepped (open_channel), not detached
 
     # -- the simulated runner ------------------------------------------------------------
 
@@ -58,20 +62,28 @@ class FakeRunnerGuest(GuestShell):
         self.journal += line
         self.written += len(line)
 
+    def _result(self, iteration: int, attempt: int) -> str:
+        """Journal one ok attempt of ``iteration`` (its ``begin`` line first); its line."""
+        self._line({"event": "begin", "iteration": iteration, "attempt": attempt,
+                    "time": 1.0e9 + iteration, "boot_id": "boot-1"})  # fmt: skip
+        wall = wall_of(self.name, iteration)
+        record = {
+            "iteration": iteration, "attempt": attempt, "ok": True,
+            "started": 1.0e9 + iteration, "ended": 1.0e9 + iteration + wall, "wall": wall,
+            "user": 0.001, "sys": 0.002, "exit_status": 0, "boot_id": "boot-1",
+            "metrics": {"wall_s": wall}, "error": None, "output_tail": self.tail,
+        }  # fmt: skip
+        self._line(record)
+        return json.dumps({"v": 1, **record})
+
     def advance(self, count: int) -> None:
-        """Do up to ``count`` iterations of the started range; journal ``done`` at its end."""
+        """Do up to ``count`` iterations of the started range; journal ``done`` at its end.
+        A stepped runner does nothing by itself."""
+        if self.stepped:
+            return
         while self.running and count > 0 and self.todo:
             iteration = self.todo.pop(0)
-            attempt = self.attempt_base
-            self._line({"event": "begin", "iteration": iteration, "attempt": attempt,
-                        "time": 1.0e9 + iteration, "boot_id": "boot-1"})  # fmt: skip
-            wall = wall_of(self.name, iteration)
-            self._line({
-                "iteration": iteration, "attempt": attempt, "ok": True,
-                "started": 1.0e9 + iteration, "ended": 1.0e9 + iteration + wall, "wall": wall,
-                "user": 0.001, "sys": 0.002, "exit_status": 0, "boot_id": "boot-1",
-                "metrics": {"wall_s": wall}, "error": None, "output_tail": self.tail,
-            })  # fmt: skip
+            self._result(iteration, self.attempt_base)
             count -= 1
             if iteration % 10 == 0:  # a real runner fsyncs every half second or 256 KiB
                 self._sync()
@@ -107,7 +119,7 @@ class FakeRunnerGuest(GuestShell):
             first, last = self.spec["start_iteration"], self.spec["end_iteration"]
             self.todo = [i for i in range(first, last + 1) if i not in done]
             self.attempt_base = self.spec["attempt_base"]
-            self.running, self.starts = True, self.starts + 1
+            self.running, self.starts, self.stepped = True, self.starts + 1, False
             self._line({"event": "start", "time": 1.0e9, "todo": len(self.todo)})
             out = json.dumps({"started": True, "running": True})
         elif args[0] == "python3" and args[2] == "status":
@@ -116,6 +128,18 @@ class FakeRunnerGuest(GuestShell):
             self.running = False
             out = json.dumps({"stopped": True})
         return Result(tuple(args), 0, out, "")
+
+    def on_step(self) -> None:
+        """A line sent to the stepped runner (tests make a guest vanish here)."""
+
+    def open_channel(self, argv: Sequence[str]) -> FakeChannel:
+        """The stepped runner (``runner step``): an iteration per ``go N``, at once."""
+        assert list(argv)[2] == "step", argv
+        self.attempt_base = self.spec["attempt_base"]
+        self.todo, self.running, self.starts = [], True, self.starts + 1
+        self.stepped = True
+        self._line({"event": "start", "time": 1.0e9, "todo": 0})
+        return FakeChannel(self)
 
     def read_bytes(self, remote: str, offset: int, size: int) -> bytes | None:
         """A journal read: the simulated runner moves on ``per_read`` iterations first, and
@@ -147,6 +171,48 @@ class FakeRunnerGuest(GuestShell):
 
     def close(self) -> None:
         pass
+
+
+class FakeChannel:
+    """The channel to a simulated stepped runner: each ``go N`` is answered at once."""
+
+    def __init__(self, guest: FakeRunnerGuest) -> None:
+        self.guest, self.closed = guest, False
+        self.answers = [json.dumps({"ready": True, "pid": 1})]
+        self.read_fd, write_fd = os.pipe()  # always readable: a wait never sleeps
+        os.write(write_fd, b"x")
+        os.close(write_fd)
+
+    def send_line(self, line: str) -> None:
+        self.guest.on_step()
+        if self.closed or not self.guest.running:
+            raise ChannelClosed(f"{self.guest.name}: the runner's channel closed")
+        word, _, number = line.partition(" ")
+        if word == "go":
+            done = {json.loads(r)["iteration"] for r in self.guest._results()}
+            iteration = int(number)
+            self.guest.steps += 1
+            if iteration in done:
+                self.answers.append(json.dumps({"skipped": iteration}))
+            else:
+                self.answers.append(self.guest._result(iteration, self.guest.attempt_base))
+        elif word == "end":
+            self.guest.running = False
+
+    def lines(self) -> list[str]:
+        answers, self.answers = self.answers, []
+        if not self.guest.running:
+            self.closed = True
+        return answers
+
+    def fileno(self) -> int:
+        return self.read_fd
+
+    def close(self) -> None:
+        self.closed = True
+        if self.read_fd >= 0:
+            os.close(self.read_fd)
+            self.read_fd = -1
 
 
 class NoSleep(Clock):

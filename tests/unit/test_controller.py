@@ -19,6 +19,7 @@ from lab.core.clock import Clock
 from lab.core.config import Config
 from lab.core.context import Context
 from lab.core.hostexec import Result
+from lab.guests.channel import ProcessChannel
 from lab.guests.labstate import GuestRecord, LabState
 from lab.guests.ssh import GuestAddress, GuestShell
 from lab.inguest.spec import Spec
@@ -49,6 +50,9 @@ class LocalShell(GuestShell):
 
             raise GuestCommandError(f"{argv} exited {done.returncode}: {done.stderr}")
         return result
+
+    def open_channel(self, argv: Sequence[str]) -> ProcessChannel:
+        return ProcessChannel(argv)
 
     def put(self, local: Path, remote: str) -> None:
         shutil.copy(local, remote)
@@ -278,6 +282,9 @@ class PerGuestShell(LocalShell):
         sudo: bool = False,
     ) -> Result:
         return super().run([self._map(a) for a in argv], check=check, timeout=timeout)
+
+    def open_channel(self, argv: Sequence[str]) -> ProcessChannel:
+        return super().open_channel([self._map(a) for a in argv])
 
     def put(self, local: Path, remote: str) -> None:
         super().put(local, self._map(remote))

@@ -1,7 +1,8 @@
-"""While the alternate and sync schedules wait for an iteration, the controller reads the
-runner's journal and does not start a Python in the guest to ask the runner how it is
-(``Controller.busy``): that took about a second of the guest's CPU under emulation, beside
-the command being measured. A runner silent for STATUS_EVERY s is still asked."""
+"""The alternate and sync schedules step a runner that stays up (``lab.inguest.stepper``):
+one start per guest and pass, then a line per iteration, and no Python started in the guest
+to ask a runner how it is (that took about a second of the guest's CPU under emulation,
+beside the command being measured). A stepped runner killed without a word is started again
+at once: its channel says it ended."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from lab.core.clock import ManualClock
 from lab.core.hostexec import Result
 from lab.run.schedules import STATUS_EVERY
-from tests.unit.fakeguest import NAMES, FakeRunnerGuest, make_controller
+from tests.unit.fakeguest import NAMES, FakeChannel, FakeRunnerGuest, make_controller
 
 
 class AskedGuest(FakeRunnerGuest):
@@ -33,44 +34,46 @@ class AskedGuest(FakeRunnerGuest):
         if args[0] == "python3" and args[2:3] == ["status"]:
             self.asked.append(self.clock.monotonic())
             assert len(self.asked) < 100, "the runner is asked over and over"
-        result = super().run(args, check=check, timeout=timeout, sudo=sudo)
-        if args[0] == "python3" and args[2:3] == ["start"] and self.dies:
-            self.dies, self.running, self.todo = False, False, []  # killed, nothing written
-            self.per_read = 0
-        elif args[0] == "python3" and args[2:3] == ["start"]:
-            self.per_read = 1
-        return result
+        return super().run(args, check=check, timeout=timeout, sudo=sudo)
+
+    def open_channel(self, argv: Sequence[str]) -> FakeChannel:
+        channel = super().open_channel(argv)
+        if self.dies:  # killed at once, without a word
+            self.dies, self.running = False, False
+        return channel
 
 
 @pytest.mark.parametrize("schedule", ["alternate", "sync"])
-def test_a_runner_at_its_iteration_is_asked_only_before_it_starts(
-    tmp_path: Path, schedule: str
-) -> None:
+def test_a_stepped_runner_is_started_once_and_never_asked(tmp_path: Path, schedule: str) -> None:
     clock = ManualClock()
     guests = {name: AskedGuest(name, clock) for name in NAMES}
     controller, store = make_controller(tmp_path, guests, 6, schedule=schedule, clock=clock,
                                         poll_interval=1.0)  # fmt: skip
+    t0 = clock.monotonic()
     controller.run()
     for guest in guests.values():
-        assert guest.starts == 6
-        assert len(guest.asked) == 6  # whether one runs, before each start; none while it ran
+        assert (guest.starts, guest.steps, guest.asked) == (1, 6, [])
+        assert not guest.running  # told to end with the run
+    assert store.completed_iterations(controller.run_id, controller.guests[0].guest_id) == set(
+        range(1, 7)
+    )
+    assert clock.monotonic() - t0 < STATUS_EVERY  # nothing waited for a status interval
     store.close()
 
 
-def test_a_runner_silent_for_the_status_interval_is_asked_and_started_again(
-    tmp_path: Path,
+def test_a_stepped_runner_killed_without_a_word_is_started_again_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     clock = ManualClock()
     guests = {name: AskedGuest(name, clock, dies_at_first_start=(name == NAMES[0]))
               for name in NAMES}  # fmt: skip
     controller, store = make_controller(tmp_path, guests, 2, schedule="sync", clock=clock,
                                         poll_interval=1.0)  # fmt: skip
+    t0 = clock.monotonic()
     controller.run()
-    dead = guests[NAMES[0]]
-    # asked before its first start; then, its journal silent, once STATUS_EVERY s had
-    # passed (it no longer ran); then before each of its next two starts
-    waited = [t - dead.asked[0] for t in dead.asked]
-    assert len(waited) == 4 and waited[1] == pytest.approx(STATUS_EVERY, abs=1.0), waited
-    assert dead.starts == 3
-    assert [len(g.asked) for g in guests.values()][1] == 2  # the other: before its starts
+    dead, other = guests[NAMES[0]], guests[NAMES[1]]
+    assert (dead.starts, dead.steps) == (2, 2)  # the step sent to the dead one failed
+    assert (other.starts, other.steps, dead.asked, other.asked) == (1, 2, [], [])
+    assert clock.monotonic() - t0 < STATUS_EVERY
+    assert "its runner ended without finishing" in capsys.readouterr().err
     store.close()

@@ -23,7 +23,7 @@ from lab.core.config import config_from_mapping
 from lab.core.errors import ConfigError, GuestError, UsageError
 from lab.core.hostexec import Result
 from lab.run.controller import Controller, GuestLost
-from tests.unit.fakeguest import NAMES, FakeRunnerGuest, make_controller
+from tests.unit.fakeguest import NAMES, FakeChannel, FakeRunnerGuest, make_controller
 
 DOMAIN = """<domain type='test'><name>{name}</name><memory>1024</memory>
 <os><type>hvm</type></os></domain>"""
@@ -62,6 +62,17 @@ class VanishingGuest(FakeRunnerGuest):
     ) -> Result:
         self._call()
         return super().run(argv, check=check, timeout=timeout, sudo=sudo)
+
+    def open_channel(self, argv: Sequence[str]) -> FakeChannel:
+        self._call()
+        return super().open_channel(argv)
+
+    def on_step(self) -> None:
+        """A stepped runner's guest vanishes after as many steps as reads would have."""
+        self._call()
+        if self.vanish_at is not None and self.steps >= self.vanish_at:
+            self.vanish_at = None
+            self.vanish()
 
     def read_bytes(self, remote: str, offset: int, size: int) -> bytes | None:
         self._call()
