@@ -1,19 +1,31 @@
 """Counters from the host: ``perf stat -x,`` parsed (captured here on a guest's vCPU thread
 under TCG: software events count, hardware ones are <not supported> in this nested VM;
-the hardware lines follow perf-stat(1)'s CSV format), and one counting window."""
+the hardware lines follow perf-stat(1)'s CSV format), and counting windows on real threads
+through perf_event_open(2)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from collections.abc import Sequence
+import errno
+import os
+import struct
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from lab.core.clock import Clock, ManualClock
-from lab.host.perf import HARDWARE, SOFTWARE, derived, events_for, parse_perf_csv
-from lab.run.counters import READY_S, Counting
+from lab.core.clock import ManualClock
+from lab.host.perf import (
+    HARDWARE,
+    SOFTWARE,
+    counted,
+    derived,
+    events_for,
+    parse_perf_csv,
+    refused,
+)
+from lab.host.perfevent import attr, open_counter
+from lab.run.counters import Counting, probe
 
 CAPTURE = Path(__file__).parents[1] / "fixtures" / "captures" / "perf-6.1-stat-x-vcpu-tcg.csv"
 # perf-stat(1), CSV FORMAT: value, unit, event, run time, percentage, metric value, metric unit
@@ -59,44 +71,69 @@ def test_the_choice_of_events() -> None:
         events_for("some")
 
 
-# A stand-in for perf: like perf, it sets its own SIGINT handler (so it stops on SIGINT even
-# when started with SIGINT ignored, as everything `nohup ... &` starts is), then writes its
-# output, which tells Counting.start() it counts, then waits for the SIGINT.
-STAND_IN = """
-import shutil, signal, sys, time
-signal.signal(signal.SIGINT, lambda *_: sys.exit(0))
-if sys.argv[1]:
-    shutil.copy(sys.argv[1], sys.argv[2])
-time.sleep(30)
-"""
-
-
-class FakeHost:
-    """perf stands in for itself: a process that writes the captured counts and waits."""
-
-    output: Path | None = CAPTURE
+class Spinner:
+    """A thread of this process that burns CPU until told to stop (a vCPU thread's part)."""
 
     def __init__(self) -> None:
-        self.argv: list[str] = []
+        self.stop, self.tid = threading.Event(), 0
+        ready = threading.Event()
 
-    def spawn(self, argv: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
-        self.argv = list(argv)
-        out = argv[argv.index("-o") + 1]
-        source = str(self.output) if self.output else ""
-        return subprocess.Popen([sys.executable, "-c", STAND_IN, source, out])
+        def spin() -> None:
+            self.tid = threading.get_native_id()
+            ready.set()
+            while not self.stop.is_set():
+                pass
+
+        self.thread = threading.Thread(target=spin, daemon=True)
+        self.thread.start()
+        ready.wait()
+
+    def end(self) -> None:
+        self.stop.set()
+        self.thread.join()
 
 
-def test_a_counting_window_starts_perf_on_the_threads_and_reads_it_when_stopped(
-    tmp_path: Path,
-) -> None:
-    host = FakeHost()
-    counting = Counting(host, SOFTWARE, [101, 102], tmp_path / "g.csv", Clock())  # type: ignore[arg-type]
-    assert counting.start()  # perf wrote its first line: it counts
-    assert host.argv[:4] == ["perf", "stat", "-x,", "-e"]
-    assert host.argv[host.argv.index("-t") + 1] == "101,102"
-    found = counting.stop()
-    assert found["page-faults"].value == 0 and found["task-clock"].value == pytest.approx(1.83)
-    assert counting.stop() == {}  # stopped once
+def test_a_window_counts_the_threads_cpu_time_and_nothing_outside_it() -> None:
+    spinner = Spinner()
+    counting = Counting(os.getpid(), SOFTWARE, [spinner.tid])
+    try:
+        windows = []
+        for seconds in (0.05, 0.3):
+            counting.start()
+            time.sleep(seconds)
+            windows.append(counting.stop()["task-clock"].value)
+            time.sleep(0.2)  # spinning, not counted
+        assert counting.stop() == {}  # stopped once
+        assert windows[0] is not None and windows[1] is not None
+        # on a loaded 2-CPU machine the spinner gets part of each window, and at most all
+        assert 0 < windows[0] <= 50 * 1.2 and windows[1] <= 300 * 1.2, windows
+        assert windows[1] > 2 * windows[0], windows  # 6 times the window, out of the pause
+    finally:
+        counting.close()
+        spinner.end()
+
+
+def test_events_the_kernel_refuses_are_said_not_supported_and_the_others_count() -> None:
+    def opener(event: str, tid: int) -> int:
+        if event in HARDWARE:  # as in a nested VM without a PMU
+            raise OSError(errno.ENOENT, os.strerror(errno.ENOENT))
+        return open_counter(event, tid)
+
+    found = probe(SOFTWARE + HARDWARE, [threading.get_native_id()], ManualClock(), opener)
+    assert counted(found, SOFTWARE + HARDWARE) == SOFTWARE
+    assert refused(found, SOFTWARE + HARDWARE) == [f"{e} (<not supported>)" for e in HARDWARE]
+    assert found["task-clock"].unit == "msec" and found["page-faults"].metric_unit == "count"
+
+
+def test_the_attribute_is_the_kernels_first_layout() -> None:
+    # linux/perf_event.h: PERF_ATTR_SIZE_VER0 is 64; type, size and config lead; the
+    # dTLB load misses are PERF_TYPE_HW_CACHE (3) with DTLB (3) | OP_READ (0) << 8 |
+    # RESULT_MISS (1) << 16; "disabled" is the flags' first bit
+    kind, size, config, _, _, read_format, flags = struct.unpack_from(
+        "=IIQQQQQ", attr("dTLB-load-misses")
+    )
+    assert (kind, size, config) == (3, 64, 0x10003) and len(attr("cycles")) == 64
+    assert read_format == 3 and flags & 1
 
 
 def test_host_check_lists_the_events_this_host_counts() -> None:
@@ -114,20 +151,3 @@ def test_host_check_lists_the_events_this_host_counts() -> None:
     assert "instructions" in row.detail.split(";")[0] and "no hardware counters" not in row.detail
     missing = perf_row(CheckFacts(pair=[]))
     assert missing.state == "warn" and missing.fix == "apt-get install linux-perf"
-
-
-class SilentHost(FakeHost):
-    """A perf that starts but never writes its output (stuck, or failing slowly)."""
-
-    output = None
-
-
-def test_start_waits_for_perf_only_up_to_its_bound_and_says_it_did_not_count(
-    tmp_path: Path,
-) -> None:
-    clock = ManualClock()
-    counting = Counting(SilentHost(), SOFTWARE, [7], tmp_path / "g.csv", clock)  # type: ignore[arg-type]
-    t0 = clock.monotonic()
-    assert counting.start() is False
-    assert READY_S <= clock.monotonic() - t0 < READY_S + 0.1
-    assert counting.stop() == {}  # no output: no counts, and the perf is ended
