@@ -9,8 +9,8 @@ journals (the concurrent schedule) and at the end.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lab.core.context import Context
@@ -22,6 +22,7 @@ from lab.guests.ssh import GuestShell
 from lab.host.environment import host_environment
 from lab.host.facts import Pool, read_hugepage_pools
 from lab.host.perf import counted, derived, events_for, per_kilo_instruction, refused
+from lab.host.perfevent import open_counter
 from lab.host.qemuproc import qemu_cmdline, qemu_pid, read_qemu_memory
 from lab.host.site import SYSFS
 from lab.inguest import backing as guest_backing
@@ -50,6 +51,10 @@ EVIDENCE_METRICS = (
       for name in guest_backing.METRICS),
     *(MetricInfo(name, "KiB", None) for name in HOST_BACKING),
 )  # fmt: skip
+# A QEMU's smaps took 33 ms to read and sum here (a 1 GiB guest under TCG), beside 0.1 s
+# iterations of `null` under the sync schedule: read at most this often, as the guest's own
+# counters are (lab.inguest.runner.BACKING_EVERY_S).
+HOST_BACKING_EVERY_S = 2.0
 POOL_FREE = "backing.host_free_pages_{size}"  # and "_node{N}", one metric per pool
 
 
@@ -99,7 +104,9 @@ class Evidence:
         self.state_of, self.domain_xml, self.with_guest = state_of, domain_xml, with_guest
         self.environment: dict[str, dict[str, str]] = {}  # guest -> facts of this start
         self.counter_events: tuple[str, ...] = ()  # the perf events that count on this host
-        self.counting: dict[str, Counting] = {}  # guest -> its perf stat of this iteration
+        self.counting: dict[str, Counting] = {}  # guest -> its counters, open for the run
+        self.opener = open_counter  # perf_event_open(2); tests hand in their own
+        self.backing_read_at: dict[str, float] = {}  # guest -> when end_counting last read it
         self.xml: dict[str, str | None] = {}  # guest -> its domain XML at this start
         self.threads: dict[str, tuple[int, list[int]]] = {}  # guest -> (QEMU pid, vCPU tids)
         self.pool_files: dict[str, dict[str, str]] = {}  # host -> pool_metrics() of its pools
@@ -154,12 +161,10 @@ class Evidence:
             why = "another host" if remote else f"the {self.schedule} schedule"
             return {"perf_counted": f"none: counted per iteration under sync and alternate"
                     f" schedules on this machine, not on {why}"}  # fmt: skip
-        if self.ctx.host.which("perf") is None:
-            return {"perf_counted": "none: perf is not installed (apt install linux-perf)"}
         threads = self._vcpu_threads(record)
         if not threads:
             return {"perf_counted": "none: the guest's QEMU vCPU threads cannot be read"}
-        readings = probe(self.ctx.host, wanted, threads, self._counter_file("probe"))
+        readings = probe(wanted, threads, self.ctx.clock, self.opener)
         self.counter_events = counted(readings, wanted)
         self.store.add_metrics(self.run_id, [
             *(MetricInfo(readings[e].metric, readings[e].metric_unit, "lower")
@@ -184,39 +189,51 @@ class Evidence:
         except (OSError, ValueError, LabError):
             return []
 
-    def _counter_file(self, name: str) -> Path:
-        folder = Path(self.ctx.config.state_dir) / "counters"
-        folder.mkdir(parents=True, exist_ok=True)
-        return folder / f"{name}.csv"
-
     def begin_counting(self, guests: Sequence[GuestProgress]) -> None:
-        """Start counting each guest's vCPU threads for the coming iteration."""
+        """Count each guest's vCPU threads from now, for the coming iteration (counters
+        opened at the first iteration of the run, and again for a new QEMU process)."""
         if not self.counter_events:
             return
         for guest in guests:
+            name = guest.record.name
             threads = self._vcpu_threads(guest.record)
-            if threads:
-                out = self._counter_file(guest.record.name)
-                counting = Counting(self.ctx.host, self.counter_events, threads, out,
-                                    self.ctx.clock)  # fmt: skip
-                counting.start()
-                self.counting[guest.record.name] = counting
+            counting = self.counting.get(name)
+            if not threads:
+                continue
+            pid = self.threads[name][0]
+            if counting is None or counting.pid != pid:
+                if counting is not None:
+                    counting.close()
+                counting = self.counting[name] = Counting(pid, self.counter_events, threads,
+                                                          self.opener)  # fmt: skip
+            counting.start()
 
     def end_counting(self, iteration: int, guests: Sequence[GuestProgress]) -> None:
         """Stop counting; the counts of an iteration that succeeded become its samples, with
-        what backs its guest's memory now (:data:`HOST_BACKING`)."""
+        what backs its guest's memory now (:data:`HOST_BACKING`), read after an iteration
+        that ends HOST_BACKING_EVERY_S or more after the last reading: after every one of
+        longer iterations, in a sample of short ones."""
         pools: dict[str, dict[str, float]] = {}  # host -> its free pages, read once here
         for guest in guests:
-            counting = self.counting.pop(guest.record.name, None)
+            counting = self.counting.get(guest.record.name)
             readings = counting.stop() if counting is not None else {}
             if iteration not in guest.completed:
                 continue
             values = {r.metric: r.value for e, r in readings.items()
                       if r.value is not None and e in self.counter_events}  # fmt: skip
             values.update(derived(readings, self.counter_events))
-            values.update(self._host_backing(guest.record, pools))
+            now = self.ctx.clock.monotonic()
+            if now - self.backing_read_at.get(guest.record.name, -math.inf) >= HOST_BACKING_EVERY_S:
+                self.backing_read_at[guest.record.name] = now
+                values.update(self._host_backing(guest.record, pools))
             if values:
                 self.store.record_samples(self.run_id, guest.guest_id, iteration, values)
+
+    def close_counting(self) -> None:
+        """Close every guest's counters (a run's pass is over, or was interrupted)."""
+        for counting in self.counting.values():
+            counting.close()
+        self.counting.clear()
 
     def mark_sampled(self, guests: Sequence[GuestProgress]) -> None:
         """At a start, after the journals are read: the iterations done before it keep the
