@@ -96,3 +96,34 @@ def test_killed_controller_resumes_to_exactly_n(pair: Pair, tmp_path: Path) -> N
         assert [i for i, _ in after[name]] == list(range(1, 21))
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+@pytest.mark.parametrize("schedule", ["sync", "alternate", "concurrent"])
+def test_thirty_iterations_of_null_each_stored_once_and_paired(
+    pair: Pair, tmp_path: Path, schedule: str
+) -> None:
+    """Under each schedule every iteration has one ok record per twin; under the paired ones
+    (a runner stepped on a channel) each twin's iteration i starts after both ended i - 1."""
+    db = tmp_path / "lab.db"
+    pair.lab("run", "null", "--n", "30", "--schedule", schedule, "--db", str(db))
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT g.name, i.iteration, i.ok, i.started, i.ended FROM iteration i"
+            " JOIN guest g ON g.id = i.guest_id ORDER BY g.name, i.iteration, i.attempt"
+        ).fetchall()
+    by_guest: dict[str, list[tuple[int, float, float]]] = {}
+    for name, iteration, ok, started, ended in rows:
+        assert ok, rows
+        by_guest.setdefault(name, []).append((iteration, started, ended))
+    assert sorted(by_guest) == ["lab-shp1g", "lab-thp"]
+    for name, done in by_guest.items():
+        assert [i for i, _, _ in done] == list(range(1, 31)), name
+    if schedule == "concurrent":
+        return
+    # The guests' clocks differ (by up to a second under emulation), so the test asks
+    # whether some offset between them puts every twin's iteration i + 1 after both twins
+    # ended i: offset < thp(i+1).start - shp(i).end and offset > thp(i).end - shp(i+1).start.
+    thp, shp = by_guest["lab-thp"], by_guest["lab-shp1g"]
+    below = min(thp[i + 1][1] - shp[i][2] for i in range(29))
+    above = max(thp[i][2] - shp[i + 1][1] for i in range(29))
+    assert above < below, (above, below)
