@@ -44,6 +44,7 @@ class RunRequest:
     confidence: float = 99.99
     threshold: str = "1%"
     swap_every: int | None = None
+    reboot_every: int | None = None  # power-cycle the guests every K iterations
     warmup: str | None = None  # K or "auto", stored with the run
     counters: str = "all"  # perf events per iteration (sync, alternate): none, software, all
     guests: tuple[str, ...] = ()  # empty: every guest that is up
@@ -88,6 +89,7 @@ def command_line(request: RunRequest) -> list[str]:
     argv += ["--schedule", request.schedule] if request.schedule != "concurrent" else []
     argv += ["--until", request.until] if request.until else []
     argv += ["--swap-every", str(request.swap_every)] if request.swap_every is not None else []
+    argv += ["--reboot-every", str(request.reboot_every)] if request.reboot_every else []
     argv += ["--db", request.db] if request.db else []
     argv += ["--warmup", request.warmup] if request.warmup is not None else []
     for axis in request.sweep:
@@ -184,6 +186,7 @@ def run_workload(ctx: Context, request: RunRequest) -> RunOutcome:
         guest_timeout=request.guest_timeout or float(ctx.config.guest_timeout),
         resume=f"`{shlex.join(command_line(request))}`",
         adopt=request.adopt,
+        reboot_every=request.reboot_every,
     )
     plans = [replace(plan, params=p) for p in sweep.params] if sweep else [plan]
     labels = sweep.labels() if sweep else [""]

@@ -105,6 +105,9 @@ WORKLOAD_KEYS: Mapping[str, Key] = {
     "swap_every": Key((int,), False, "with schedule 'sync': swap the CPU sets every K iterations",
                       "integer, none", 'with schedule "sync" only: swap the twins\' CPU sets'
                       " every K iterations (`lab run --swap-every`)"),
+    "reboot_every": Key((int,), False, "power-cycle the guests every K iterations",
+                        "integer, none", "power-cycle the guests after every K iterations, so"
+                        " the run holds several boots (`lab run --reboot-every`)"),
     "warmup": Key((int, str), False, 'iterations discarded after every boot, or "auto"',
                   'integer or "auto"', "the warm-up the analysis leaves out (`lab run"
                   ' --warmup`): K iterations after every boot, or "auto" (a CUSUM test);'
@@ -148,6 +151,7 @@ class StudyWorkload:
     schedule: str = "concurrent"
     until: str | None = None
     swap_every: int | None = None  # sync only: swap the twins' CPU sets every K iterations
+    reboot_every: int | None = None  # power-cycle the guests every K iterations
     warmup: str | None = None  # "auto" or a count K per boot (lab.stats.discard)
     sweep: tuple[Axis, ...] = ()  # one run per point of these axes' product
     sweep_order: str = "interleaved"
@@ -316,6 +320,9 @@ def _workload(
                 " the CPU sets are swapped between synchronised iterations",
                 hint='Add schedule = "sync", or drop swap_every',
             )
+    reboot_every = table.get("reboot_every")
+    if reboot_every is not None:
+        _checked(source, f"{where}: reboot_every", reboot_every, _at_least(1))
     warmup = table.get("warmup")
     if warmup is not None:
         from lab.stats.discard import declared_warmup  # deferred: heavy (scipy)
@@ -355,6 +362,7 @@ def _workload(
     return StudyWorkload(
         name=name, params=MappingProxyType(params), n=n, schedule=schedule, until=until,
         swap_every=swap_every, warmup=warmup, sweep=axes, sweep_order=order, sweep_plan=plan,
+        reboot_every=reboot_every,
     )  # fmt: skip
 
 

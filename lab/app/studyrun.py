@@ -53,7 +53,7 @@ def run_request(study: Study, workload: StudyWorkload, db: str) -> RunRequest:
         until=workload.until, confidence=study.confidence if ruled else RunRequest.confidence,
         threshold=study.threshold if ruled else RunRequest.threshold,
         swap_every=workload.swap_every, warmup=workload.warmup, sweep=workload.sweep,
-        sweep_order=workload.sweep_order,
+        sweep_order=workload.sweep_order, reboot_every=workload.reboot_every,
     )  # fmt: skip
 
 
@@ -68,6 +68,8 @@ def run_argv(study: Study, workload: StudyWorkload, db: str) -> list[str]:
                  "--threshold", study.threshold]  # fmt: skip
     if workload.swap_every is not None:
         argv += ["--swap-every", str(workload.swap_every)]
+    if workload.reboot_every is not None:
+        argv += ["--reboot-every", str(workload.reboot_every)]
     if workload.warmup is not None:
         argv += ["--warmup", workload.warmup]
     for axis in workload.sweep:

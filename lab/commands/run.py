@@ -65,6 +65,16 @@ def register(subparsers: Any) -> None:
         " cannot pass for 'which variant'. The pins are put back when the run ends",
     )
     parser.add_argument(
+        "--reboot-every",
+        type=int,
+        metavar="K",
+        help="power-cycle the guests (shutdown, start: a new QEMU, its memory allocated"
+        " again) after every K iterations, when both twins have done them, so the run holds"
+        " several boots of K iterations each; lab compare then takes the boot as the unit of"
+        " replication (iterations of one boot measure that boot: which host pages it got)."
+        " A cycle takes about a minute under emulation",
+    )
+    parser.add_argument(
         "--warmup",
         metavar="K|auto",
         type=warmup_rule(allow_none=False),
@@ -170,5 +180,5 @@ def request(args: argparse.Namespace) -> RunRequest:
         guests=tuple(args.guests.split(",")) if args.guests else (), hosts=args.hosts,
         max_failures=args.max_failures, counters=args.counters,
         sweep=tuple(parse_axis(text) for text in args.sweep), sweep_order=args.sweep_order,
-        guest_timeout=args.guest_timeout, adopt=args.adopt,
+        guest_timeout=args.guest_timeout, adopt=args.adopt, reboot_every=args.reboot_every,
     )  # fmt: skip

@@ -51,6 +51,7 @@ from lab.run.guestrunner import GuestRunner
 from lab.run.hostside import guest_infos, nfs_source
 from lab.run.ingest import entry_to_record, new_pieces
 from lab.run.placement import Placement, SwapSchedule, check_swap_plan
+from lab.run.reboot import current_boot, power_cycle
 from lab.run.schedules import SCHEDULES, STATUS_EVERY, run_schedule
 from lab.run.workload import GuestInfo
 from lab.stats.running import RunningMoments
@@ -71,6 +72,7 @@ MIN_GUEST_FREE = 1024 * 1024  # bytes free in the runner's folder below which a 
 # A stepped runner answers each step on its channel, and its journal (the durable record,
 # and what says a runner stopped) is read at most this often while the channel lives.
 JOURNAL_EVERY_S = 10.0
+MAX_UNTAKEN = 64  # attempts taken from answers and not yet stored, at most
 
 
 class RunFailed(LabError):
@@ -136,6 +138,7 @@ class GuestProgress:
     # are not counted twice (each is dropped from here once its journal line is read).
     live: set[tuple[int, int]] = field(default_factory=set)
     journal_read_at: float = -1e9  # when its journal was last read (ingest)
+    last_boot: str | None = None  # the boot id of the last attempt taken (--reboot-every)
 
 
 def run_key(
@@ -148,6 +151,7 @@ def run_key(
     until: str | None = None,
     swap_every: int | None = None,
     sweep: str | None = None,
+    reboot_every: int | None = None,
 ) -> str:
     """The same command on the same lab gives the same key: that is how it resumes. A run
     of a sweep (``lab.run.sweep``) has the sweep's key in its own."""
@@ -158,6 +162,8 @@ def run_key(
         asked.append({"swap_every": swap_every})
     if sweep:  # likewise
         asked.append({"sweep": sweep})
+    if reboot_every:  # likewise
+        asked.append({"reboot_every": reboot_every})
     text = json.dumps(asked, sort_keys=True)
     return f"{workload}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
 
@@ -181,6 +187,7 @@ class RunPlan:
     sweep: str | None = None  # the key of the sweep this run is a value of (lab.run.sweep)
     guest_timeout: float = 300.0  # seconds a guest may not answer before the run stops
     adopt: bool = False  # take up iterations a guest journalled for a run this store lacks
+    reboot_every: int | None = None  # power-cycle the guests every K iterations (lab.run.reboot)
     resume: str = "the same `lab run` command"  # what resumes the run, for the messages
 
 
@@ -208,6 +215,12 @@ class Controller:
             )
         if plan.swap_every is not None:
             check_swap_plan(plan.schedule, guests, plan.swap_every)
+        if plan.reboot_every is not None and (plan.reboot_every < 1 or plan.sweep):
+            raise UsageError(
+                f"--reboot-every takes a run of 1 or more iterations per boot, not a sweep"
+                f" ({plan.reboot_every}{', in a sweep' if plan.sweep else ''})",
+                hint="Give --reboot-every K with K >= 1, without --sweep",
+            )
         self.ctx, self.store, self.state, self.plan = ctx, store, state, plan
         self.sites = {site.name: (site, site_state) for site, site_state in sites}
         self.shell_factory = shell_factory
@@ -218,6 +231,7 @@ class Controller:
         self.begun = self.ended = False
         self.stopping = False  # stop_runners was called: a lost guest no longer stops the run
         self.waiting = ""  # why the rule may not look yet (warm-up, a block not yet whole)
+        self.untaken: list[tuple[GuestProgress, list[Any]]] = []  # store_taken() stores them
         self.key = run_key(
             plan.study,
             plan.workload.name,
@@ -228,6 +242,7 @@ class Controller:
             plan.until,
             plan.swap_every,
             plan.sweep,
+            plan.reboot_every,
         )
         self.study_id = study_id = store.ensure_study(plan.study, description="lab run")
         self.metrics = list(plan.workload.metrics_for(plan.params))
@@ -436,13 +451,20 @@ class Controller:
                 guest.heard_at = self.clock.monotonic()
         return added
 
-    def _take(self, guest: GuestProgress, items: list[JournalEntry | JournalEvent]) -> int:
-        """Store the attempts among ``items``, then count them into ``guest``."""
+    def _take(
+        self, guest: GuestProgress, items: list[JournalEntry | JournalEvent], later: bool = False
+    ) -> int:
+        """Store the attempts among ``items`` (``later``: at the next :meth:`store_taken`),
+        then count them into ``guest``."""
         source = f"journal:{guest.record.name}:{self.key}"
         if guest.live:  # lines of attempts already taken from a stepped runner's answers
             items = [i for i in items if not _taken(guest.live, i)]
         new = [entry_to_record(item, source) for item in items if isinstance(item, JournalEntry)]
-        added = self.store.record(self.run_id, guest.guest_id, new) if new else 0
+        added = 0
+        if new and later:
+            self.untaken.append((guest, new))
+        elif new:
+            added = self.store.record(self.run_id, guest.guest_id, new)
         first = self.metrics[0].name if self.metrics else None
         for item in items:
             if isinstance(item, JournalEvent):
@@ -451,6 +473,8 @@ class Controller:
                     guest.runner_started = False
                 continue
             guest.troubles = 0
+            if item.boot_id:
+                guest.last_boot = item.boot_id
             if item.ok:
                 guest.completed.add(item.iteration)
                 if item.wall is not None:
@@ -552,14 +576,46 @@ class Controller:
     def advance(self, upto: int | None = None) -> None:
         """Run the missing iterations up to ``upto`` (at most n): all of them at once, or a
         sweep's round at a time (``lab.run.sweep``)."""
-        self.upto = self.plan.n if upto is None else max(0, min(upto, self.plan.n))
+        target = self.plan.n if upto is None else max(0, min(upto, self.plan.n))
+        every = self.plan.reboot_every or target or 1
         for guest in self.guests:
             guest.check_runner = True  # a pass starts by asking
         try:
-            with self.swaps.in_force(self.ctx.warn):  # then back on their own CPUs
-                run_schedule(self.plan.schedule, self)
+            firsts = list(range(1, target + 1, every)) or [1]
+            for first in firsts:
+                self.upto = min(first + every - 1, target)
+                self._reboot_if_due(first)
+                with self.swaps.in_force(self.ctx.warn):  # then back on their own CPUs
+                    run_schedule(self.plan.schedule, self)
+                if self.decision is not None and self.decision.stop:
+                    break
         finally:
+            self.store_taken()
             self.evidence.close_counting()
+
+    def _reboot_if_due(self, first: int) -> None:
+        """With --reboot-every: before the pass from ``first``, power-cycle the guests if
+        that pass has iterations to do and a guest's boot already ran iterations of the run
+        (lab.run.reboot). Nothing runs in them now: every guest did the last pass."""
+        if not self.plan.reboot_every or first <= 1:
+            return
+        if not any(self.missing(g) for g in self.guests):
+            return
+        boots = {g.record.name: self.with_guest(g, lambda x: current_boot(x.shell))
+                 for g in self.guests}  # fmt: skip
+        if not any(g.last_boot and boots[g.record.name] == g.last_boot for g in self.guests):
+            return  # each is in a boot that ran nothing of this run yet
+        self.store_taken()
+        self.close_channels()
+        self.evidence.close_counting()
+        cycled = power_cycle(self.guests, self._domain, self.clock, self.ctx.note)
+        for guest in self.guests:
+            seconds, boot = cycled[guest.record.name]
+            self.evidence.record_guest(guest, reboot_s=f"{seconds:.1f}", reboot_boot_id=boot,
+                                       reboot_before_iteration=str(first))  # fmt: skip
+            guest.check_runner = True
+        self.ctx.note(f"rebooted in {max(s for s, _ in cycled.values()):.0f} s; iterations"
+                      f" {first}..{self.upto} run in the new boots")  # fmt: skip
 
     def end(self) -> None:
         """At the end of a start: what backs the guests' memory now that the work has
@@ -588,6 +644,8 @@ class Controller:
         return self.plan.poll_interval
 
     def updated(self) -> None:
+        if len(self.untaken) >= MAX_UNTAKEN:  # answers that came before any wait
+            self.store_taken()
         self.on_update(self)
 
     def begin_counting(self, guests: Sequence[GuestProgress]) -> None:
@@ -700,7 +758,7 @@ class Controller:
             return
         if isinstance(record, JournalEntry):
             guest.stepping = None
-            self._take(guest, [record])
+            self._take(guest, [record], later=True)  # stored while the next step runs
             guest.live.add((record.iteration, record.attempt))
         else:
             self._take(guest, [record])
@@ -713,8 +771,19 @@ class Controller:
             return
         self.ingest(guest)
 
+    def store_taken(self) -> None:
+        """Store the attempts taken from stepped runners' answers and not yet stored. Each
+        commit waits for the disk (``synchronous=FULL``: 3.7 ms here), so it is done while
+        the guests work, not between their steps; each attempt is in its guest's journal
+        meanwhile, so a controller killed before this loses nothing."""
+        untaken, self.untaken = self.untaken, []
+        for guest, records in untaken:
+            self.store.record(self.run_id, guest.guest_id, records)
+
     def wait(self, guests: Sequence[GuestProgress], seconds: float) -> None:
-        """Sleep until a stepped runner of ``guests`` answers, for at most ``seconds``."""
+        """Sleep until a stepped runner of ``guests`` answers, for at most ``seconds``
+        (storing what the last answers carried first: the guests are at work)."""
+        self.store_taken()
         channels = [g.channel for g in guests if g.channel is not None]
         if channels and len(channels) == len(guests):
             wait_any(channels, seconds)
@@ -730,6 +799,7 @@ class Controller:
             with contextlib.suppress(GuestError):
                 channel.send_line("end")
             channel.close()
+            guest.runner_started = False  # told to end: it did not end without a word
 
     def ensure_running(self, guest: GuestProgress, first: int = 0, last: int = 0) -> bool:
         """Start the guest's runner for its missing iterations unless it runs already."""
@@ -823,6 +893,7 @@ class Controller:
 
     def stop_runners(self) -> None:
         self.stopping = True
+        self.store_taken()
         self.close_channels()
         for guest in self.guests:
             self.with_guest(guest, lambda g: g.runner.stop())

@@ -139,17 +139,22 @@ class Evidence:
             )  # fmt: skip
             self.store.record_environment(self.run_id, "host", name, facts)
         for guest in self.guests:
-            output = self.with_guest(
-                guest, lambda g: g.shell.run(["sh", "-c", GUEST_SCRIPT], timeout=60).stdout
-            )
-            xml = self.xml[guest.record.name] = self.domain_xml(guest.record)
-            facts = guest_environment(output or "", xml)
-            facts.update(host=guest.record.host, variant=guest.record.variant)
-            facts.update(self._backing(guest.record, xml))
-            facts["qemu_cmdline"] = json.dumps(qemu_cmdline(self._host(guest.record).read_text,
-                                                            guest.record.name))  # fmt: skip
-            self.environment[guest.record.name] = facts
-            self.store.record_environment(self.run_id, "guest", guest.record.name, facts)
+            self.record_guest(guest)
+
+    def record_guest(self, guest: GuestProgress, **extra: str) -> None:
+        """Store ``guest``'s facts now (at a start, or in a new boot), with ``extra``."""
+        output = self.with_guest(
+            guest, lambda g: g.shell.run(["sh", "-c", GUEST_SCRIPT], timeout=60).stdout
+        )
+        xml = self.xml[guest.record.name] = self.domain_xml(guest.record)
+        facts = guest_environment(output or "", xml)
+        facts.update(host=guest.record.host, variant=guest.record.variant)
+        facts.update(self._backing(guest.record, xml))
+        facts["qemu_cmdline"] = json.dumps(qemu_cmdline(self._host(guest.record).read_text,
+                                                        guest.record.name))  # fmt: skip
+        facts.update(extra)
+        self.environment[guest.record.name] = facts
+        self.store.record_environment(self.run_id, "guest", guest.record.name, facts)
 
     def _probe_counters(self, record: GuestRecord, remote: bool) -> dict[str, str]:
         """Which perf events count on this host, tried on ``record``'s vCPU threads; the run

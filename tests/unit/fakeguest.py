@@ -54,6 +54,7 @@ class FakeRunnerGuest(GuestShell):
         self.starts = 0
         self.steps = 0  # steps a stepped runner was given
         self.stepped = False  # the runner runs stepped (open_channel), not detached
+        self.boot = "boot-1"  # the guest's boot id
 
     # -- the simulated runner ------------------------------------------------------------
 
@@ -65,12 +66,12 @@ class FakeRunnerGuest(GuestShell):
     def _result(self, iteration: int, attempt: int) -> str:
         """Journal one ok attempt of ``iteration`` (its ``begin`` line first); its line."""
         self._line({"event": "begin", "iteration": iteration, "attempt": attempt,
-                    "time": 1.0e9 + iteration, "boot_id": "boot-1"})  # fmt: skip
+                    "time": 1.0e9 + iteration, "boot_id": self.boot})  # fmt: skip
         wall = wall_of(self.name, iteration)
         record = {
             "iteration": iteration, "attempt": attempt, "ok": True,
             "started": 1.0e9 + iteration, "ended": 1.0e9 + iteration + wall, "wall": wall,
-            "user": 0.001, "sys": 0.002, "exit_status": 0, "boot_id": "boot-1",
+            "user": 0.001, "sys": 0.002, "exit_status": 0, "boot_id": self.boot,
             "metrics": {"wall_s": wall}, "error": None, "output_tail": self.tail,
         }  # fmt: skip
         self._line(record)
@@ -223,6 +224,7 @@ class NoSleep(Clock):
 def make_controller(
     tmp_path: Path, guests: dict[str, FakeRunnerGuest], n: int, cache_kib: int | None = None,
     schedule: str = "concurrent", clock: Clock | None = None, poll_interval: float = 0.0,
+    reboot_every: int | None = None,
 ) -> tuple[Controller, Store]:  # fmt: skip
     """``lab run probe --n N`` on the fake guests: the same arguments give the same run
     (``cache_kib``: the store's page cache, as ``Store.open`` takes it)."""
@@ -239,6 +241,7 @@ def make_controller(
     state = LabState(records, "qemu", "test", "img", "h", "lab", "127.0.0.1", [0], 0.0)
     store = Store.open(tmp_path / "lab.db", cache_kib=cache_kib)
     plan = RunPlan("s", ShellWorkload(["true"]), {}, n, schedule, 10,
-                   poll_interval=poll_interval, runner_dir="/fake/runner")  # fmt: skip
+                   poll_interval=poll_interval, runner_dir="/fake/runner",
+                   reboot_every=reboot_every)  # fmt: skip
     controller = Controller(ctx, store, state, records, plan, lambda r: guests[r.name])
     return controller, store

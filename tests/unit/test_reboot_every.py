@@ -1,0 +1,125 @@
+"""``lab run --reboot-every K``: the guests are power-cycled between passes of K iterations,
+at balanced points, and a resumed run does not cycle a boot that ran nothing of it yet.
+The guests are tests/unit/fakeguest.py's, their domains fakes whose start makes a new boot;
+the proof on real guests is tests/integration/test_run.py."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from lab.core.clock import ManualClock
+from lab.core.errors import UsageError
+from lab.core.hostexec import Result
+from lab.run.controller import Controller
+from lab.run.reboot import BOOT_ID
+from lab.store import Store
+from tests.unit.fakeguest import NAMES, FakeRunnerGuest, make_controller
+
+
+class BootingGuest(FakeRunnerGuest):
+    """Says its boot id; its domain (below) starts it in a new boot."""
+
+    def __init__(self, name: str, log: list[str]) -> None:
+        super().__init__(name)
+        self.log, self.boots = log, 1
+
+    def run(self, argv: Sequence[str], *, check: bool = True, timeout: float | None = None,
+            sudo: bool = False) -> Result:  # fmt: skip
+        if list(argv) == ["cat", BOOT_ID]:
+            return Result(tuple(argv), 0, self.boot + "\n", "")
+        return super().run(argv, check=check, timeout=timeout, sudo=sudo)
+
+
+class Domain:
+    def __init__(self, guest: BootingGuest) -> None:
+        self.guest, self.active = guest, True
+
+    def shutdown(self) -> None:
+        self.guest.log.append(f"shutdown {self.guest.name} after {self.done()}")
+        self.active = False
+        self.guest.running = False  # the stepped runner went with the boot
+
+    def isActive(self) -> bool:
+        return self.active
+
+    def create(self) -> None:
+        self.active = True
+        self.guest.boots += 1
+        self.guest.boot = f"boot-{self.guest.boots}"
+
+    def destroy(self) -> None:
+        self.active = False
+
+    def done(self) -> list[int]:
+        return sorted({json.loads(r)["iteration"] for r in self.guest._results()})
+
+
+def rebooting(tmp_path: Path, n: int, every: int, log: list[str]) -> tuple[Controller, Store]:
+    guests = {name: BootingGuest(name, log) for name in NAMES}
+    controller, store = make_controller(tmp_path, guests, n, schedule="sync", clock=ManualClock(),
+                                        poll_interval=1.0, reboot_every=every)  # fmt: skip
+    domains = {name: Domain(guest) for name, guest in guests.items()}
+    controller._domain = lambda record: domains[record.name]  # type: ignore[method-assign]
+    return controller, store
+
+
+def test_the_guests_are_cycled_between_passes_of_k_iterations(tmp_path: Path) -> None:
+    log: list[str] = []
+    controller, store = rebooting(tmp_path, 5, 2, log)
+    controller.run()
+    # after 1-2 and after 3-4, both twins; never after the last pass
+    assert log == [f"shutdown {g} after {d}" for d in ([1, 2], [1, 2, 3, 4]) for g in NAMES]
+    with sqlite3.connect(tmp_path / "lab.db") as conn:
+        boots = conn.execute(
+            "SELECT g.name, i.iteration, i.boot_id FROM iteration i"
+            " JOIN guest g ON g.id = i.guest_id ORDER BY g.name, i.iteration"
+        ).fetchall()
+    for name in NAMES:
+        assert [b for g, _, b in boots if g == name] == ["boot-1"] * 2 + ["boot-2"] * 2 + ["boot-3"]
+    cycles = [e for e in store.environment(controller.run_id) if "reboot_s" in e.facts]
+    # each guest's facts in each new boot (the run's end records the last boot's again)
+    assert {(e.name, e.facts["reboot_before_iteration"]) for e in cycles} == {
+        (g, i) for g in NAMES for i in ("3", "5")
+    }
+    assert {e.facts["reboot_boot_id"] for e in cycles} == {"boot-2", "boot-3"}
+    store.close()
+
+
+def test_a_resumed_run_in_a_boot_that_ran_nothing_of_it_is_not_cycled_again(
+    tmp_path: Path,
+) -> None:
+    log: list[str] = []
+    controller, store = rebooting(tmp_path, 4, 2, log)
+    controller.begin()
+    controller.advance(2)  # the first pass, then the controller is gone
+    controller.close_channels()
+    store.close()
+    for guest in controller.guests:  # the guests were restarted meanwhile (a host reboot)
+        assert isinstance(guest.shell, BootingGuest)
+        guest.shell.boot = "boot-new"
+    again, store = rebooting(tmp_path, 4, 2, log)
+    for guest, before in zip(again.guests, controller.guests, strict=True):
+        guest.shell = before.shell  # the same guests, in their new boot
+        guest.runner.shell = before.shell
+    again.run()
+    assert log == []  # the new boot had run nothing: no cycle
+    assert store.completed_iterations(again.run_id, again.guests[0].guest_id) == {1, 2, 3, 4}
+    store.close()
+
+
+def test_reboot_every_is_refused_with_a_sweep_or_below_one(tmp_path: Path) -> None:
+    log: list[str] = []
+    controller, store = rebooting(tmp_path, 4, 2, log)
+    store.close()
+    from dataclasses import replace
+
+    for plan in (replace(controller.plan, reboot_every=0),
+                 replace(controller.plan, reboot_every=2, sweep="abc")):  # fmt: skip
+        with pytest.raises(UsageError, match="--reboot-every"):
+            Controller(controller.ctx, Store.open(tmp_path / "lab.db"), controller.state,
+                       [g.record for g in controller.guests], plan, lambda r: None)  # type: ignore[arg-type,return-value]  # fmt: skip
