@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import sqlite3
 import subprocess
@@ -103,27 +104,41 @@ def test_thirty_iterations_of_null_each_stored_once_and_paired(
     pair: Pair, tmp_path: Path, schedule: str
 ) -> None:
     """Under each schedule every iteration has one ok record per twin; under the paired ones
-    (a runner stepped on a channel) each twin's iteration i starts after both ended i - 1."""
+    (a runner stepped on a channel) each twin's iteration i starts after both ended i - 1.
+    The sync run power-cycles the twins half way (--reboot-every): two boots per guest."""
     db = tmp_path / "lab.db"
-    pair.lab("run", "null", "--n", "30", "--schedule", schedule, "--db", str(db))
+    reboot = ["--reboot-every", "15"] if schedule == "sync" else []
+    pair.lab("run", "null", "--n", "30", "--schedule", schedule, "--db", str(db), *reboot)
     with sqlite3.connect(db) as conn:
         rows = conn.execute(
-            "SELECT g.name, i.iteration, i.ok, i.started, i.ended FROM iteration i"
+            "SELECT g.name, i.iteration, i.ok, i.started, i.ended, i.boot_id FROM iteration i"
             " JOIN guest g ON g.id = i.guest_id ORDER BY g.name, i.iteration, i.attempt"
         ).fetchall()
     by_guest: dict[str, list[tuple[int, float, float]]] = {}
-    for name, iteration, ok, started, ended in rows:
+    boots: dict[str, list[str]] = {}
+    for name, iteration, ok, started, ended, boot in rows:
         assert ok, rows
         by_guest.setdefault(name, []).append((iteration, started, ended))
+        boots.setdefault(name, []).append(boot)
     assert sorted(by_guest) == ["lab-shp1g", "lab-thp"]
     for name, done in by_guest.items():
         assert [i for i, _, _ in done] == list(range(1, 31)), name
+        if schedule == "sync":  # iterations 1-15 in one boot, 16-30 in the next
+            assert len(set(boots[name][:15])) == len(set(boots[name][15:])) == 1, boots
+            assert boots[name][0] != boots[name][15], boots
+        else:
+            assert len(set(boots[name])) == 1, boots
+    if schedule == "sync":
+        compared = json.loads(pair.lab("compare", "--db", str(db), "--format", "json").stdout)
+        assert compared, "lab compare gave nothing for the rebooted run"
     if schedule == "concurrent":
         return
     # The guests' clocks differ (by up to a second under emulation), so the test asks
     # whether some offset between them puts every twin's iteration i + 1 after both twins
     # ended i: offset < thp(i+1).start - shp(i).end and offset > thp(i).end - shp(i+1).start.
+    # Within a boot: a reboot sets each guest's clock afresh.
     thp, shp = by_guest["lab-thp"], by_guest["lab-shp1g"]
-    below = min(thp[i + 1][1] - shp[i][2] for i in range(29))
-    above = max(thp[i][2] - shp[i + 1][1] for i in range(29))
-    assert above < below, (above, below)
+    for steps in [range(14), range(15, 29)] if schedule == "sync" else [range(29)]:
+        below = min(thp[i + 1][1] - shp[i][2] for i in steps)
+        above = max(thp[i][2] - shp[i + 1][1] for i in steps)
+        assert above < below, (above, below)
