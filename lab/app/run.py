@@ -39,7 +39,7 @@ class RunRequest:
     params: tuple[tuple[str, str], ...] = ()
     study: str = DEFAULT_STUDY
     db: str | None = None  # None: the `store` of lab.toml
-    schedule: str = "concurrent"
+    schedule: str = "sync"
     until: str | None = None
     confidence: float = 99.99
     threshold: str = "1%"
@@ -86,7 +86,7 @@ def command_line(request: RunRequest) -> list[str]:
     argv = ["lab", "run", request.workload, "--n", str(request.n), "--study", request.study]
     for key, value in request.params:
         argv += ["-p", f"{key}={value}"]
-    argv += ["--schedule", request.schedule] if request.schedule != "concurrent" else []
+    argv += ["--schedule", request.schedule] if request.schedule != "sync" else []
     argv += ["--until", request.until] if request.until else []
     argv += ["--swap-every", str(request.swap_every)] if request.swap_every is not None else []
     argv += ["--reboot-every", str(request.reboot_every)] if request.reboot_every else []

@@ -202,7 +202,7 @@ def run_command(run: RunRecord, db: Path, sweep: SweepRecord | None = None) -> s
         if v is not None and k not in swept
     ]
     words = ["lab run", run.workload, f"--n {run.target_n}", f"--study {shlex.quote(run.study)}"]
-    if run.schedule and run.schedule != "concurrent":
+    if run.schedule and run.schedule != "sync":
         words.append(f"--schedule {run.schedule}")
     if sweep:
         for key, values in sweep.axes:

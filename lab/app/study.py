@@ -98,10 +98,10 @@ WORKLOAD_KEYS: Mapping[str, Key] = {
     "until": Key((str,), False, "a stopping rule: 'verdict' or 'ci-halfwidth<0.5%'",
                  "string, none", 'a stopping rule as `lab run --until` takes it: "verdict"'
                  ' or "ci-halfwidth<0.5%"'),
-    "schedule": Key((str,), False, "concurrent, alternate or sync", "string, concurrent",
-                    '"concurrent" (both guests at once), "alternate" (one guest at a time)'
-                    ' or "sync" (iteration i starts on both together, so the samples pair'
-                    " up)"),
+    "schedule": Key((str,), False, "sync, alternate or concurrent", "string, sync",
+                    '"sync" (iteration i starts on both together, so the samples pair up),'
+                    ' "alternate" (one guest at a time) or "concurrent" (both guests at'
+                    " once, each at its own pace)"),
     "swap_every": Key((int,), False, "with schedule 'sync': swap the CPU sets every K iterations",
                       "integer, none", 'with schedule "sync" only: swap the twins\' CPU sets'
                       " every K iterations (`lab run --swap-every`)"),
@@ -148,7 +148,7 @@ class StudyWorkload:
     name: str
     params: Mapping[str, ParamValue]  # as the file gives them, in file order
     n: int
-    schedule: str = "concurrent"
+    schedule: str = "sync"
     until: str | None = None
     swap_every: int | None = None  # sync only: swap the twins' CPU sets every K iterations
     reboot_every: int | None = None  # power-cycle the guests every K iterations
@@ -309,7 +309,7 @@ def _workload(
         from lab.stats.sequential import parse_until  # deferred: heavy (scipy)
 
         _checked(source, f"{where}: until", until, lambda v: parse_until(v, n))
-    schedule = _checked(source, f"{where}: schedule", table.get("schedule", "concurrent"),
+    schedule = _checked(source, f"{where}: schedule", table.get("schedule", "sync"),
                         _one_of(SCHEDULES))  # fmt: skip
     swap_every = table.get("swap_every")
     if swap_every is not None:

@@ -21,8 +21,9 @@ def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "run",
         help="run a workload on the twins and store every sample",
-        description="Run WORKLOAD for N iterations on the lab's guests (both at once by"
-        " default). A runner inside each guest does the iterations and journals each one"
+        description="Run WORKLOAD for N iterations on the lab's guests (iteration i on both"
+        " together by default: --schedule sync). A runner inside each guest does the"
+        " iterations and journals each one"
         " durably; the controller streams the journals into the result store. Re-running the"
         " same command resumes where it stopped (after Ctrl-C, a killed controller, a lost"
         " connection or a rebooted guest); failed iterations are kept and repeated.",
@@ -40,10 +41,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--schedule",
         choices=("concurrent", "alternate", "sync"),
-        default="concurrent",
-        help="concurrent: all guests at once, each at its own pace (default); alternate: one"
-        " guest at a time, iteration by iteration; sync: iteration i starts on all guests"
-        " together and i+1 only when all finished i, so samples pair up (lab compare --paired)",
+        default="sync",
+        help="sync (the default): iteration i starts on all guests together and i+1 only"
+        " when all finished i, so samples pair up (lab compare --paired: whatever disturbed"
+        " the host disturbed both), perf counts each iteration, and --swap-every can swap"
+        " the CPU sets; it adds about 0.05 s per iteration under emulation (bench/"
+        "schedules.py). alternate: one guest at a time, iteration by iteration (the twins"
+        " never share the host). concurrent: all guests at once, each at its own pace: the"
+        " fastest, but unpaired and without counters",
     )
     parser.add_argument(
         "--until",

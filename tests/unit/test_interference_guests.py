@@ -188,9 +188,10 @@ def test_the_guest_timeout_comes_from_lab_toml_or_the_command_line() -> None:
 
 def test_the_resume_command_holds_what_the_run_key_and_its_store_depend_on() -> None:
     request = RunRequest(
-        "null", 5, schedule="sync", until="verdict", swap_every=2, db="/r/x.db", study="s"
+        "null", 5, schedule="alternate", until="verdict", swap_every=2, db="/r/x.db", study="s"
     )
     assert command_line(request) == [
-        "lab", "run", "null", "--n", "5", "--study", "s", "--schedule", "sync",
+        "lab", "run", "null", "--n", "5", "--study", "s", "--schedule", "alternate",
         "--until", "verdict", "--swap-every", "2", "--db", "/r/x.db",
     ]  # fmt: skip
+    assert "--schedule" not in command_line(RunRequest("null", 5))  # sync, the default

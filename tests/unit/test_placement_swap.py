@@ -257,10 +257,10 @@ def test_a_failure_to_put_the_pins_back_does_not_hide_the_run_s_own_error() -> N
 def test_lab_run_refuses_swap_every_without_sync_before_anything(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["run", "null", "--n", "4", "--swap-every", "2"]) == 2
+    assert main(["run", "null", "--n", "4", "--schedule", "concurrent", "--swap-every", "2"]) == 2
     err = capsys.readouterr().err
     assert "--swap-every needs --schedule sync, not concurrent" in err
-    assert main(["run", "null", "--n", "4", "--schedule", "sync", "--swap-every", "0"]) == 2
+    assert main(["run", "null", "--n", "4", "--swap-every", "0"]) == 2  # sync by default
     assert "--swap-every must be 1 or more" in capsys.readouterr().err
 
 

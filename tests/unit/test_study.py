@@ -66,7 +66,7 @@ def test_a_small_study_with_its_defaults() -> None:
     )  # fmt: skip
     (run,) = got.workloads
     assert (run.name, dict(run.params), run.n, run.schedule, run.until) == (
-        "null", {}, 3, "concurrent", None,
+        "null", {}, 3, "sync", None,
     )  # fmt: skip
     assert got.sha256 == hashlib.sha256((HEAD + ONE).encode()).hexdigest()
 
@@ -303,7 +303,7 @@ def test_a_sweep_s_time_is_each_value_s_stored_time_or_the_workload_s() -> None:
 
 
 SWAP_REFUSALS = [
-    ("without sync", 'swap_every = 5\n',
+    ("with concurrent", 'schedule = "concurrent"\nswap_every = 5\n',
      r"\(null\): swap_every needs schedule = \"sync\", not 'concurrent'"),
     ("with alternate", 'schedule = "alternate"\nswap_every = 5\n', r"not 'alternate'"),
     ("below 1", 'schedule = "sync"\nswap_every = 0\n', r"swap_every = 0: must be 1 or more"),
