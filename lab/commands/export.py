@@ -14,9 +14,10 @@ def register(subparsers: Any) -> None:
         "export", help="write every sample with its context as CSV, JSON lines or Parquet",
         description="Write every stored sample, one per row, with its study, run, workload,"
         " parameters, variant, guest, host, iteration, attempt, metric, unit, direction,"
-        " value, start and end time and source. As JSON lines, each run's recorded environment"
-        " comes first, one line per host and guest and start (\"record\": \"environment\")."
-        " `lab import` reads either back (the environment lines it skips). Parquet (--out"
+        " value, start and end time, source, boot and CPU placement. As JSON lines, each run's"
+        " recorded environment comes first, one line per host and guest and start (\"record\":"
+        " \"environment\"). `lab import` reads either back into the same runs, boots and"
+        " placements (and, from JSON lines, environment). Parquet (--out"
         " only) is for pandas and polars, and needs pyarrow: pip install lab[parquet].",
     )  # fmt: skip
     parser.add_argument("--format", choices=("csv", "jsonl", "parquet"), default="csv",

@@ -4,6 +4,7 @@ are stored."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,24 +12,32 @@ from lab.importers.limits import shown
 from lab.importers.malformed import Malformed
 from lab.importers.records import BadLine
 from lab.store import MetricInfo, Store
-from lab.store.bulk import Bulk
+from lab.store.bulk import Bulk, Mark
 
-Group = tuple[str, str, str, str, str]  # study, workload, variant, guest, host
+# study, workload, variant, guest, host, run key (None: the import's own run of the
+# workload), run parameters (JSON text; None: {"imported": true})
+Group = tuple[str, str, str, str, str, str | None, str | None]
+IMPORTED = {"imported": True}  # the parameters of a run that the input does not name
 
 
 class Target:
     """Where one group's samples go: its run and guest, the metrics this import declared for
-    its run, and the highest iteration number stored or written (a number above it is new)."""
+    its run, and the highest iteration number stored or written (a number above it is new).
+    The run is the one the input names (``lab export``'s run and params columns), each kept
+    apart; else ``STUDY/import/WORKLOAD``."""
 
-    __slots__ = ("declared", "group", "guest_id", "high", "run_id", "run_key", "study_id")
+    __slots__ = (
+        "declared", "group", "guest_id", "high", "params", "run_id", "run_key", "study_id",
+    )  # fmt: skip
 
     def __init__(self, store: Store, group: Group) -> None:
-        study, workload, variant, guest, host = group
+        study, workload, variant, guest, host, run, params = group
         self.group = group
         self.study_id = store.ensure_study(study, "imported with lab import")
-        self.run_key = f"{study}/import/{workload}"
+        self.run_key = run or f"{study}/import/{workload}"
+        self.params = IMPORTED if params is None else json.loads(params)
         self.run_id = store.ensure_run(
-            self.study_id, self.run_key, workload, {"imported": True}, None, None, []
+            self.study_id, self.run_key, workload, self.params, None, None, []
         )
         self.guest_id = store.ensure_guest(self.study_id, guest, variant, host=host)
         self.declared: set[str] = set()  # by this import: ensure_run checks each once
@@ -36,9 +45,7 @@ class Target:
 
     def declare(self, store: Store, info: MetricInfo) -> None:
         workload = self.group[1]
-        store.ensure_run(
-            self.study_id, self.run_key, workload, {"imported": True}, None, None, [info]
-        )
+        store.ensure_run(self.study_id, self.run_key, workload, self.params, None, None, [info])
         self.declared.add(info.name)
 
 
@@ -80,7 +87,7 @@ class _New:
     row that the garbage collector follows until the batch is stored (2.4 s of collections
     in an import of 2,000,000 rows, 1.0 s without)."""
 
-    __slots__ = ("at", "iterations", "samples", "width")
+    __slots__ = ("at", "iterations", "marks", "samples", "width")
 
     def __init__(self) -> None:
         # (number, source) a row while no iteration of the batch has a start; then (number,
@@ -89,6 +96,7 @@ class _New:
         self.width = 2
         self.samples: dict[str, list[Any]] = {}  # metric -> (number, value) a row
         self.at: dict[int, tuple[int, tuple[str, ...]]] = {}
+        self.marks: list[Any] = []  # (number, mark) of each iteration with a boot or placement
 
     def iteration(self, number: int, started: float | None, source: str) -> int:
         """A new iteration's row, and which row it is."""
@@ -134,7 +142,7 @@ class Batch:
 
     def add(
         self, target: Target, number: int, line: int, started: float | None,
-        metrics: dict[str, float], malformed: Malformed,
+        metrics: dict[str, float], malformed: Malformed, mark: Mark | None = None,
     ) -> None:  # fmt: skip
         """The sample of ``line``: iteration ``number`` of ``target``, started at ``started``."""
         new = self.new.get(target)
@@ -153,6 +161,8 @@ class Batch:
                 new = self.new[target] = _New()
             row = new.iteration(number, started, f"{self.source}:{line}")
             new.at[number] = (row, tuple(metrics))
+            if mark is not None:
+                new.marks += (number, mark)
             target.high = number
         else:
             self.maybe.append((target.run_id, target.guest_id, number, line, started, metrics))
@@ -164,12 +174,12 @@ class Batch:
 
     def add_one(
         self, target: Target, number: int, line: int, started: float | None, metric: str,
-        value: float, malformed: Malformed,
+        value: float, malformed: Malformed, mark: Mark | None = None,
     ) -> None:  # fmt: skip
         """:meth:`add` of a sample of one metric, with no dict of it when its iteration is new
         (above every number stored or written: not in ``at``), as most are."""
         if number <= target.high:
-            self.add(target, number, line, started, {metric: value}, malformed)
+            self.add(target, number, line, started, {metric: value}, malformed, mark)
             return
         new = self.new.get(target)
         if new is None:
@@ -180,6 +190,8 @@ class Batch:
             rows += (number, f"{self.source}:{line}")
         else:
             new.at[number] = (new.iteration(number, started, f"{self.source}:{line}"), (metric,))
+        if mark is not None:
+            new.marks += (number, mark)
         values = new.samples.get(metric)
         if values is None:
             values = new.samples[metric] = []
@@ -196,6 +208,8 @@ class Batch:
         for target in sorted(self.new, key=lambda t: (t.run_id, t.guest_id)):
             new, ids = self.new[target], (target.run_id, target.guest_id)
             bulk.insert_iterations(*ids, new.iterations, timed=new.width == 3)
+            if new.marks:
+                bulk.set_marks(*ids, new.marks)
             for metric, values in new.samples.items():
                 bulk.insert_samples(*ids, metric, values)
             made[target] = len(new.iterations) // new.width

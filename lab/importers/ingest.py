@@ -46,6 +46,7 @@ from lab.importers.malformed import Malformed, MalformedInputError
 from lab.importers.records import (
     BadLine,
     Context,
+    Environment,
     Item,
     Row,
     Rows,
@@ -55,7 +56,7 @@ from lab.importers.records import (
 )
 from lab.importers.tabular import Defaults, csv_samples, jsonl_samples
 from lab.store import Direction, MetricInfo, Store
-from lab.store.bulk import Bulk
+from lab.store.bulk import Bulk, Mark
 from lab.store.records import is_evidence
 
 __all__ = ["ImportOptions", "ImportSummary", "MalformedInputError", "detect_format", "import_file"]
@@ -191,7 +192,7 @@ def samples(planned: Planned, options: ImportOptions, malformed: Malformed) -> I
 def _count(summary: ImportSummary, made: Mapping[Target, int], kept: int) -> None:
     """Add what a batch stored to the summary."""
     for target, count in made.items():
-        study, workload, variant, guest, _ = target.group
+        study, workload, variant, guest = target.group[:4]
         key = (study, workload, variant, guest)
         summary.groups[key] = summary.groups.get(key, 0) + count
         summary.stored += count
@@ -217,6 +218,8 @@ class _Import:
             variant,
             sample.guest or options.guest or variant,
             sample.host or options.host or "local",
+            sample.run,
+            sample.params,
         )
 
     def target(self, group: Group, summary: ImportSummary) -> Target:
@@ -276,6 +279,8 @@ class _Import:
                 reading.rows(item.rows)
             elif isinstance(item, BadLine):
                 reading.malformed.add(item)
+            elif isinstance(item, Environment):
+                reading.environments.append(item)
             else:
                 reading.sample(item)
         reading.end()
@@ -344,16 +349,28 @@ def _first_lines(bits: bytearray | None, count: int) -> bytearray | None:
     return cut if any(cut) else None
 
 
+def _mark(fields: tuple[str | None, ...]) -> Mark | None:
+    """An iteration's boot, placement and cpus as the input gives them; None when it gives
+    none of them."""
+    boot, placement, cpus = fields
+    if boot is None and placement is None:
+        return None
+    return (boot, placement, cpus)
+
+
 class _Lane:
     """What the rows of one context get from it, worked out at the first of them: their route,
     their metric, and why each is malformed (None when they are not)."""
 
-    __slots__ = ("metric", "refused", "route")
+    __slots__ = ("mark", "metric", "refused", "route")
 
-    def __init__(self, route: Route, metric: str, refused: str | None) -> None:
+    def __init__(
+        self, route: Route, metric: str, refused: str | None, mark: Mark | None = None
+    ) -> None:
         self.route = route
         self.metric = metric
         self.refused = refused
+        self.mark = mark
 
 
 class _Reading:
@@ -375,6 +392,7 @@ class _Reading:
         self.checked: dict[tuple[str, str | None, str | None], MetricInfo | str] = {}
         self.lanes: dict[Context, _Lane] = {}
         self.batch = Batch(source.source)
+        self.environments: list[Environment] = []  # stored at the end, once the runs are
 
     def sample(self, sample: Sample) -> None:
         self.read += 1
@@ -394,7 +412,9 @@ class _Reading:
         number = sample.iteration
         if number is None:
             number = route.next(next(iter(sample.metrics)))
-        self.batch.add(route.target, number, line, sample.started, sample.metrics, self.malformed)
+        mark = _mark(sample[13:])
+        self.batch.add(route.target, number, line, sample.started, sample.metrics,
+                       self.malformed, mark)  # fmt: skip
         if self.batch.size >= BATCH:
             self.flush()
 
@@ -416,7 +436,9 @@ class _Reading:
                 continue
             if number is None:
                 number = route.next(lane.metric)
-            batch.add_one(route.target, number, line, started, lane.metric, value, malformed)
+            batch.add_one(
+                route.target, number, line, started, lane.metric, value, malformed, lane.mark
+            )
             if batch.size >= BATCH:
                 self.flush()
                 batch = self.batch
@@ -428,14 +450,15 @@ class _Reading:
         sample = context.sample(line, 0.0, None, None)
         route = self.route(sample)
         lane = self.lanes[context] = _Lane(
-            route, context.metric, self.refused(sample, route.target)
+            route, context.metric, self.refused(sample, route.target), _mark(context[10:])
         )
         return lane
 
     def route(self, sample: Sample) -> Route:
         """The input's route to the sample's group: one per group, however the rows spell it
         (an empty guest column and one naming the variant share the numbering)."""
-        raw = sample[2:7]  # variant, workload, guest, host, study: as the file gives them
+        # variant, workload, guest, host, study, run, params: as the file gives them
+        raw = (*sample[2:7], sample.run, sample.params)
         route = self.routes.get(raw)
         if route is None:
             group = self.run.group(sample, self.planned.format)
@@ -483,6 +506,12 @@ class _Reading:
     def end(self) -> ImportSummary:
         """Store what is left, and the summary; or the error of an input that failed."""
         self.flush()
+        for record in self.environments:
+            if not self.run.bulk.add_environment(
+                record.run, record.scope, record.name, record.facts, record.recorded
+            ):
+                why = f"environment of run {shown(record.run)}, which has no samples here"
+                self.malformed.add(BadLine(record.line, why))
         summary, malformed = self.summary, self.malformed
         summary.read = self.read
         malformed.check()

@@ -33,12 +33,19 @@ class Sample(NamedTuple):
     started: float | None = None
     units: Mapping[str, str] = NO_UNITS
     directions: Mapping[str, Direction] = NO_DIRECTIONS
+    run: str | None = None  # the run's key, as ``lab export`` writes it
+    params: str | None = None  # the run's parameters: a JSON object, as ``lab export`` writes it
+    boot: str | None = None  # what names the boot the iteration ran in
+    placement: str | None = None  # the CPU placement it ran in: "own" or "swapped"
+    cpus: str | None = None  # the host CPU of each vCPU in that placement ("3,4")
 
 
 class Context(NamedTuple):
     """What the rows of a table that name the same metric of the same group share: a reader
     makes one for each spelling it meets and hands it with every such row, so that whoever
-    stores the rows checks it once, not once a row. ``None`` is what the file leaves empty."""
+    stores the rows checks it once, not once a row. ``None`` is what the file leaves empty.
+    The boot and the CPU placement are part of it: each spans many iterations, so a table
+    has few of them."""
 
     variant: str | None
     workload: str | None
@@ -48,6 +55,11 @@ class Context(NamedTuple):
     metric: str
     unit: str | None
     direction: Direction | None
+    run: str | None = None
+    params: str | None = None
+    boot: str | None = None
+    placement: str | None = None
+    cpus: str | None = None
 
     def sample(
         self, line: int, value: float, iteration: int | None, started: float | None
@@ -57,7 +69,7 @@ class Context(NamedTuple):
         return Sample(
             line, {metric: value}, *self[:5], iteration, started,
             {metric: unit} if unit else NO_UNITS,
-            {metric: direction} if direction else NO_DIRECTIONS,
+            {metric: direction} if direction else NO_DIRECTIONS, *self[8:],
         )  # fmt: skip
 
 
@@ -83,7 +95,20 @@ class BadLine:
     message: str
 
 
-Item = Sample | Rows | BadLine  # what a reader yields, in the order of the lines
+@dataclass(frozen=True)
+class Environment:
+    """One of ``lab export``'s environment lines: a host's or guest's facts at a start of the
+    run keyed ``run`` (stored once the input's samples have made its runs)."""
+
+    line: int
+    run: str
+    scope: str  # "host" or "guest"
+    name: str
+    facts: str  # a JSON object, as stored
+    recorded: float | None
+
+
+Item = Sample | Rows | BadLine | Environment  # what a reader yields, in the order of the lines
 
 
 @dataclass(frozen=True)
@@ -103,7 +128,7 @@ def collect(fmt: str, items: Iterable[Item]) -> Parsed:
             parsed.bad.append(item)
         elif isinstance(item, Rows):
             parsed.samples.extend(item.samples())
-        else:
+        elif isinstance(item, Sample):
             parsed.samples.append(item)
     return parsed
 

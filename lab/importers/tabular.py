@@ -1,8 +1,11 @@
 """CSV and JSONL: one sample per row, with columns variant, workload, metric and value.
 
 Optional columns: iteration, timestamp (epoch seconds or ISO 8601; ``started`` is the same),
-unit, direction (lower or higher), guest, host and study. The columns ``lab export`` adds
-(run, params, attempt, ended, source) are accepted and ignored, so an export imports back.
+unit, direction (lower or higher), guest, host, study, and those ``lab export`` writes of a run:
+run (its key), params (its parameters, a JSON object), boot (any text naming the boot an
+iteration ran in), placement (own or swapped: ``lab run --swap-every``) and cpus (the host CPU
+of each vCPU in it, "3,4"). Each run of a file is kept apart, so an export imports back as the same
+runs. The other columns ``lab export`` adds (attempt, ended, source) are accepted and ignored.
 
 :func:`csv_samples` (blocks of lines) and :func:`jsonl_samples` (lines) read as the input comes
 and yield each row's sample (a CSV's as Rows, several at a time) or malformed line in turn;
@@ -40,6 +43,7 @@ from lab.importers.records import (
     NO_UNITS,
     BadLine,
     Context,
+    Environment,
     Item,
     Parsed,
     Row,
@@ -49,10 +53,18 @@ from lab.importers.records import (
 )
 
 REQUIRED = ("variant", "workload", "metric", "value")
-OPTIONAL = ("iteration", "timestamp", "started", "unit", "direction", "guest", "host", "study")
-IGNORED = ("run", "params", "attempt", "ended", "source")
+OPTIONAL = (
+    "iteration", "timestamp", "started", "unit", "direction", "guest", "host", "study", "run",
+    "params", "boot", "placement", "cpus",
+)  # fmt: skip
+IGNORED = ("attempt", "ended", "source")
 KNOWN = REQUIRED + OPTIONAL + IGNORED
-NAMES = ("variant", "workload", "metric", "guest", "host", "study", "unit")  # text kept as names
+NAMES = (
+    "variant", "workload", "metric", "guest", "host", "study", "unit", "run", "boot", "cpus",
+)  # fmt: skip
+PLACEMENTS = ("own", "swapped")
+RUN_COLUMNS = ("run", "params", "boot", "placement", "cpus")  # Sample's and Context's last
+MAX_PARAMS = 65_536  # characters of a run's parameters
 
 Defaults = Mapping[str, str | None]  # column -> value from the command line
 
@@ -126,6 +138,7 @@ def _sample(fields: Mapping[str, str | None], line: int) -> Sample:
         started,
         {metric: unit} if unit else NO_UNITS,
         {metric: "lower" if direction == "lower" else "higher"} if direction else NO_DIRECTIONS,
+        *(fields[key] for key in RUN_COLUMNS),
     )
 
 
@@ -137,6 +150,25 @@ def _names_problem(fields: Mapping[str, str | None]) -> str | None:
             problem = name_problem(key, text)
             if problem is not None:
                 return problem
+    placement = fields["placement"]
+    if placement is not None and placement not in PLACEMENTS:
+        return f"placement {shown(placement)} is neither 'own' nor 'swapped'"
+    if fields["cpus"] is not None and placement is None:
+        return "cpus without a placement"
+    params = fields["params"]
+    return None if params is None else params_problem(params)
+
+
+def params_problem(text: str) -> str | None:
+    """Why ``text`` cannot be a run's parameters (a JSON object); None if it can."""
+    if len(text) > MAX_PARAMS:
+        return f"params {shown(text)} is longer than {MAX_PARAMS:,} characters"
+    try:
+        found = json.loads(text)
+    except (ValueError, RecursionError):
+        return f"params {shown(text)} is not JSON"
+    if not isinstance(found, dict):
+        return f"params {shown(text)} is not a JSON object"
     return None
 
 
@@ -145,7 +177,7 @@ def _row_sample(row: Mapping[str, Any], line: int, blank: Mapping[str, str | Non
     fields = dict(blank)
     for key, value in row.items():
         if value is not None and key in fields:
-            text = str(value).strip()
+            text = json.dumps(value) if isinstance(value, dict) else str(value).strip()
             if text:
                 fields[key] = text
     return _sample(fields, line)
@@ -225,6 +257,7 @@ class _Columns:
             found = Context(
                 variant, workload, fields["guest"], fields["host"], fields["study"], metric,
                 fields["unit"], direction,  # type: ignore[arg-type]
+                *(fields[key] for key in RUN_COLUMNS),
             )  # fmt: skip
         self.contexts[key] = found
         return found
@@ -477,7 +510,10 @@ def _csv_row(
 def _as_row(sample: Sample) -> Row:
     """A sample of one metric, read from a table's row, as a Row."""
     ((metric, value),) = sample.metrics.items()
-    context = Context(*sample[2:7], metric, sample.units.get(metric), sample.directions.get(metric))
+    context = Context(
+        *sample[2:7], metric, sample.units.get(metric), sample.directions.get(metric),
+        *sample[11:],
+    )  # fmt: skip
     return (sample.line, context, value, sample.iteration, sample.started)
 
 
@@ -530,6 +566,7 @@ def jsonl_samples(lines: Iterable[str], defaults: Defaults) -> Iterator[Item]:
             yield BadLine(line, "not a JSON object")
             continue
         if row.get("record") == ENVIRONMENT:  # lab export's environment lines: no sample
+            yield _environment(row, line)
             continue
         unknown = [k for k in row if k not in KNOWN]
         if unknown:
@@ -539,6 +576,26 @@ def jsonl_samples(lines: Iterable[str], defaults: Defaults) -> Iterator[Item]:
             yield _row_sample(row, line, blank)
         except RowError as err:
             yield BadLine(line, str(err))
+
+
+def _environment(row: Mapping[str, Any], line: int) -> Environment | BadLine:
+    """One environment line as ``lab export`` writes it, or why it cannot be stored."""
+    run, scope, name, facts = row.get("run"), row.get("scope"), row.get("name"), row.get("facts")
+    recorded = row.get("recorded")
+    if not isinstance(run, str) or not run:
+        return BadLine(line, "an environment line names no run")
+    if scope not in ("host", "guest"):
+        return BadLine(line, f"environment scope {shown(str(scope))} is neither host nor guest")
+    if not isinstance(name, str) or (problem := name_problem("name", name)) is not None:
+        return BadLine(line, problem or "an environment line names no host or guest")
+    if not isinstance(facts, dict) or not all(isinstance(v, str) for v in facts.values()):
+        return BadLine(line, "an environment line's facts are not an object of strings")
+    if recorded is not None and (
+        not isinstance(recorded, int | float) or time_problem(float(recorded)) is not None
+    ):
+        return BadLine(line, f"environment recorded {shown(str(recorded))} is not a time")
+    text = json.dumps(facts, sort_keys=True)
+    return Environment(line, run, scope, name, text, None if recorded is None else float(recorded))
 
 
 def read_jsonl(text: str, name: str, defaults: Defaults) -> Parsed:

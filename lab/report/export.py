@@ -58,12 +58,16 @@ def write_csv(out: IO[str], batches: Iterable[ExportBatch]) -> int:
     for batch in batches:
         head = _csv_line(batch.context)
         metrics: dict[tuple[str, str | None, str | None], str] = {}
+        marks: dict[tuple[str | None, str | None, str | None], str] = {}
         lines = []
         for row in batch.rows:
-            iteration, attempt, metric, unit, direction, value, started, ended, source = row
+            iteration, attempt, metric, unit, direction, value, started, ended, source = row[:9]
             named = metrics.get((metric, unit, direction))
             if named is None:
                 named = metrics[(metric, unit, direction)] = _csv_line((metric, unit, direction))
+            mark = marks.get(row[9:])
+            if mark is None:  # the boot and placement: few of them, each encoded once
+                mark = marks[row[9:]] = _csv_line(row[9:])
             if source is None:
                 source = ""
             elif _NEEDS_QUOTES.search(source):
@@ -71,7 +75,7 @@ def write_csv(out: IO[str], batches: Iterable[ExportBatch]) -> int:
             lines.append(
                 f"{head},{iteration},{attempt},{named},{value!r},"
                 f"{'' if started is None else repr(started)},"
-                f"{'' if ended is None else repr(ended)},{source}\n"
+                f"{'' if ended is None else repr(ended)},{source},{mark}\n"
             )
         out.write("".join(lines))
         count += len(lines)
@@ -100,21 +104,29 @@ def write_jsonl(out: IO[str], batches: Iterable[ExportBatch]) -> int:
         shared = zip(EXPORT_COLUMNS[:7], batch.context, strict=True)
         head = "".join(f'"{key}": {_json(value)}, ' for key, value in shared)
         metrics: dict[tuple[str, str | None, str | None], str] = {}
+        marks: dict[tuple[str | None, str | None, str | None], str] = {}
         lines = []
         for row in batch.rows:
-            iteration, attempt, metric, unit, direction, value, started, ended, source = row
+            iteration, attempt, metric, unit, direction, value, started, ended, source = row[:9]
             named = metrics.get((metric, unit, direction))
             if named is None:
                 named = metrics[(metric, unit, direction)] = (
                     f'"metric": {_json(metric)}, "unit": {_json(unit)},'
                     f' "direction": {_json(direction)}'
                 )
+            mark = marks.get(row[9:])
+            if mark is None:
+                boot, placement, cpus = row[9:]
+                mark = marks[row[9:]] = (
+                    f'"boot": {_json(boot)}, "placement": {_json(placement)}, "cpus": {_json(cpus)}'
+                )
             begun = "null" if started is None or not finite(started) else repr(started)
             over = "null" if ended is None or not finite(ended) else repr(ended)
             lines.append(
                 f'{{{head}"iteration": {iteration}, "attempt": {attempt}, {named},'
                 f' "value": {repr(value) if finite(value) else "null"}, "started": {begun},'
-                f' "ended": {over}, "source": {"null" if source is None else string(source)}}}\n'
+                f' "ended": {over}, "source": {"null" if source is None else string(source)},'
+                f" {mark}}}\n"
             )
         out.write("".join(lines))
         count += len(lines)
@@ -139,7 +151,7 @@ def write_parquet(path: Path, batches: Iterable[ExportBatch]) -> int:
     import pyarrow.parquet as pq
 
     text, integer, real = pa.string(), pa.int64(), pa.float64()
-    types = (text,) * 7 + (integer, integer, text, text, text, real, real, real, text)
+    types = (text,) * 7 + (integer, integer, text, text, text, real, real, real) + (text,) * 4
     schema = pa.schema(list(zip(EXPORT_COLUMNS, types, strict=True)))
     count = 0
     with pq.ParquetWriter(str(path), schema) as writer:

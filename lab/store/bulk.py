@@ -27,6 +27,9 @@ from itertools import chain
 from typing import Any
 
 Key = tuple[int, int, int]  # run id, guest id, iteration
+# what an iteration ran in, as `lab export` writes it: its boot, its CPU placement ("own" or
+# "swapped") and that placement's host CPUs; each may be None
+Mark = tuple[str | None, str | None, str | None]
 # (run id, guest id, iteration, line, started, metrics): one sample as read, numbered
 Numbered = tuple[int, int, int, int, float | None, dict[str, float]]
 
@@ -141,6 +144,45 @@ class Bulk:
         """:meth:`insert`'s samples of one metric of one run's guest: (iteration, value) of
         each, one field after the other."""
         self._insert(_METRIC_SAMPLE, [run_id, guest_id, metric], rows, 2)
+
+    def set_marks(self, run_id: int, guest_id: int, marks: list[Any]) -> None:
+        """What iterations of one run's guest ran in, once they are inserted: ``marks`` holds
+        (iteration, (boot, placement, cpus)) of each, one field after the other, in the
+        order they were read. Iterations that follow each other with one mark are set by one
+        statement for their range (a boot or a placement spans many iterations, so it is a
+        few statements, not one a row)."""
+        spans: list[tuple[Mark, int, int]] = []
+        for number, mark in zip(marks[::2], marks[1::2], strict=True):
+            if spans and spans[-1][0] == mark and spans[-1][2] == number - 1:
+                spans[-1] = (mark, spans[-1][1], number)
+            else:
+                spans.append((mark, number, number))
+        where = " WHERE run_id=? AND guest_id=? AND iteration BETWEEN ? AND ? AND attempt=1"
+        self._conn.executemany(
+            "UPDATE iteration SET boot_id=?" + where,
+            [(m[0], run_id, guest_id, a, b) for m, a, b in spans if m[0] is not None],
+        )
+        self._conn.executemany(
+            "INSERT OR REPLACE INTO placement(run_id, guest_id, iteration, label, cpus)"
+            " SELECT run_id, guest_id, iteration, ?, ? FROM iteration" + where,
+            [(m[1], m[2], run_id, guest_id, a, b) for m, a, b in spans if m[1] is not None],
+        )
+
+    def add_environment(
+        self, run_key: str, scope: str, name: str, facts: str, recorded: float | None
+    ) -> bool:
+        """A host's or guest's facts (JSON text) at a start of run ``run_key``, unless the
+        run holds the same line already; False when there is no such run."""
+        row = self._conn.execute("SELECT id FROM run WHERE key=?", (run_key,)).fetchone()
+        if row is None:
+            return False
+        self._conn.execute(
+            "INSERT INTO environment(run_id, scope, name, facts, recorded)"
+            " SELECT ?1, ?2, ?3, ?4, ?5 WHERE NOT EXISTS (SELECT 1 FROM environment"
+            " WHERE run_id=?1 AND scope=?2 AND name=?3 AND facts=?4 AND recorded IS ?5)",
+            (row[0], scope, name, facts, recorded),
+        )
+        return True
 
     def _insert(self, shape: str, shared: list[Any], params: list[Any], width: int) -> None:
         """``INSERT ... VALUES (...), (...), ...`` of up to ROWS rows each: measured here, a

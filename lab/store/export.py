@@ -27,9 +27,12 @@ _PAIRS = (
 )
 _ROWS = (
     "SELECT s.iteration, i.attempt, s.metric, m.unit, m.direction, s.value, i.started, i.ended,"
-    " i.source FROM sample s JOIN metric m ON m.run_id = s.run_id AND m.name = s.metric"
+    " i.source, i.boot_id, p.label, p.cpus"
+    " FROM sample s JOIN metric m ON m.run_id = s.run_id AND m.name = s.metric"
     " JOIN iteration i ON i.run_id = s.run_id AND i.guest_id = s.guest_id"
     " AND i.iteration = s.iteration AND i.ok = 1"
+    " LEFT JOIN placement p ON p.run_id = s.run_id AND p.guest_id = s.guest_id"
+    " AND p.iteration = s.iteration"
     " WHERE s.run_id = ?1 AND s.guest_id = ?2 ORDER BY s.iteration, s.metric"
 )
 
@@ -37,7 +40,7 @@ _ROWS = (
 @dataclass(frozen=True)
 class ExportBatch:
     """Samples of one run on one guest. ``context`` holds the first seven of
-    ``EXPORT_COLUMNS`` (study to host), each row the other nine (iteration to source)."""
+    ``EXPORT_COLUMNS`` (study to host), each row the other twelve (iteration to cpus)."""
 
     context: tuple[Any, ...]
     rows: list[tuple[Any, ...]]

@@ -94,7 +94,8 @@ class RunRecord:
 
 EXPORT_COLUMNS = (
     "study", "run", "workload", "params", "variant", "guest", "host", "iteration", "attempt",
-    "metric", "unit", "direction", "value", "started", "ended", "source",
+    "metric", "unit", "direction", "value", "started", "ended", "source", "boot", "placement",
+    "cpus",
 )  # fmt: skip
 
 
@@ -118,6 +119,9 @@ class ExportRow:
     started: float | None
     ended: float | None
     source: str | None
+    boot: str | None = None  # the iteration's boot id
+    placement: str | None = None  # its CPU placement ("own", "swapped"), if it had one
+    cpus: str | None = None  # that placement's host CPU of each vCPU
 
     def as_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in EXPORT_COLUMNS}
