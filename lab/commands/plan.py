@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from lab.core import units
 from lab.core.context import Context
 from lab.core.text import cell
-from lab.store.cli import add_db_argument, add_study_argument
+from lab.store.cli import add_db_argument, add_run_argument, add_study_argument
 
 if TYPE_CHECKING:
     from lab.stats.planning import Goal, Plan
@@ -70,6 +70,7 @@ def register(subparsers: Any) -> None:
     )  # fmt: skip
     add_db_argument(parser)
     add_study_argument(parser)
+    add_run_argument(parser)
     parser.add_argument("--workload", metavar="W", help="with --from-store: only this workload")
     parser.add_argument("--metric", metavar="M", help="with --from-store: only this metric")
     parser.add_argument("--json", action="store_true", help="print the plans as JSON")
@@ -313,20 +314,31 @@ def _run_sweep(args: argparse.Namespace, ctx: Context) -> int:
 def _from_store(args: argparse.Namespace, ctx: Context) -> list[PlanRow]:
     import numpy as np
 
+    from lab.app.analyse import Selection, refuse_pooling
+    from lab.app.runs import find_run
     from lab.core.errors import UsageError
     from lab.stats.diagnostics import lag1_autocorrelation
     from lab.stats.planning import plan_samples
     from lab.store.cli import open_store, variant_order
 
     with open_store(args, ctx, create=False) as store:
-        series = store.values(workload=args.workload, metric=args.metric, study=args.study)
-        swept = {(sw.study, sw.workload) for sw in store.sweeps(args.study) if sw.runs}
+        # runs that differ are never pooled, here as in lab compare: a pooled σ, lag-1
+        # correlation and n would plan from two-peaked data
+        run = find_run(store, args.run_key, args.study).key if args.run_key is not None else None
+        if run is None:
+            refuse_pooling(store, Selection(study=args.study, workload=args.workload))
+        series = store.values(workload=args.workload, metric=args.metric, study=args.study, run=run)
+        swept = (
+            {(sw.study, sw.workload) for sw in store.sweeps(args.study) if sw.runs}
+            if run is None
+            else set()
+        )
         order = variant_order(store, args.study)
         for study, workload in sorted(swept & {(s.study, s.workload) for s in series}):
             ctx.warn(f"{workload} in study {study} is a sweep, whose values are never pooled:"
                      " plan it value by value with lab plan --sweep")  # fmt: skip
         series = [s for s in series if (s.study, s.workload) not in swept]
-        times = {s.workload: store.iteration_seconds(s.workload, args.study) for s in series}
+        times = {s.workload: store.iteration_seconds(s.workload, args.study, run) for s in series}
     if not series:
         raise UsageError(
             "no samples in the store to plan from" + (" but a sweep's" if swept else ""),

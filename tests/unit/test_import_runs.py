@@ -171,3 +171,22 @@ def test_two_runs_in_one_file_are_not_pooled_into_one_verdict(
     assert main(["compare", "--db", db, "--run", "w/size2", "--format", "json"]) == 0
     verdicts = json.dumps(json.loads(capsys.readouterr().out))
     assert "better" not in verdicts.replace("no_better", "")
+
+
+def test_plan_from_store_refuses_runs_that_differ_and_names_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LAB_CONFIG", "/dev/null")
+    data, db = tmp_path / "two.csv", str(tmp_path / "lab.db")
+    two_sizes_csv(data)
+    assert main(["import", str(data), "--db", db]) == 0
+    capsys.readouterr()
+    status = main(["plan", "--from-store", "--db", db, "--effect", "5%"])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "never pooled" in err and "w/size1" in err and "w/size2" in err, err
+    # the run named: planned from its samples alone (n stored is its smaller arm)
+    assert main(["plan", "--from-store", "--db", db, "--effect", "5%", "--run", "w/size1",
+                 "--json"]) == 0  # fmt: skip
+    planned = json.loads(capsys.readouterr().out)
+    assert [p["stored_fewest"] for p in planned["plans"]] == [100], planned
