@@ -13,12 +13,18 @@ import difflib
 import html
 import io
 import json
+import multiprocessing
+import os
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
 
+import numpy as np
 from matplotlib.figure import Figure
 
 from lab import __version__
@@ -26,7 +32,7 @@ from lab.core.outputs import replacing, writing
 from lab.core.text import shown
 from lab.report import sweeps as sweep_table
 from lab.report.images import ImageSummary
-from lab.report.plots import all_figures, backing_plot, forest, sweep_plot
+from lab.report.plots import backing_plot, figure_pngs, forest, png, sweep_plot
 from lab.report.summary import HEADER, family_note, summary_rows
 from lab.report.tables import TableData, block_tables, blocks, notes
 from lab.stats.analysis import ALL, MetricComparison, with_paired
@@ -83,7 +89,9 @@ class ReportMeta:
     """run key -> guest -> its RAM in KiB at the run's last start, where recorded"""
 
 
-def _evidence_html(meta: ReportMeta, out_dir: Path, embed: bool) -> str:
+def _evidence_html(
+    meta: ReportMeta, out_dir: Path, embed: bool, backing: Mapping[str, Later[Drawn]]
+) -> str:
     """What the runs' recorded environment says: warnings first, what backed each twin's
     memory (in words, then over the iterations of each run that recorded it), then each
     run's facts (``lab runs show``)."""
@@ -92,7 +100,7 @@ def _evidence_html(meta: ReportMeta, out_dir: Path, embed: bool) -> str:
     parts = ['<h2 id="evidence">Evidence</h2>']
     parts += [f'<p class="slower">warning: {_e(w)}</p>' for w in meta.warnings]
     parts += ["<ul>" + "".join(f"<li>{_e(n)}</li>" for n in meta.evidence) + "</ul>"]
-    parts += _backing_figures(meta, out_dir, embed)
+    parts += _backing_figures(meta, out_dir, embed, backing)
     for key, where in meta.environment.items():
         for name, facts in where.items():
             rows = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>"
@@ -102,20 +110,40 @@ def _evidence_html(meta: ReportMeta, out_dir: Path, embed: bool) -> str:
     return "".join(parts)
 
 
-def _backing_figures(meta: ReportMeta, out_dir: Path, embed: bool) -> list[str]:
+def _backing_pngs(meta: ReportMeta, pool: ProcessPoolExecutor | None) -> dict[str, Later[Drawn]]:
+    """The backing figure of each run that recorded ``backing.*`` sizes, drawn by ``pool``."""
+    return {
+        run.key: _later(
+            pool, _backing_png, run.key, series, dict(meta.guest_memory_kib.get(run.key, {}))
+        )
+        for run in meta.runs
+        if (series := meta.backing_series.get(run.key))
+    }
+
+
+def _backing_png(
+    run: str, series: Mapping[str, Mapping[str, tuple[np.ndarray, np.ndarray]]],
+    memory_kib: Mapping[str, int],
+) -> Drawn:  # fmt: skip
+    fig, caption = backing_plot(run, series, memory_kib)
+    return [("backing", png(fig), caption)]
+
+
+def _backing_figures(
+    meta: ReportMeta, out_dir: Path, embed: bool, backing: Mapping[str, Later[Drawn]]
+) -> list[str]:
     """One figure per run that recorded ``backing.*`` sizes: what backed each twin's memory
     over its iterations (``plots.backing_plot``), in the order of the runs' table."""
     figures: list[str] = []
     names: set[str] = set()  # two keys can slug alike ("a/b", "a-b"): neither overwrites
     for run in meta.runs:
-        series = meta.backing_series.get(run.key)
-        if not series:
+        if run.key not in backing:
             continue
-        fig, caption = backing_plot(run.key, series, meta.guest_memory_kib.get(run.key, {}))
+        ((_, data, caption),) = backing[run.key].result()
         name = f"backing-{_slug(run.key)}.png"
         name = name if name not in names else f"backing-{_slug(run.key)}-{len(names)}.png"
         names.add(name)
-        src = _image(fig, out_dir, name, embed)
+        src = _png_src(data, out_dir, name, embed)
         figures.append(
             f'<figure><img src="{_e(src)}" alt="what backed each twin\'s memory over run'
             f' {_e(run.key)}"><figcaption>{_e(caption)}</figcaption></figure>'
@@ -149,14 +177,75 @@ def table_html(data: TableData) -> str:
 
 
 def _image(fig: Figure, out_dir: Path, name: str, embed: bool) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return _png_src(buf.getvalue(), out_dir, name, embed)
+
+
+def _png_src(data: bytes, out_dir: Path, name: str, embed: bool) -> str:
+    """Where the page finds a PNG: inside it (``embed``), or a file beside it, written here."""
     if embed:
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png")
-        return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+        return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
     (out_dir / "figures").mkdir(parents=True, exist_ok=True)
     with replacing(out_dir / "figures" / name) as path:  # whole, and never over a database
-        fig.savefig(path, format="png")
+        path.write_bytes(data)
     return f"figures/{name}"
+
+
+# Each workload·metric's figures are drawn in worker processes while this one computes the
+# tables and writes the rest of the page: a figure costs a few tenths of a second of
+# matplotlib's layout and drawing whatever its samples, and the report has dozens. The
+# workers draw PNG bytes only; this process writes every file, so an error writing one
+# (a full disk) is raised here, as before. Forked: they start with matplotlib imported.
+PARALLEL_TASKS = 2  # below this many, everything is drawn here
+Drawn = list[tuple[str, bytes, str]]  # (name, PNG, caption) of each figure
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Later(Protocol[T_co]):
+    def result(self) -> T_co: ...
+
+
+class _Here(Generic[T]):
+    """What a pool's future would give, computed here when it is asked for."""
+
+    def __init__(self, call: Callable[..., T], *args: Any) -> None:
+        self.call, self.args = call, args
+
+    def result(self) -> T:
+        return self.call(*self.args)
+
+
+def _later(pool: ProcessPoolExecutor | None, call: Callable[..., T], *args: Any) -> Later[T]:
+    return _Here(call, *args) if pool is None else pool.submit(call, *args)
+
+
+def _block_parts(block: Sequence[MetricComparison]) -> tuple[str, Drawn]:
+    """A workload·metric's tables and notes (HTML) and figures: the statistics behind them
+    and the drawing are a worker's, most of the report's time."""
+    tables = [table_html(t) for t in block_tables(block)]
+    tables.append(
+        '<ul class="note">' + "".join(f"<li>{_e(n)}</li>" for n in notes(block)) + "</ul>"
+    )
+    return "\n".join(tables), figure_pngs(_shown(block))
+
+
+@contextmanager
+def _figure_pool(count: int) -> Iterator[ProcessPoolExecutor | None]:
+    workers = min(count, len(os.sched_getaffinity(0)))
+    if (
+        count < PARALLEL_TASKS
+        or workers < 2
+        or "fork" not in multiprocessing.get_all_start_methods()
+    ):
+        yield None
+        return
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _summary_html(comparisons: Sequence[MetricComparison], out_dir: Path, embed: bool) -> str:
@@ -240,15 +329,22 @@ def _sweep_backing_html(sweep: SweepComparison, meta: ReportMeta) -> str:
     )
 
 
-def _block_html(index: int, block: Sequence[MetricComparison], out_dir: Path, embed: bool) -> str:
+def _shown(block: Sequence[MetricComparison]) -> MetricComparison:
+    """The comparison of a block whose figures the page shows."""
+    return next((c for c in block if c.subset == ALL), block[0])
+
+
+def _block_html(
+    index: int, block: Sequence[MetricComparison], out_dir: Path, embed: bool,
+    parts_of: Later[tuple[str, Drawn]],
+) -> str:  # fmt: skip
+    """One workload·metric: its tables, notes and figures (from ``_block_parts``)."""
     first = block[0]
-    parts = [f'<h2 id="b{index}">{_e(first.study)}: {_e(first.title)}</h2>']
-    parts.extend(table_html(t) for t in block_tables(block))
-    parts.append('<ul class="note">' + "".join(f"<li>{_e(n)}</li>" for n in notes(block)) + "</ul>")
-    shown = next((c for c in block if c.subset == ALL), first)
-    for name, fig, caption in all_figures(shown):
+    tables, figures = parts_of.result()
+    parts = [f'<h2 id="b{index}">{_e(first.study)}: {_e(first.title)}</h2>', tables]
+    for name, data, caption in figures:
         file = f"{index:02d}-{_slug(first.workload)}-{_slug(first.metric)}-{name}.png"
-        src = _image(fig, out_dir, file, embed)
+        src = _png_src(data, out_dir, file, embed)
         parts.append(
             f'<figure><img src="{_e(src)}" alt="{_e(name)} of {_e(first.title)}">'
             f"<figcaption>{_e(caption)}</figcaption></figure>"
@@ -416,17 +512,21 @@ def render(
         + "</li>"
         for i, b in enumerate(grouped)
     ]  # fmt: skip
-    body = [
-        f"<h1>lab report: {_e(', '.join(s.name for s in meta.studies) or 'no study')}</h1>",
-        f'<p class="note">Generated {_e(_when(time.time()))} by lab {_e(__version__)} from'
-        f" <code>{_e(meta.store_path)}</code>.</p>",
-        _summary_html(comparisons, out_dir, embed),
-        _sweeps_html(sweeps, meta, out_dir, embed),
-        _evidence_html(meta, out_dir, embed),
-        "<h2>Verdicts</h2><ul>" + "".join(verdicts) + "</ul>",
-        *(_block_html(i, b, out_dir, embed) for i, b in enumerate(grouped)),
-        _metadata_html(meta),
-    ]
+    backing_runs = sum(1 for run in meta.runs if meta.backing_series.get(run.key))
+    with _figure_pool(len(grouped) + backing_runs) as pool:
+        backing = _backing_pngs(meta, pool)  # the largest first
+        drawn = [_later(pool, _block_parts, b) for b in grouped]
+        body = [
+            f"<h1>lab report: {_e(', '.join(s.name for s in meta.studies) or 'no study')}</h1>",
+            f'<p class="note">Generated {_e(_when(time.time()))} by lab {_e(__version__)} from'
+            f" <code>{_e(meta.store_path)}</code>.</p>",
+            _summary_html(comparisons, out_dir, embed),
+            _sweeps_html(sweeps, meta, out_dir, embed),
+            _evidence_html(meta, out_dir, embed, backing),
+            "<h2>Verdicts</h2><ul>" + "".join(verdicts) + "</ul>",
+            *(_block_html(i, grouped[i], out_dir, embed, d) for i, d in enumerate(drawn)),
+            _metadata_html(meta),
+        ]
     page = (
         '<!DOCTYPE html>\n<html lang="en" data-images="pending"><head><meta charset="utf-8">'
         f"<title>lab report</title><style>{STYLE}</style><script>{CHECK_SCRIPT}</script>"

@@ -6,6 +6,7 @@ at most ``MAX_POINTS`` evenly spaced samples, and each figure says so in its cap
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -63,24 +64,58 @@ def histogram(c: MetricComparison) -> tuple[Figure, str]:
         # an arm whose few samples all lie beyond the drawn range has no density: drawn empty
         with np.errstate(invalid="ignore", divide="ignore"):
             label = text.shown(f"{arm.label} (n={arm.summary.n:,})")
+            # one filled outline an arm, not a rectangle a bin: 160 patches took 0.2 s to draw
             ax.hist(arm.values, bins=bins.tolist(), alpha=0.45, color=COLORS[i % len(COLORS)],
-                    label=label, density=True)  # fmt: skip
+                    label=label, density=True, histtype="stepfilled")  # fmt: skip
         ax.axvline(arm.summary.mean, color=COLORS[i % len(COLORS)], linestyle="--", linewidth=1)
         outside += int(np.count_nonzero((arm.values < low) | (arm.values > high)))
     ax.set_xlabel(_label(c))
     ax.set_ylabel("density")
-    ax.legend()
+    ax.legend(loc="upper right")  # "best" tries every place against every patch: slow
     caption = "Histograms overlaid per variant; dashed lines are the means."
     if outside:
         caption += f" {outside:,} samples beyond the 0.1–99.9 percentile range are not drawn."
     return fig, caption
 
 
+VIOLIN_POINTS = 100  # where a violin's density is evaluated (matplotlib's default)
+VIOLIN_BINS = 2_048  # the histogram its density is smoothed from
+
+
+def violin_stats(values: np.ndarray, points: int = VIOLIN_POINTS) -> dict[str, Any]:
+    """What ``Axes.violin`` draws of one arm: its Gaussian kernel density (Scott's bandwidth,
+    as ``Axes.violinplot``) at ``points`` values from its minimum to its maximum, and its
+    mean, median, minimum and maximum.
+
+    The density is the samples' histogram on :data:`VIOLIN_BINS` bins smoothed with the
+    kernel (a binned KDE: within a bin's width of the exact sum, which ``violinplot``
+    computes over every sample at every point: 10 s for 18 violins of 20,000 samples
+    each; this takes milliseconds, for every sample, not a thinned share)."""
+    low, high = float(values.min()), float(values.max())
+    coords = np.linspace(low, high, points)
+    stats_ = {"coords": coords, "mean": float(values.mean()), "median": float(np.median(values)),
+              "min": low, "max": high, "quantiles": np.array([])}  # fmt: skip
+    sd = float(values.std(ddof=1)) if values.size > 1 else 0.0
+    width = sd * values.size ** (-1.0 / 5)  # Scott's factor times the sample's sd
+    if not (width > 0 and high > low):
+        stats_["vals"] = np.where(np.isclose(coords, low), 1.0, 0.0)
+        return stats_
+    pad = 4 * width
+    counts, edges = np.histogram(values, bins=VIOLIN_BINS, range=(low - pad, high + pad))
+    centres = (edges[:-1] + edges[1:]) / 2
+    # each point's density: the kernel summed over the bins' centres, weighted by counts
+    z = (coords[:, None] - centres[None, :]) / width
+    kernel = np.exp(-0.5 * z * z)
+    density = kernel @ counts / (values.size * width * math.sqrt(2 * math.pi))
+    stats_["vals"] = density
+    return stats_
+
+
 def box_violin(c: MetricComparison) -> tuple[Figure, str]:
     fig, ax = _figure()
-    data = [a.values[thin(a.values)] for a in c.arms]
     positions = np.arange(1, len(c.arms) + 1)
-    parts = ax.violinplot(data, positions=positions, showextrema=False, widths=0.8)
+    parts = ax.violin([violin_stats(a.values) for a in c.arms], positions=positions,
+                      showextrema=False, widths=0.8)  # fmt: skip
     bodies: list[Any] = list(parts["bodies"])  # type: ignore[call-overload]
     for i, body in enumerate(bodies):
         body.set_facecolor(COLORS[i % len(COLORS)])
@@ -89,10 +124,10 @@ def box_violin(c: MetricComparison) -> tuple[Figure, str]:
                flierprops={"markersize": 2, "alpha": 0.4})  # fmt: skip
     ax.set_xticks(positions, [text.shown(a.label) for a in c.arms])
     ax.set_ylabel(_label(c))
-    thinned = any(a.values.size > MAX_POINTS for a in c.arms)
-    caption = "Box plots (whiskers at 1.5 IQR, outliers as points) inside violin plots."
-    if thinned:
-        caption += f" Violins from {MAX_POINTS:,} evenly spaced samples per variant."
+    caption = (
+        "Box plots (whiskers at 1.5 IQR, outliers as points) inside violin plots (Gaussian"
+        " kernel densities of every sample)."
+    )
     return fig, caption
 
 
@@ -109,7 +144,7 @@ def run_order(c: MetricComparison) -> tuple[Figure, str]:
         ax.plot(x, y, color=color, linewidth=2)
     ax.set_xlabel("iteration")
     ax.set_ylabel(_label(c))
-    ax.legend(markerscale=4)
+    ax.legend(markerscale=4, loc="upper right")  # "best" weighs 40,000 points: slow
     caption = "Every sample against its iteration; the line is the running median (50 bins)."
     if any(a.values.size > MAX_POINTS for a in c.arms):
         caption += f" Points drawn: {MAX_POINTS:,} evenly spaced per variant."
@@ -413,8 +448,24 @@ def _backing_caption(
     )
 
 
+PNG_OPTIONS = {"compress_level": 3}  # zlib's level: PIL's default (6) took longer, for 5 %
+
+
+def png(fig: Figure) -> bytes:
+    """The figure as PNG bytes."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", pil_kwargs=PNG_OPTIONS)
+    return buf.getvalue()
+
+
 def save(fig: Figure, path: Path) -> None:
-    fig.savefig(path, format="png")
+    path.write_bytes(png(fig))
+
+
+def figure_pngs(c: MetricComparison) -> list[tuple[str, bytes, str]]:
+    """(name, PNG bytes, caption) of :func:`all_figures`: what a worker process draws for
+    the page (``lab.report.html``), each figure closed once drawn."""
+    return [(name, png(fig), caption) for name, fig, caption in all_figures(c)]
 
 
 def all_figures(c: MetricComparison) -> list[tuple[str, Figure, str]]:
