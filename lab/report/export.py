@@ -60,6 +60,7 @@ def write_csv(out: IO[str], batches: Iterable[ExportBatch]) -> int:
         metrics: dict[tuple[str, str | None, str | None], str] = {}
         marks: dict[tuple[str | None, str | None, str | None], str] = {}
         lines = []
+        last, written = None, ""  # an iteration's source, as its first sample wrote it
         for row in batch.rows:
             iteration, attempt, metric, unit, direction, value, started, ended, source = row[:9]
             named = metrics.get((metric, unit, direction))
@@ -68,10 +69,17 @@ def write_csv(out: IO[str], batches: Iterable[ExportBatch]) -> int:
             mark = marks.get(row[9:])
             if mark is None:  # the boot and placement: few of them, each encoded once
                 mark = marks[row[9:]] = _csv_line(row[9:])
+            # the samples of an iteration follow each other and share its source, which an
+            # import of several lines makes "path:2,3,4": quoted once, not once a sample
             if source is None:
-                source = ""
-            elif _NEEDS_QUOTES.search(source):
-                source = _csv_line((source,))
+                last, source = None, ""
+            elif source == last:
+                source = written
+            else:
+                last = source
+                if _NEEDS_QUOTES.search(source):
+                    source = _csv_line((source,))
+                written = source
             lines.append(
                 f"{head},{iteration},{attempt},{named},{value!r},"
                 f"{'' if started is None else repr(started)},"

@@ -27,14 +27,21 @@ _PAIRS = (
 )
 _ROWS = (
     "SELECT s.iteration, i.attempt, s.metric, m.unit, m.direction, s.value, i.started, i.ended,"
-    " i.source, i.boot_id, p.label, p.cpus"
+    " i.source, i.boot_id, {placement}"
     " FROM sample s JOIN metric m ON m.run_id = s.run_id AND m.name = s.metric"
     " JOIN iteration i ON i.run_id = s.run_id AND i.guest_id = s.guest_id"
-    " AND i.iteration = s.iteration AND i.ok = 1"
-    " LEFT JOIN placement p ON p.run_id = s.run_id AND p.guest_id = s.guest_id"
-    " AND p.iteration = s.iteration"
+    " AND i.iteration = s.iteration AND i.ok = 1{join}"
     " WHERE s.run_id = ?1 AND s.guest_id = ?2 ORDER BY s.iteration, s.metric"
 )
+# A guest's placements are joined only where it has any (lab run --swap-every): a lookup a
+# sample that finds nothing cost a sixth of the export's reading.
+_PLACED = _ROWS.format(
+    placement="p.label, p.cpus",
+    join=" LEFT JOIN placement p ON p.run_id = s.run_id AND p.guest_id = s.guest_id"
+    " AND p.iteration = s.iteration",
+)
+_UNPLACED = _ROWS.format(placement="NULL, NULL", join="")
+_ANY_PLACED = "SELECT EXISTS (SELECT 1 FROM placement WHERE run_id = ?1 AND guest_id = ?2)"
 
 
 @dataclass(frozen=True)
@@ -59,7 +66,8 @@ class Export:
         iteration, metric) order, ``size`` rows at most at a time."""
         pairs = self._conn.execute(_PAIRS, (workload, study, run)).fetchall()
         for *context, run_id, guest_id in pairs:
-            cursor = self._conn.execute(_ROWS, (run_id, guest_id))
+            placed = self._conn.execute(_ANY_PLACED, (run_id, guest_id)).fetchone()[0]
+            cursor = self._conn.execute(_PLACED if placed else _UNPLACED, (run_id, guest_id))
             while rows := cursor.fetchmany(size):
                 yield ExportBatch(tuple(context), rows)
 
