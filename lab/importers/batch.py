@@ -177,11 +177,27 @@ class Batch:
         value: float, malformed: Malformed, mark: Mark | None = None,
     ) -> None:  # fmt: skip
         """:meth:`add` of a sample of one metric, with no dict of it when its iteration is new
-        (above every number stored or written: not in ``at``), as most are."""
-        if number <= target.high:
-            self.add(target, number, line, started, {metric: value}, malformed, mark)
-            return
+        (above every number stored or written: not in ``at``) or one this batch made, as
+        most are."""
         new = self.new.get(target)
+        if number <= target.high:
+            entry = new.at.get(number) if new is not None else None
+            if new is None or entry is None or metric in entry[1]:
+                self.add(target, number, line, started, {metric: value}, malformed, mark)
+                return
+            # another metric of an iteration this batch made, as a long-format table gives
+            # every one after the first: add() without its dict, calls and checks
+            row, before = entry
+            rows, width = new.iterations, new.width
+            at = row * width + width - 1
+            rows[at] = f"{rows[at]},{line}"
+            new.at[number] = (row, (*before, metric))
+            values = new.samples.get(metric)
+            if values is None:
+                values = new.samples[metric] = []
+            values += (number, value)
+            self.size += 1
+            return
         if new is None:
             new = self.new[target] = _New()
         rows = new.iterations
