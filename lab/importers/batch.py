@@ -27,7 +27,8 @@ class Target:
     apart; else ``STUDY/import/WORKLOAD``."""
 
     __slots__ = (
-        "declared", "group", "guest_id", "high", "params", "run_id", "run_key", "study_id",
+        "declared", "group", "guest_id", "high", "params", "run_id", "run_key", "schedule",
+        "study_id", "target_n",
     )  # fmt: skip
 
     def __init__(self, store: Store, group: Group) -> None:
@@ -36,8 +37,12 @@ class Target:
         self.study_id = store.ensure_study(study, "imported with lab import")
         self.run_key = run or f"{study}/import/{workload}"
         self.params = IMPORTED if params is None else json.loads(params)
+        # a run the store holds keeps its schedule and n (ensure_run sets what it is given)
+        held = next((r for r in store.runs(study) if r.key == self.run_key), None)
+        self.schedule = None if held is None else held.schedule
+        self.target_n = None if held is None else held.target_n
         self.run_id = store.ensure_run(
-            self.study_id, self.run_key, workload, self.params, None, None, []
+            self.study_id, self.run_key, workload, self.params, self.schedule, self.target_n, []
         )
         self.guest_id = store.ensure_guest(self.study_id, guest, variant, host=host)
         self.declared: set[str] = set()  # by this import: ensure_run checks each once
@@ -45,7 +50,15 @@ class Target:
 
     def declare(self, store: Store, info: MetricInfo) -> None:
         workload = self.group[1]
-        store.ensure_run(self.study_id, self.run_key, workload, self.params, None, None, [info])
+        store.ensure_run(
+            self.study_id,
+            self.run_key,
+            workload,
+            self.params,
+            self.schedule,
+            self.target_n,
+            [info],
+        )
         self.declared.add(info.name)
 
 

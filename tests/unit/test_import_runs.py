@@ -190,3 +190,23 @@ def test_plan_from_store_refuses_runs_that_differ_and_names_them(
                  "--json"]) == 0  # fmt: skip
     planned = json.loads(capsys.readouterr().out)
     assert [p["stored_fewest"] for p in planned["plans"]] == [100], planned
+
+
+def test_an_export_imported_into_its_own_store_changes_nothing(tmp_path: Path) -> None:
+    source = tmp_path / "source.db"
+    two_runs(source)
+    out = io.StringIO()
+    with Store.open(source, create=False) as store:
+        environment_lines(out, store, None, None, None)
+        write_jsonl(out, store.export_batches())
+    exported = tmp_path / "export.jsonl"
+    exported.write_text(out.getvalue())
+    conn = sqlite3.connect(source)
+    runs = "SELECT key, workload, params, schedule, target_n FROM run ORDER BY key"
+    before = {t: content(source, t) for t in TABLES}, conn.execute(runs).fetchall()
+    with Store.open(source, create=False) as store:
+        summary = import_file(store, exported, ImportOptions())
+    assert summary.stored == 0 and summary.duplicates == 2 * (6 + 4)
+    assert ({t: content(source, t) for t in TABLES}, conn.execute(runs).fetchall()) == before
+    assert [r[3:] for r in before[1]] == [("sync", 4), ("sync", 6)]  # schedule and n kept
+    conn.close()
