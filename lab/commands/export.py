@@ -13,7 +13,7 @@ def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "export", help="write every sample with its context as CSV, JSON lines or Parquet",
         description="Write every stored sample, one per row, with its study, run, workload,"
-        " parameters, variant, guest, host, iteration, attempt, metric, unit, direction,"
+        " parameters, schedule, variant, guest, host, iteration, attempt, metric, unit, direction,"
         " value, start and end time, source, boot and CPU placement. As JSON lines, each run's"
         " recorded environment comes first, one line per host and guest and start (\"record\":"
         " \"environment\"). `lab import` reads either back into the same runs, boots and"

@@ -15,8 +15,8 @@ from lab.store import MetricInfo, Store
 from lab.store.bulk import Bulk, Mark
 
 # study, workload, variant, guest, host, run key (None: the import's own run of the
-# workload), run parameters (JSON text; None: {"imported": true})
-Group = tuple[str, str, str, str, str, str | None, str | None]
+# workload), run parameters (JSON text; None: {"imported": true}), the run's schedule
+Group = tuple[str, str, str, str, str, str | None, str | None, str | None]
 IMPORTED = {"imported": True}  # the parameters of a run that the input does not name
 
 
@@ -32,14 +32,14 @@ class Target:
     )  # fmt: skip
 
     def __init__(self, store: Store, group: Group) -> None:
-        study, workload, variant, guest, host, run, params = group
+        study, workload, variant, guest, host, run, params, schedule = group
         self.group = group
         self.study_id = store.ensure_study(study, "imported with lab import")
         self.run_key = run or f"{study}/import/{workload}"
         self.params = IMPORTED if params is None else json.loads(params)
         # a run the store holds keeps its schedule and n (ensure_run sets what it is given)
         held = next((r for r in store.runs(study) if r.key == self.run_key), None)
-        self.schedule = None if held is None else held.schedule
+        self.schedule = schedule if held is None else held.schedule
         self.target_n = None if held is None else held.target_n
         self.run_id = store.ensure_run(
             self.study_id, self.run_key, workload, self.params, self.schedule, self.target_n, []

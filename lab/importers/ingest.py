@@ -220,6 +220,7 @@ class _Import:
             sample.host or options.host or "local",
             sample.run,
             sample.params,
+            sample.schedule,
         )
 
     def target(self, group: Group, summary: ImportSummary) -> Target:
@@ -412,7 +413,7 @@ class _Reading:
         number = sample.iteration
         if number is None:
             number = route.next(next(iter(sample.metrics)))
-        mark = _mark(sample[13:])
+        mark = _mark(sample[13:16])
         self.batch.add(route.target, number, line, sample.started, sample.metrics,
                        self.malformed, mark)  # fmt: skip
         if self.batch.size >= BATCH:
@@ -450,15 +451,15 @@ class _Reading:
         sample = context.sample(line, 0.0, None, None)
         route = self.route(sample)
         lane = self.lanes[context] = _Lane(
-            route, context.metric, self.refused(sample, route.target), _mark(context[10:])
+            route, context.metric, self.refused(sample, route.target), _mark(context[10:13])
         )
         return lane
 
     def route(self, sample: Sample) -> Route:
         """The input's route to the sample's group: one per group, however the rows spell it
         (an empty guest column and one naming the variant share the numbering)."""
-        # variant, workload, guest, host, study, run, params: as the file gives them
-        raw = (*sample[2:7], sample.run, sample.params)
+        # variant, workload, guest, host, study, run, params, schedule: as the file gives them
+        raw = (*sample[2:7], sample.run, sample.params, sample.schedule)
         route = self.routes.get(raw)
         if route is None:
             group = self.run.group(sample, self.planned.format)

@@ -38,6 +38,7 @@ class Sample(NamedTuple):
     boot: str | None = None  # what names the boot the iteration ran in
     placement: str | None = None  # the CPU placement it ran in: "own" or "swapped"
     cpus: str | None = None  # the host CPU of each vCPU in that placement ("3,4")
+    schedule: str | None = None  # the run's schedule ("sync", "alternate", "concurrent")
 
 
 class Context(NamedTuple):
@@ -60,6 +61,7 @@ class Context(NamedTuple):
     boot: str | None = None
     placement: str | None = None
     cpus: str | None = None
+    schedule: str | None = None
 
     def sample(
         self, line: int, value: float, iteration: int | None, started: float | None

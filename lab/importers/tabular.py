@@ -1,11 +1,12 @@
 """CSV and JSONL: one sample per row, with columns variant, workload, metric and value.
 
 Optional columns: iteration, timestamp (epoch seconds or ISO 8601; ``started`` is the same),
-unit, direction (lower or higher), guest, host, study, and those ``lab export`` writes of a run:
-run (its key), params (its parameters, a JSON object), boot (any text naming the boot an
-iteration ran in), placement (own or swapped: ``lab run --swap-every``) and cpus (the host CPU
-of each vCPU in it, "3,4"). Each run of a file is kept apart, so an export imports back as the same
-runs. The other columns ``lab export`` adds (attempt, ended, source) are accepted and ignored.
+unit, direction (lower or higher), guest, host, study, and those ``lab export`` writes of a
+run: run (its key), params (its parameters, a JSON object), schedule, boot (any text naming
+the boot an iteration ran in), placement (own or swapped: ``lab run --swap-every``) and cpus
+(the host CPU of each vCPU in it, "3,4"). Each run of a file is kept apart, so an export
+imports back as the same runs (a run the store holds keeps its own schedule). The other
+columns ``lab export`` adds (attempt, ended, source) are accepted and ignored.
 
 :func:`csv_samples` (blocks of lines) and :func:`jsonl_samples` (lines) read as the input comes
 and yield each row's sample (a CSV's as Rows, several at a time) or malformed line in turn;
@@ -55,15 +56,17 @@ from lab.importers.records import (
 REQUIRED = ("variant", "workload", "metric", "value")
 OPTIONAL = (
     "iteration", "timestamp", "started", "unit", "direction", "guest", "host", "study", "run",
-    "params", "boot", "placement", "cpus",
+    "params", "boot", "placement", "cpus", "schedule",
 )  # fmt: skip
 IGNORED = ("attempt", "ended", "source")
 KNOWN = REQUIRED + OPTIONAL + IGNORED
 NAMES = (
     "variant", "workload", "metric", "guest", "host", "study", "unit", "run", "boot", "cpus",
+    "schedule",
 )  # fmt: skip
 PLACEMENTS = ("own", "swapped")
-RUN_COLUMNS = ("run", "params", "boot", "placement", "cpus")  # Sample's and Context's last
+# Sample's and Context's last fields, in this order
+RUN_COLUMNS = ("run", "params", "boot", "placement", "cpus", "schedule")
 MAX_PARAMS = 65_536  # characters of a run's parameters
 
 Defaults = Mapping[str, str | None]  # column -> value from the command line

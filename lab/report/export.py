@@ -109,7 +109,7 @@ def write_jsonl(out: IO[str], batches: Iterable[ExportBatch]) -> int:
     finite, string = math.isfinite, encode_basestring
     count = 0
     for batch in batches:
-        shared = zip(EXPORT_COLUMNS[:7], batch.context, strict=True)
+        shared = zip(EXPORT_COLUMNS[:8], batch.context, strict=True)
         head = "".join(f'"{key}": {_json(value)}, ' for key, value in shared)
         metrics: dict[tuple[str, str | None, str | None], str] = {}
         marks: dict[tuple[str | None, str | None, str | None], str] = {}
@@ -159,7 +159,7 @@ def write_parquet(path: Path, batches: Iterable[ExportBatch]) -> int:
     import pyarrow.parquet as pq
 
     text, integer, real = pa.string(), pa.int64(), pa.float64()
-    types = (text,) * 7 + (integer, integer, text, text, text, real, real, real) + (text,) * 4
+    types = (text,) * 8 + (integer, integer, text, text, text, real, real, real) + (text,) * 4
     schema = pa.schema(list(zip(EXPORT_COLUMNS, types, strict=True)))
     count = 0
     with pq.ParquetWriter(str(path), schema) as writer:

@@ -19,7 +19,8 @@ from lab.store.records import ExportRow
 BATCH = 10_000  # rows handed out at a time
 
 _PAIRS = (
-    "SELECT st.name, r.key, r.workload, r.params, g.variant, g.name, g.host, r.id, g.id"
+    "SELECT st.name, r.key, r.workload, r.params, r.schedule, g.variant, g.name, g.host, r.id,"
+    " g.id"
     " FROM run r JOIN study st ON st.id = r.study_id JOIN guest g ON g.study_id = r.study_id"
     " WHERE (?1 IS NULL OR r.workload = ?1) AND (?2 IS NULL OR st.name = ?2)"
     " AND (?3 IS NULL OR r.key = ?3)"
@@ -46,7 +47,7 @@ _ANY_PLACED = "SELECT EXISTS (SELECT 1 FROM placement WHERE run_id = ?1 AND gues
 
 @dataclass(frozen=True)
 class ExportBatch:
-    """Samples of one run on one guest. ``context`` holds the first seven of
+    """Samples of one run on one guest. ``context`` holds the first eight of
     ``EXPORT_COLUMNS`` (study to host), each row the other twelve (iteration to cpus)."""
 
     context: tuple[Any, ...]

@@ -93,7 +93,8 @@ class RunRecord:
 
 
 EXPORT_COLUMNS = (
-    "study", "run", "workload", "params", "variant", "guest", "host", "iteration", "attempt",
+    "study", "run", "workload", "params", "schedule", "variant", "guest", "host", "iteration",
+    "attempt",
     "metric", "unit", "direction", "value", "started", "ended", "source", "boot", "placement",
     "cpus",
 )  # fmt: skip
@@ -107,6 +108,7 @@ class ExportRow:
     run: str
     workload: str
     params: str
+    schedule: str | None
     variant: str
     guest: str
     host: str

@@ -51,7 +51,7 @@ def two_runs(path: Path) -> None:
 
 
 TABLES = {  # what each table holds, keyed by names (ids differ between two stores)
-    "run": "SELECT st.name, r.key, r.workload, r.params FROM run r"
+    "run": "SELECT st.name, r.key, r.workload, r.params, r.schedule FROM run r"
     " JOIN study st ON st.id = r.study_id",
     "guest": "SELECT st.name, g.name, g.variant, g.host FROM guest g"
     " JOIN study st ON st.id = g.study_id",
