@@ -98,6 +98,8 @@ class Samples:
     synced: frozenset[str]  # workloads whose runs were synchronised
     stops: dict[tuple[str, str], StoppedInterval] = field(default_factory=dict)
     """the interval each run's --until rule stopped on, by (study, workload)"""
+    boots: dict[SeriesKey, np.ndarray] = field(default_factory=dict)
+    """each kept sample's boot ("run id/boot id"), where the store recorded them"""
 
 
 @dataclass(frozen=True)
@@ -133,9 +135,10 @@ def select_samples(store: Store, selection: Selection) -> Samples:
         swept = {(sw.study, sw.workload) for sw in selected_sweeps(store, s)}
     series = store.values(workload=s.workload, metric=s.metric, study=s.study, run=run)
     series = [x for x in series if (x.study, x.workload) not in swept]
+    origins = store.sample_boots(s.workload, s.metric, s.study, run)
     trimmed = cut_warmup(
         series,
-        store.sample_boots(s.workload, s.metric, s.study, run),
+        origins,
         store.warmup_declarations(s.study),
         {r.id: r.key for r in store.runs(s.study)},
         s.warmup,
@@ -157,7 +160,21 @@ def select_samples(store: Store, selection: Selection) -> Samples:
         placements={k: v for k, v in placed.items() if (k[0], k[1]) not in swept},
         synced=synced_workloads(store.runs(s.study)),
         stops={k: v for k, v in stopped_intervals(store, s, run).items() if k not in swept},
+        boots=trimmed.aligned(boot_labels(origins)),
     )
+
+
+def boot_labels(
+    origins: dict[SeriesKey, tuple[np.ndarray, np.ndarray]],
+) -> dict[SeriesKey, np.ndarray]:
+    """Each sample's boot as one label, "run id/boot id", from ``Store.sample_boots``; a
+    series none of whose samples has a boot id recorded (imported ones) is left out."""
+    labels = {}
+    for key, (runs, boots) in origins.items():
+        if boots.size and not np.any(boots != ""):
+            continue
+        labels[key] = np.char.add(np.char.add(runs.astype(str), "/"), boots.astype(str))
+    return labels
 
 
 def stopped_intervals(
@@ -251,7 +268,7 @@ def compare_samples(samples: Samples, request: AnalyseRequest) -> list[MetricCom
     tables where the samples call for them."""
     # deferred: heavy (scipy)
     from lab.stats.analysis import analyse as analyse_series
-    from lab.stats.analysis import with_hosts, with_placement, with_stops, with_warmup
+    from lab.stats.analysis import with_boots, with_hosts, with_placement, with_stops, with_warmup
 
     threshold = request.threshold_value
     paired: bool | frozenset[str] = (
@@ -273,6 +290,7 @@ def compare_samples(samples: Samples, request: AnalyseRequest) -> list[MetricCom
         comparisons = with_placement(comparisons, series, samples.placements)
     comparisons = with_warmup(comparisons, samples.cuts)
     comparisons = with_stops(comparisons, samples.stops)  # runs an --until rule stopped
+    comparisons = with_boots(comparisons, samples.boots)  # the boot as the unit, where known
     return with_hosts(comparisons, series)  # pairs on several hosts: a By-host table
 
 

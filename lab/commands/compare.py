@@ -215,6 +215,7 @@ def _json(comparisons: Sequence[MetricComparison], sweeps: Sequence[SweepCompari
     ``hosts`` object (as ``--by host`` gives) where the arms ran on several hosts."""
     # deferred: heavy (scipy)
     from lab.report import formats
+    from lab.report.boots import boots_data
     from lab.report.sweeps import as_json_data as sweep_json
     from lab.report.tables import paired_data, placement_data
     from lab.report.warmup import warmup_data
@@ -230,6 +231,8 @@ def _json(comparisons: Sequence[MetricComparison], sweeps: Sequence[SweepCompari
             entry["warmup"] = warmup_data(c.warmup)
         if c.hosts is not None:
             entry["hosts"] = as_dict(c.hosts)
+        if c.boots is not None:
+            entry["boots"] = boots_data(c.boots)
     data += [sweep_json(sweep) for sweep in sweeps]  # objects with a "sweep" key
     return json.dumps(data, indent=2, ensure_ascii=False)
 

@@ -18,7 +18,7 @@ from rich.console import Console, Group
 from rich.table import Table
 
 from lab.core.text import cell, shown
-from lab.report.summary import HEADER, STYLES, family_note, summary_rows
+from lab.report.summary import HEADER, STYLES, boot_notes, family_note, summary_rows
 from lab.report.tables import (
     DIAGNOSTIC_ROWS,
     DIFFERENCE_ROWS,
@@ -76,6 +76,8 @@ def print_summary(console: Console, comparisons: Sequence[MetricComparison]) -> 
     for c in comparisons:
         if c.stopped is not None:
             console.print(cell(f"* {c.workload} · {c.metric}: {c.stopped.note}"))
+    for line in boot_notes(comparisons):
+        console.print(cell(f"* {line}"))
     note = family_note(comparisons)
     if note:
         console.print(cell(note))

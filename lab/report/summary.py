@@ -73,7 +73,9 @@ def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
                 )
             else:  # a mean that is 0 or negative: the difference in the metric's unit
                 change = f"B − A {d.diff:+.4g}{unit} [{d.diff_ci[0]:+.4g}, {d.diff_ci[1]:+.4g}]"
-            if not mark and d.method != "Welch":  # autocorrelated: intervals from batch means
+            if c.boots is not None and c.boots.pairs:  # the interval is the boot means'
+                change += " (boot means)"
+            elif not mark and d.method != "Welch":  # autocorrelated: from batch means
                 change += " (batch means)"
             rows.append(SummaryRow(c.workload, c.metric, cells[0], cells[1], change,
                                    pair.verdict.outcome))  # fmt: skip
@@ -82,10 +84,25 @@ def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
 
 def primary_change(c: MetricComparison, pair: Pair) -> tuple[float, tuple[float, float]]:
     """B's change in % and its interval: the fixed-n one, or for the pair a stopping rule
-    read, the anytime-valid interval the run stopped on (``lab.stats.stopping``)."""
+    read, the anytime-valid interval the run stopped on (``lab.stats.stopping``), or where
+    every arm had two boots or more, the one from the boot means (``lab.stats.boots``)."""
+    if c.boots is not None and c.boots.pairs:
+        index = next(i for i, p in enumerate(c.pairs) if p is pair)
+        found = c.boots.pairs[index].difference
+        return found.percent, found.percent_ci
     if c.stopped is not None and pair is c.pairs[0]:
         return c.stopped.percent, c.stopped.percent_ci
     return pair.difference.percent, pair.difference.percent_ci
+
+
+def boot_notes(comparisons: Sequence[MetricComparison]) -> list[str]:
+    """What the verdicts mean given the boots measured (``BootAnalysis.note``), each note
+    once with the workload·metrics it is about."""
+    said: dict[str, list[str]] = {}
+    for c in comparisons:
+        if c.subset == ALL and c.boots is not None:
+            said.setdefault(c.boots.note, []).append(f"{c.workload} · {c.metric}")
+    return [f"{', '.join(names)}: {note}" for note, names in said.items()]
 
 
 def family_note(comparisons: Sequence[MetricComparison]) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lab.report.boots import arm_table, pair_table
 from lab.report.hosts import host_note, host_table
 from lab.report.warmup import warmup_notes, warmup_table
 from lab.stats.analysis import (
@@ -322,10 +323,26 @@ def block_tables(block: Sequence[MetricComparison]) -> list[TableData]:
     hosts = next((c.hosts for c in block if c.hosts is not None), None)
     if hosts is not None:
         tables.append(TableData(*host_table(hosts, first.title)))
+    if first.boots is not None:  # each arm's boots; the pairs read from their means
+        tables.extend(_boot_tables(first, decimals))
     if first.warmup is not None:  # what was left out before every table above, and why
         title, header, rows = warmup_table(first.warmup, first.title)
         tables.append(TableData(title, header, tuple(rows)))
     return tables
+
+
+def _boot_tables(c: MetricComparison, decimals: int) -> list[TableData]:
+    """The Boots tables (``lab.report.boots``), their cells formatted as the others."""
+    assert c.boots is not None
+    parts = [arm_table(c.boots, c.title)]
+    if c.boots.pairs:
+        level = c.pairs[0].verdict_confidence or c.confidence
+        parts.append(pair_table(c.boots, c.title, level))
+    return [
+        TableData(title, header, tuple((label, *(format_value(v, kind, decimals) for v in cells))
+                                       for label, cells, kind in rows))
+        for title, header, rows in parts
+    ]  # fmt: skip
 
 
 def blocks(comparisons: Sequence[MetricComparison]) -> list[list[MetricComparison]]:
@@ -344,6 +361,8 @@ def notes(block: Sequence[MetricComparison]) -> list[str]:
         lines.extend(prefix + "verdict: " + p.verdict.text for p in c.pairs)
         if c.stopped is not None:
             lines.append(f"{prefix}{c.stopped.note}; the tables' intervals are fixed-n")
+        if c.boots is not None:
+            lines.append(prefix + c.boots.note)
     if block[0].warmup is not None:
         lines.extend(warmup_notes(block[0].warmup))
     for c in block:

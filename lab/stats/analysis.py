@@ -17,6 +17,8 @@ constant that way can turn a difference into "equivalent" (issue 19: 88 of 400 s
 ``with_placement`` adds, for runs that swapped the twins' CPU sets (``lab run --swap-every``),
 the variant effect and the placement effect told apart (``lab.stats.placement``).
 ``with_warmup`` attaches what the warm-up rules cut before the analysis (``lab.stats.discard``).
+``with_boots`` splits each arm by boot (``lab.stats.boots``): with two boots or more in every
+arm, the verdicts are read from the boot means, the boot being the unit of replication.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from scipy import stats
 
 from lab.core.errors import UsageError
 from lab.stats.blocked import BlockedDifference, by_host
+from lab.stats.boots import BootAnalysis, BootComponents, BootPair, boot_verdict, components
 from lab.stats.descriptive import Summary, check_confidence, summarize
 from lab.stats.diagnostics import Diagnostics, diagnose, tukey_fences
 from lab.stats.difference import (
@@ -144,6 +147,7 @@ class MetricComparison:
     warmup: WarmupCut | None = None  # what was discarded as warm-up before all of the above
     hosts: BlockedDifference | None = None  # only when the arms ran on more than one host
     stopped: StoppedInterval | None = None  # the interval the run's --until rule stopped on
+    boots: BootAnalysis | None = None  # the arms split by boot, where boots were recorded
 
     @property
     def title(self) -> str:
@@ -321,6 +325,52 @@ def with_stops(
         result.append(replace(c, stopped=stop, pairs=(replace(first, verdict=verdict),
                                                       *c.pairs[1:])))  # fmt: skip
     return result
+
+
+def with_boots(
+    comparisons: Sequence[MetricComparison], boots: Mapping[SeriesKey, np.ndarray]
+) -> list[MetricComparison]:
+    """The comparisons with each arm split by boot (``boots``: each sample's boot, aligned
+    with the series after the warm-up cut, by ``series_key``). Where every arm has two boots
+    or more, each pair's verdict is read from the boot means instead of the iterations (at
+    the pair's own confidence, Bonferroni's with more than two arms), and says so. The
+    trimmed subset, and comparisons whose arms' boots are unknown, are returned as they were.
+    """
+    result = []
+    for c in comparisons:
+        got = [boots.get((c.study, c.workload, c.metric, a.variant, a.host, a.guest))
+               for a in c.arms]  # fmt: skip
+        found = [f for f, a in zip(got, c.arms, strict=True)
+                 if f is not None and f.size == a.values.size]  # fmt: skip
+        if c.subset != ALL or len(found) != len(c.arms):
+            result.append(c)
+            continue
+        arms = tuple((a.label, components(a.values, f))
+                     for a, f in zip(c.arms, found, strict=True))  # fmt: skip
+        by_label = dict(arms)
+        pairs = []
+        if all(comp.boots >= 2 for _, comp in arms):
+            pairs = [_boot_pair(c, p, by_label) for p in c.pairs]
+        analysis = BootAnalysis(arms, tuple(bp for bp, _ in pairs))
+        result.append(replace(c, boots=analysis, pairs=tuple(p for _, p in pairs) or c.pairs))
+    return result
+
+
+def _boot_pair(
+    c: MetricComparison, pair: Pair, by_label: Mapping[str, BootComponents]
+) -> tuple[BootPair, Pair]:
+    family = len(c.pairs)
+    level = pair.verdict_confidence or c.confidence
+    note = (
+        f" (Bonferroni for the {family} pairs: together at {c.confidence * 100:g} %)"
+        if pair.verdict_confidence is not None
+        else ""
+    )
+    found = boot_verdict(
+        (pair.a, by_label[pair.a]), (pair.b, by_label[pair.b]), c.direction, c.threshold,
+        level, note,
+    )  # fmt: skip
+    return found, replace(pair, verdict=found.verdict)
 
 
 def order_arms(group: Sequence[Series], baseline_order: Sequence[str]) -> list[Series]:

@@ -1,0 +1,143 @@
+"""``lab compare`` with the boot as the unit: each arm's boots and ICC in every output, and the
+verdict from the boot means where every arm has two boots or more. The stores are synthetic:
+each boot shifts its samples by a known effect, and the references are computed here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from lab.cli import main
+from lab.store import IterationRecord, MetricInfo, Store
+
+TIME = MetricInfo("t", "s", "lower")
+
+pytestmark = pytest.mark.usefixtures("no_config")
+
+
+def boot_store(
+    path: Path,
+    boots: dict[str, int],
+    per_boot: int = 30,
+    between: float = 2.0,
+    declared: str | None = None,
+    record_boots: bool = True,
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """One run of workload "w": each variant's ``boots[variant]`` boots of ``per_boot``
+    iterations, boot effects of sd ``between`` and noise of sd 1; B (shp1g) 1 % lower on
+    average. Returns each variant's (values, boot labels) in iteration order."""
+    rng = np.random.default_rng(7)
+    means = {"thp": 100.0, "shp1g": 99.0}
+    stored = {}
+    with Store.open(path) as store:
+        study = store.ensure_study("s")
+        n = max(boots.values()) * per_boot
+        run = store.ensure_run(study, "s/w", "w", {}, "sync", n, [TIME])
+        for variant, k in boots.items():
+            labels = np.repeat([f"{variant}-boot{j}" for j in range(k)], per_boot)
+            values = (means[variant] + np.repeat(rng.normal(0, between, k), per_boot)
+                      + rng.normal(0, 1, k * per_boot))  # fmt: skip
+            guest = store.ensure_guest(study, f"lab-{variant}", variant)
+            store.record(run, guest, [
+                IterationRecord(i, 1, True, boot_id=str(b) if record_boots else None,
+                                metrics={"t": float(v)})
+                for i, (v, b) in enumerate(zip(values, labels, strict=True), 1)
+            ])  # fmt: skip
+            stored[variant] = (values, labels)
+        if declared is not None:
+            store.record_warmup(run, declared)
+    return stored
+
+
+def compare_json(capsys: pytest.CaptureFixture[str], db: Path, *extra: str) -> dict[str, Any]:
+    assert main(["compare", "--db", str(db), "--format", "json", *extra]) == 0
+    (c,) = json.loads(capsys.readouterr().out)
+    assert isinstance(c, dict)
+    return c
+
+
+def anova_icc(values: np.ndarray, labels: np.ndarray) -> float:
+    """The reference: the balanced one-way ANOVA's ICC, by hand."""
+    groups = [values[labels == b] for b in dict.fromkeys(labels)]
+    n = groups[0].size
+    msb = n * np.var([g.mean() for g in groups], ddof=1)
+    msw = np.mean([g.var(ddof=1) for g in groups])
+    between = max(0.0, (msb - msw) / n)
+    return float(between / (between + msw))
+
+
+def test_one_boot_per_arm_says_the_verdict_holds_for_this_boot_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "lab.db"
+    boot_store(db, {"thp": 1, "shp1g": 1}, per_boot=60)
+    assert main(["compare", "--db", str(db)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "this boot only" in out and "(thp 1, shp1g 1)" in out
+    c = compare_json(capsys, db)
+    assert c["boots"]["unit"] == "iteration" and c["boots"]["pairs"] == []
+    assert [a["boots"] for a in c["boots"]["arms"]] == [1, 1]
+    assert "unit: boot" not in c["pairs"][0]["verdict"]["text"]
+
+
+def test_several_boots_per_arm_give_the_verdict_from_the_boot_means(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "lab.db"
+    stored = boot_store(db, {"thp": 5, "shp1g": 5}, between=3.0)
+    c = compare_json(capsys, db, "--confidence", "95")
+    boots = c["boots"]
+    assert boots["unit"] == "boot"
+    for arm in boots["arms"]:
+        values, labels = stored[arm["arm"]]
+        assert arm["boots"] == 5 and arm["samples"] == values.size
+        assert arm["icc"] == pytest.approx(anova_icc(values, labels))
+    means = {v: np.array([x[lab == b].mean() for b in dict.fromkeys(lab)])
+             for v, (x, lab) in stored.items()}  # fmt: skip
+    reference = stats.ttest_ind(means["shp1g"], means["thp"], equal_var=False)
+    ci = reference.confidence_interval(0.95)
+    (pair,) = boots["pairs"]
+    assert (pair["diff_low"], pair["diff_high"]) == pytest.approx((ci.low, ci.high))
+    # Welch on the iterations as if independent: several times narrower
+    naive = stats.ttest_ind(stored["shp1g"][0], stored["thp"][0], equal_var=False)
+    low, high = naive.confidence_interval(0.95)
+    assert high - low < (ci.high - ci.low) / 3
+    verdict = c["pairs"][0]["verdict"]
+    assert verdict["outcome"] == pair["verdict"] == "inconclusive"
+    assert "[unit: boot, 5 and 5 boot means]" in verdict["text"]
+    assert main(["compare", "--db", str(db), "--confidence", "95"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(boot means)" in out and "unit: boot." in out
+
+
+def test_the_boots_are_those_of_the_samples_kept_after_the_warmup(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "lab.db"
+    boot_store(db, {"thp": 3, "shp1g": 3}, per_boot=10, declared="2")
+    c = compare_json(capsys, db)
+    assert [a["samples"] for a in c["boots"]["arms"]] == [24, 24]  # 3 boots of 10 − 2
+    assert [a["summary"]["n"] for a in c["arms"]] == [24, 24]
+
+
+def test_one_arm_with_one_boot_keeps_the_iteration_verdict_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "lab.db"
+    boot_store(db, {"thp": 4, "shp1g": 1}, per_boot=20)
+    c = compare_json(capsys, db)
+    assert c["boots"]["unit"] == "iteration" and "these boots only" in c["boots"]["note"]
+    assert "unit: boot" not in c["pairs"][0]["verdict"]["text"]
+
+
+def test_samples_without_boot_ids_get_no_boot_analysis(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "lab.db"
+    boot_store(db, {"thp": 2, "shp1g": 2}, record_boots=False)
+    assert "boots" not in compare_json(capsys, db)
