@@ -1,4 +1,5 @@
-"""``lab plan --sweep``'s action: the samples per value a sweep's verdicts need, from a pilot.
+"""``lab plan --sweep``'s action: the samples per value a sweep's verdicts need, from a pilot;
+and ``lab plan --from-store``'s boots × iterations per boot, from a pilot of several boots.
 
 A pilot sweep (a few iterations per value) gives each value its own standard deviation, mean
 and autocorrelation, and, unless an effect is given, its own difference between the twins:
@@ -10,7 +11,7 @@ correction: with m values, Holm's strictest step (and Bonferroni's) reads each p
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,7 +27,9 @@ from lab.store import Store
 from lab.store.cli import variant_order
 
 if TYPE_CHECKING:
+    from lab.stats.bootplan import BootPlan
     from lab.stats.planning import Plan
+    from lab.stats.series import Series
 
 
 @dataclass(frozen=True)
@@ -129,3 +132,101 @@ def _delta(effect: str, mean: float) -> float:
         return float(effect)
     except ValueError:
         raise UsageError(f"cannot read effect {effect!r}", hint="e.g. --effect 1% or 0.5") from None
+
+
+@dataclass(frozen=True)
+class BootPlanRequest:
+    """``lab plan --from-store`` on a pilot with several boots: boots × iterations per boot."""
+
+    selection: Selection  # db, study, workload, metric
+    threshold: Threshold
+    effect: str  # "2%" of A's mean, or in the metric's unit
+    confidence: float = 99.99
+    power: float = 0.9
+    goal: str | None = None  # "superiority" or "equivalence"; None: from the effect
+    reboot_cost: float | None = None  # seconds; None: the pilot's, else 60 s (and says so)
+    iteration_cost: float | None = None  # seconds; None: the pilot's median iteration
+
+
+@dataclass(frozen=True)
+class MetricBootPlan:
+    """One workload and metric of the pilot: its boots, and the plan, or why there is none."""
+
+    workload: str
+    metric: str
+    boots: tuple[tuple[str, int], ...]  # (arm, boots in the pilot)
+    per_boot: float  # the pilot's iterations per boot, on average (after the warm-up)
+    plan: BootPlan | None
+    why: str = ""
+
+
+def plan_boots_from_store(ctx: Context, request: BootPlanRequest) -> list[MetricBootPlan]:
+    """Each workload and metric of the pilot whose arms have two boots or more: the variance
+    between and within boots (its warm-up left out, as ``lab compare`` leaves it out), and
+    the boots × iterations per boot of least cost for the verdict (``lab.stats.bootplan``)."""
+    from lab.app.analyse import select_samples
+    from lab.stats.bootplan import DEFAULT_REBOOT_SECONDS, Cost, plan_boots
+    from lab.stats.boots import components
+    from lab.stats.planning import Goal
+    from lab.stats.series import series_key, unique_labels
+
+    selection = request.selection
+    path = Path(selection.db or ctx.config.store)
+    with Store.open(path, create=False) as store:
+        samples = select_samples(store, selection)
+        reboots = {w: store.reboot_seconds(w, selection.study)
+                   for w in {s.workload for s in samples.series}}  # fmt: skip
+        iterations = {w: store.iteration_seconds(w, selection.study) for w in reboots}
+    groups: dict[tuple[str, str], list[Series]] = {}
+    for s in samples.series:
+        groups.setdefault((s.workload, s.metric), []).append(s)
+    order = samples.order
+    found = []
+    for (workload, metric), arms in sorted(groups.items()):
+        arms.sort(key=lambda s: order.index(s.variant) if s.variant in order else len(order))
+        labels = unique_labels(arms)
+        parts = [(label, components(s.values, samples.boots[series_key(s)]))
+                 for s, label in zip(arms, labels, strict=True)
+                 if series_key(s) in samples.boots]  # fmt: skip
+        counts = tuple((label, c.boots) for label, c in parts)
+        per_boot = sum(c.samples for _, c in parts) / max(1, sum(c.boots for _, c in parts))
+        base = MetricBootPlan(workload, metric, counts, per_boot, None)
+        if len(parts) < 2 or len(parts) < len(arms):
+            found.append(replace(base, why="no boot ids recorded"))
+            continue
+        if any(c.boots < 2 for _, c in parts):
+            found.append(replace(base, why="an arm has one boot: the pilot needs several"
+                                 " (lab run --reboot-every K)"))  # fmt: skip
+            continue
+        between = float(np.mean([c.between for _, c in parts]))
+        spare = np.array([c.samples - c.boots for _, c in parts])
+        within = float(np.sum(spare * np.array([c.within for _, c in parts])) / spare.sum())
+        if request.reboot_cost is not None:
+            reboot = Cost(request.reboot_cost, "--reboot-cost")
+        elif reboots[workload].size:
+            gaps = reboots[workload]
+            reboot = Cost(float(np.median(gaps)), f"the pilot's median of {gaps.size} reboots")
+        else:
+            reboot = Cost(DEFAULT_REBOOT_SECONDS, "assumed: the pilot's timestamps show no"
+                          " reboot; pass --reboot-cost S")  # fmt: skip
+        if request.iteration_cost is not None:
+            iteration = Cost(request.iteration_cost, "--iteration-cost")
+        elif iterations[workload].size:
+            iteration = Cost(float(np.median(iterations[workload])),
+                             "the pilot's median iteration")  # fmt: skip
+        else:
+            found.append(replace(base, why="no iteration times in the store: pass"
+                                 " --iteration-cost S"))  # fmt: skip
+            continue
+        mean = float(arms[0].values.mean())
+        try:
+            plan = plan_boots(
+                between, within, _delta(request.effect, mean), reboot, iteration,
+                request.confidence, request.power, threshold=request.threshold, mean=mean,
+                goal=Goal(request.goal) if request.goal else None,
+            )  # fmt: skip
+        except UsageError as err:
+            found.append(replace(base, why=err.message))
+            continue
+        found.append(replace(base, plan=plan))
+    return found

@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lab.core import units
@@ -15,6 +15,8 @@ from lab.core.text import cell
 from lab.store.cli import add_db_argument, add_run_argument, add_study_argument
 
 if TYPE_CHECKING:
+    from lab.app.plan import MetricBootPlan
+    from lab.stats.bootplan import BootPlan
     from lab.stats.planning import Goal, Plan
     from lab.stats.verdict import Threshold
 
@@ -58,7 +60,19 @@ def register(subparsers: Any) -> None:
                         help="seconds one iteration takes, for the duration")  # fmt: skip
     parser.add_argument(
         "--from-store", action="store_true",
-        help="take sd, mean, autocorrelation and iteration time from the samples in the store",
+        help="take sd, mean, autocorrelation and iteration time from the samples in the store;"
+        " where the pilot's arms have several boots each, also plan boots × iterations per"
+        " boot (Kalibera and Jones's split, the boot as the unit of lab compare's verdict)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--reboot-cost", type=float, metavar="SECONDS",
+        help="with --from-store: seconds one reboot costs (default: the pilot's median gap"
+        " between boots, else 60, said so)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--iteration-cost", type=float, metavar="SECONDS",
+        help="with --from-store: seconds one iteration costs in the boots plan (default:"
+        " --iteration-time, else the pilot's median iteration)",
     )  # fmt: skip
     parser.add_argument(
         "--sweep", nargs="?", const="", metavar="KEY", dest="sweep_key",
@@ -112,6 +126,8 @@ _NUMBERS = {
     "confidence": (True, "a percentage"),
     "power": (True, "a probability"),
     "autocorrelation": (False, "a correlation"),
+    "reboot_cost": (True, "a duration in seconds"),
+    "iteration_cost": (True, "a duration in seconds"),
 }
 
 
@@ -133,7 +149,8 @@ def check_numbers(args: argparse.Namespace) -> None:
 
 
 _EXAMPLES = {"sd": "0.8", "mean": "42.5", "iteration_time": "30", "confidence": "99.99",
-             "power": "0.9", "autocorrelation": "0.2"}  # fmt: skip
+             "power": "0.9", "autocorrelation": "0.2", "reboot_cost": "60",
+             "iteration_cost": "30"}  # fmt: skip
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
@@ -146,8 +163,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if args.sweep_key is not None:
         return _run_sweep(args, ctx)
     rows: list[tuple[str, int | None, Plan]] = []  # name, samples already stored, plan
+    boot_plans: list[MetricBootPlan] = []
     if args.from_store:
         rows = _from_store(args, ctx)
+        boot_plans = _boot_plans(args, ctx)
     else:
         if args.sd is None:
             raise UsageError("lab plan needs --sd", hint="Or use --from-store after a pilot run")
@@ -157,7 +176,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                             mean=args.mean, goal=goal)  # fmt: skip
         rows.append(("", None, plan))
     if args.json:
-        ctx.out.out(plans_json(rows, FORMULA), highlight=False)
+        ctx.out.out(plans_json(rows, FORMULA, boot_plans), highlight=False)
         return 0
     table = Table(title=f"formula: {FORMULA}", title_justify="left")
     table.add_column("", no_wrap=True)
@@ -195,7 +214,79 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if any(plan.iteration_time is None for _, _, plan in rows):
         remark += "; durations need --iteration-time (or iteration times in the store)"
     ctx.out.print(cell(remark), highlight=False)
+    _print_boot_plans(ctx, boot_plans)
     return 0
+
+
+def _boot_plans(args: argparse.Namespace, ctx: Context) -> list[MetricBootPlan]:
+    """The boots plans of the pilot in the store (``lab.app.plan.plan_boots_from_store``)."""
+    from lab.app.analyse import Selection
+    from lab.app.plan import BootPlanRequest, plan_boots_from_store
+    from lab.core.errors import UsageError
+
+    goal, threshold, effect = _question(args)
+    selection = Selection(db=args.db, study=args.study, workload=args.workload,
+                          metric=args.metric)  # fmt: skip
+    request = BootPlanRequest(
+        selection, threshold, effect, args.confidence, args.power,
+        goal.value if goal else None, args.reboot_cost,
+        args.iteration_cost if args.iteration_cost is not None else args.iteration_time,
+    )  # fmt: skip
+    try:
+        return plan_boots_from_store(ctx, request)
+    except UsageError as err:  # samples lab compare would refuse (runs that differ)
+        ctx.warn(f"no boots plan: {err.message}")
+        return []
+
+
+def _print_boot_plans(ctx: Context, found: list[MetricBootPlan]) -> None:
+    """A table of boots × iterations per boot, a column per workload · metric, when the pilot
+    has several boots per arm; else one line saying why there is none."""
+    from rich.table import Table
+
+    from lab.stats.bootplan import FORMULA
+
+    planned = [p for p in found if p.plan is not None]
+    for p in found:
+        if p.plan is None:
+            ctx.out.print(cell(f"boots plan of {p.workload} · {p.metric}: none, {p.why}"),
+                          highlight=False)  # fmt: skip
+    if not planned:
+        return
+    table = Table(title=cell(f"boots × iterations per boot: {FORMULA}"), title_justify="left")
+    table.add_column("", no_wrap=True)
+    for p in planned:
+        table.add_column(cell(f"{p.workload} · {p.metric}"), justify="right")
+    lines: list[tuple[str, Callable[[MetricBootPlan, BootPlan], str]]] = [
+        ("boots in the pilot", lambda m, b: ", ".join(f"{a} {k}" for a, k in m.boots)),
+        ("  iterations per boot", lambda m, b: f"{m.per_boot:.4g}"),
+        ("between-boot sd", lambda m, b: f"{math.sqrt(b.between):.4g}"),
+        ("within-boot sd", lambda m, b: f"{math.sqrt(b.within):.4g}"),
+        ("intraclass correlation", lambda m, b: f"{b.icc:.3f}"),
+        ("reboot cost", lambda m, b: f"{b.reboot.seconds:.4g} s"),
+        ("iteration cost", lambda m, b: f"{b.iteration.seconds:.4g} s"),
+        ("n* (Kalibera and Jones)", lambda m, b: "∞" if math.isinf(b.optimal)
+         else f"{b.optimal:,.1f}"),
+        ("iterations per boot", lambda m, b: f"{b.per_boot:,}" + (" (capped)" if b.capped
+                                                                  else "")),
+        ("boots per variant", lambda m, b: f"{b.boots:,}"),
+        ("verdict planned for", lambda m, b: f"{b.plan.verdict} ({b.plan.goal})"),
+        ("time per variant (twins at once)", lambda m, b: format_duration(b.seconds)),
+    ]  # fmt: skip
+    for label, value_of in lines:
+        table.add_row(label, *(value_of(p, p.plan) for p in planned if p.plan is not None))
+    ctx.out.print(table)
+    sources = dict.fromkeys(
+        f"{what} cost: {c.source}"
+        for p in planned if p.plan is not None
+        for what, c in (("reboot", p.plan.reboot), ("iteration", p.plan.iteration))
+    )  # fmt: skip
+    first = planned[0].plan
+    assert first is not None
+    ctx.out.print(cell(
+        f"the verdict read from boot means at {first.plan.confidence * 100:g}% confidence and"
+        f" power {first.plan.power:g}; {'; '.join(sources)}"
+    ), highlight=False)  # fmt: skip
 
 
 _FRACTIONS = {0.25: "¼ ", 0.5: "½ ", 1.0: "", 2.0: "2 "}
@@ -237,8 +328,9 @@ def _question(args: argparse.Namespace) -> tuple[Goal | None, Threshold, str]:
 PlanRow = tuple[str, int | None, Any]  # name, samples already stored, Plan
 
 
-def plans_json(rows: list[PlanRow], formula: str) -> str:
-    """The plans as ``lab plan --json`` prints them: the formula, then one object a plan."""
+def plans_json(rows: list[PlanRow], formula: str, boot_plans: Sequence[Any] = ()) -> str:
+    """The plans as ``lab plan --json`` prints them: the formula, then one object a plan,
+    and with a pilot of several boots, its boots plans."""
     plans = [
         {
             "name": name or None,
@@ -250,7 +342,31 @@ def plans_json(rows: list[PlanRow], formula: str) -> str:
         }
         for name, have, plan in rows
     ]
-    return json.dumps({"formula": formula, "plans": plans}, indent=2, ensure_ascii=False)
+    data: dict[str, Any] = {"formula": formula, "plans": plans}
+    if boot_plans:
+        from lab.stats.bootplan import FORMULA as BOOT_FORMULA
+
+        data["boot_formula"] = BOOT_FORMULA
+        data["boot_plans"] = [_boot_plan_data(p) for p in boot_plans]
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def _boot_plan_data(p: MetricBootPlan) -> dict[str, Any]:
+    entry: dict[str, Any] = {"workload": p.workload, "metric": p.metric,
+                             "pilot_boots": dict(p.boots), "pilot_per_boot": p.per_boot,
+                             "why": p.why or None, "plan": None}  # fmt: skip
+    if p.plan is not None:
+        b = p.plan
+        entry["plan"] = {
+            "between_variance": b.between, "within_variance": b.within, "icc": b.icc,
+            "reboot_cost_s": b.reboot.seconds, "reboot_cost_from": b.reboot.source,
+            "iteration_cost_s": b.iteration.seconds, "iteration_cost_from": b.iteration.source,
+            "optimal_per_boot": None if math.isinf(b.optimal) else b.optimal,
+            "per_boot": b.per_boot, "capped": b.capped, "boots": b.boots,
+            "seconds_per_variant": b.seconds, "verdict": b.plan.verdict,
+            "goal": b.plan.goal.value,
+        }  # fmt: skip
+    return entry
 
 
 def _run_sweep(args: argparse.Namespace, ctx: Context) -> int:

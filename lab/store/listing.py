@@ -136,6 +136,28 @@ class Listing:
         )
         return np.fromiter((r[0] for r in cur), dtype=np.float64)
 
+    def reboot_seconds(
+        self, workload: str | None = None, study: str | None = None, run: str | None = None
+    ) -> np.ndarray:
+        """How long each reboot took, as the attempts' timestamps tell it: from the last
+        attempt of a boot ending to the first of the guest's next boot starting, within each
+        run and guest (``lab plan``'s cost of a boot)."""
+        cur = self._conn.execute(
+            "SELECT i.run_id, i.guest_id, MIN(i.started) AS first, MAX(i.ended) FROM iteration i"
+            " JOIN run r ON r.id=i.run_id JOIN study st ON st.id=r.study_id"
+            " WHERE i.boot_id IS NOT NULL AND i.started IS NOT NULL AND i.ended IS NOT NULL"
+            " AND (?1 IS NULL OR r.workload=?1) AND (?2 IS NULL OR st.name=?2)"
+            " AND (?3 IS NULL OR r.key=?3)"
+            " GROUP BY i.run_id, i.guest_id, i.boot_id ORDER BY i.run_id, i.guest_id, first",
+            (workload, study, run),
+        )
+        gaps, before = [], None
+        for run_id, guest_id, first, last in cur:
+            if before is not None and before[:2] == (run_id, guest_id) and first > before[2]:
+                gaps.append(first - before[2])
+            before = (run_id, guest_id, last)
+        return np.array(gaps, dtype=np.float64)
+
     def integrity_check(self) -> list[str]:
         """SQLite's own check of the file: ['ok'] when sound; on a file too damaged for it to
         finish, what stopped it."""
