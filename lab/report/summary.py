@@ -64,7 +64,8 @@ def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
                 s = arms[label].summary
                 cells.append(f"{label} {_number(s.mean)} ± {_number(s.margin)}{unit} (n={s.n})")
             percent, (low, high) = primary_change(c, pair)
-            mark = " *" if c.stopped is not None and pair is c.pairs[0] else ""
+            by_boot = c.boots is not None and bool(c.boots.pairs)
+            mark = " *" if c.stopped is not None and pair is c.pairs[0] and not by_boot else ""
             d = pair.difference
             if math.isfinite(percent) and math.isfinite(low):
                 change = (
@@ -73,7 +74,7 @@ def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
                 )
             else:  # a mean that is 0 or negative: the difference in the metric's unit
                 change = f"B − A {d.diff:+.4g}{unit} [{d.diff_ci[0]:+.4g}, {d.diff_ci[1]:+.4g}]"
-            if c.boots is not None and c.boots.pairs:  # the interval is the boot means'
+            if by_boot:  # the interval is the boot means'
                 change += " (boot means)"
             elif not mark and d.method != "Welch":  # autocorrelated: from batch means
                 change += " (batch means)"

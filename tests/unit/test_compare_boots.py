@@ -141,3 +141,29 @@ def test_samples_without_boot_ids_get_no_boot_analysis(
     db = tmp_path / "lab.db"
     boot_store(db, {"thp": 2, "shp1g": 2}, record_boots=False)
     assert "boots" not in compare_json(capsys, db)
+
+
+def test_a_stopped_run_with_several_boots_is_judged_and_shown_by_its_boot_means() -> None:
+    """The --until rule's interval treats iterations as independent; with boots measured the
+    summary shows the boot means' change, unmarked by the stop's *, and the verdict theirs."""
+    from lab.report.summary import summary_rows
+    from lab.stats.analysis import analyse, with_boots, with_stops
+    from lab.stats.series import Series, series_key
+    from lab.stats.stopping import StoppedInterval
+
+    rng = np.random.default_rng(8)
+    labels = np.repeat([f"boot{j}" for j in range(4)], 20)
+    arms = [Series("s", "w", "t", "s", "lower", v, "local", f"lab-{v}", np.arange(1, 81),
+                   mean + np.repeat(rng.normal(0, 3, 4), 20) + rng.normal(0, 1, 80))
+            for v, mean in (("thp", 100.0), ("shp1g", 95.0))]  # fmt: skip
+    stop = StoppedInterval("t", "Lai's t confidence sequence", "80 pairs", 0.99, True, -5.0,
+                           (-5.5, -4.5), -5.0, (-5.5, -4.5), "after 80 pairs")  # fmt: skip
+    [plain] = analyse(arms, 99, 0.01, order=["thp", "shp1g"])
+    [c] = with_boots(with_stops([plain], {("s", "w"): stop}),
+                     {series_key(s): labels for s in arms})  # fmt: skip
+    assert c.stopped == stop and c.boots is not None and c.boots.unit == "boot"
+    boot = c.boots.pairs[0].difference
+    (row,) = summary_rows([c])
+    assert row.change.endswith("(boot means)") and "*" not in row.change
+    assert f"{boot.percent_ci[0]:+.2f}" in row.change
+    assert "[unit: boot, 4 and 4 boot means]" in c.pairs[0].verdict.text
