@@ -28,6 +28,7 @@ from lab.store.cli import variant_order
 
 if TYPE_CHECKING:
     from lab.stats.bootplan import BootPlan
+    from lab.stats.discard import WarmupCut
     from lab.stats.planning import Plan
     from lab.stats.series import Series
 
@@ -201,14 +202,6 @@ def plan_boots_from_store(ctx: Context, request: BootPlanRequest) -> list[Metric
         between = float(np.mean([c.between for _, c in parts]))
         spare = np.array([c.samples - c.boots for _, c in parts])
         within = float(np.sum(spare * np.array([c.within for _, c in parts])) / spare.sum())
-        if request.reboot_cost is not None:
-            reboot = Cost(request.reboot_cost, "--reboot-cost")
-        elif reboots[workload].size:
-            gaps = reboots[workload]
-            reboot = Cost(float(np.median(gaps)), f"the pilot's median of {gaps.size} reboots")
-        else:
-            reboot = Cost(DEFAULT_REBOOT_SECONDS, "assumed: the pilot's timestamps show no"
-                          " reboot; pass --reboot-cost S")  # fmt: skip
         if request.iteration_cost is not None:
             iteration = Cost(request.iteration_cost, "--iteration-cost")
         elif iterations[workload].size:
@@ -218,6 +211,18 @@ def plan_boots_from_store(ctx: Context, request: BootPlanRequest) -> list[Metric
             found.append(replace(base, why="no iteration times in the store: pass"
                                  " --iteration-cost S"))  # fmt: skip
             continue
+        if request.reboot_cost is not None:
+            reboot = Cost(request.reboot_cost, "--reboot-cost")
+        elif reboots[workload].size:
+            gaps = reboots[workload]
+            reboot = Cost(float(np.median(gaps)), f"the pilot's median of {gaps.size} reboots")
+        else:
+            reboot = Cost(DEFAULT_REBOOT_SECONDS, "assumed: the pilot's timestamps show no"
+                          " reboot; pass --reboot-cost S")  # fmt: skip
+        warm = _warmup_per_boot(samples.cuts.get((arms[0].study, workload, metric)))
+        if warm > 0:  # each new boot also runs its warm-up, which the verdict never sees
+            reboot = Cost(reboot.seconds + warm * iteration.seconds,
+                          f"{reboot.source}, + {warm:g} warm-up iterations a boot")  # fmt: skip
         mean = float(arms[0].values.mean())
         try:
             plan = plan_boots(
@@ -230,3 +235,11 @@ def plan_boots_from_store(ctx: Context, request: BootPlanRequest) -> list[Metric
             continue
         found.append(replace(base, plan=plan))
     return found
+
+
+def _warmup_per_boot(cut: WarmupCut | None) -> float:
+    """Iterations the warm-up rule discarded per boot, on average over the arms' boots."""
+    if cut is None:
+        return 0.0
+    boots = sum(a.boots for a in cut.arms)
+    return sum(len(a.discarded) for a in cut.arms) / boots if boots else 0.0

@@ -62,7 +62,12 @@ def test_the_planned_boots_reach_the_verdict_at_the_planned_power() -> None:
 
 
 def pilot(
-    path: Path, boots: int, per_boot: int = 10, reboot: float = 45.0, stamps: bool = True
+    path: Path,
+    boots: int,
+    per_boot: int = 10,
+    reboot: float = 45.0,
+    stamps: bool = True,
+    warmup: str | None = None,
 ) -> None:
     """Two twins, ``boots`` boots of ``per_boot`` iterations of 2 s, ``reboot`` s between."""
     rng = np.random.default_rng(11)
@@ -85,6 +90,8 @@ def pilot(
                     ))  # fmt: skip
                     t += 2
             store.record(run, guest, records)
+        if warmup is not None:
+            store.record_warmup(run, warmup)  # as `lab run --warmup` does
 
 
 def plan_json(capsys: pytest.CaptureFixture[str], db: Path, *extra: str) -> dict[str, Any]:
@@ -132,3 +139,15 @@ def test_a_pilot_of_one_boot_per_arm_gets_no_boots_plan_and_is_told_why(
     assert found["plan"] is None and "one boot" in found["why"]
     assert main(["plan", "--from-store", "--db", str(db), "--effect", "3%"]) == 0
     assert "--reboot-every" in capsys.readouterr().out
+
+
+def test_a_boots_warmup_is_part_of_the_cost_of_a_boot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "lab.db"
+    pilot(db, boots=4, reboot=45.0, warmup="3")
+    found = plan_json(capsys, db, "--effect", "3%")
+    assert found["pilot_per_boot"] == 7  # 10 a boot, 3 of them warm-up
+    plan = found["plan"]
+    assert plan["reboot_cost_s"] == pytest.approx(45.0 + 3 * 2.0)
+    assert "+ 3 warm-up iterations a boot" in plan["reboot_cost_from"]
