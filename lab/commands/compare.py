@@ -194,6 +194,7 @@ def print_comparisons(
     else:
         ctx.out.file.write(
             formats.as_csv(comparisons) + _paired_csv(comparisons) + _placement_csv(comparisons)
+            + _boots_csv(comparisons)
             + _warmup_csv(comparisons) + _sweep_csv(sweeps)
         )  # fmt: skip
 
@@ -271,6 +272,33 @@ def _placement_csv(comparisons: Sequence[MetricComparison]) -> str:
                 value = repr(value) if math.isfinite(value) else ""
             writer.writerow((*head, "placement", f"{q.b} vs {q.a}", row.key,
                              "" if value is None else value))  # fmt: skip
+    return buf.getvalue()
+
+
+def _boots_csv(comparisons: Sequence[MetricComparison]) -> str:
+    """Rows of the Boots tables in the long CSV layout (no header): "boots" per arm, "boot
+    means" per pair read from them."""
+    from lab.report.boots import boots_data  # deferred: heavy (scipy)
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    for c in comparisons:
+        if c.boots is None:
+            continue
+        head = (c.study, c.workload, c.metric, c.unit, c.direction, c.subset)
+        data = boots_data(c.boots)
+        writer.writerow((*head, "boots", "", "unit", data["unit"]))
+        for arm in data["arms"]:
+            for key, value in arm.items():
+                if key != "arm":
+                    writer.writerow((*head, "boots", arm["arm"], key,
+                                     "" if value is None else value))  # fmt: skip
+        for pair in data["pairs"]:
+            subject = f"{pair['b']} vs {pair['a']}"
+            for key, value in pair.items():
+                if key not in ("a", "b"):
+                    writer.writerow((*head, "boot means", subject, key,
+                                     "" if value is None else value))  # fmt: skip
     return buf.getvalue()
 
 

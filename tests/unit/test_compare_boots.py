@@ -167,3 +167,18 @@ def test_a_stopped_run_with_several_boots_is_judged_and_shown_by_its_boot_means(
     assert row.change.endswith("(boot means)") and "*" not in row.change
     assert f"{boot.percent_ci[0]:+.2f}" in row.change
     assert "[unit: boot, 4 and 4 boot means]" in c.pairs[0].verdict.text
+
+
+def test_the_csv_has_the_boots_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import csv
+    import io
+
+    db = tmp_path / "lab.db"
+    stored = boot_store(db, {"thp": 3, "shp1g": 3})
+    assert main(["compare", "--db", str(db), "--format", "csv"]) == 0
+    rows = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    boots = {(r[7], r[8]): r[9] for r in rows if r[6] == "boots"}
+    assert boots[("", "unit")] == "boot" and boots[("thp", "boots")] == "3"
+    assert float(boots[("thp", "icc")]) == pytest.approx(anova_icc(*stored["thp"]))
+    means = {(r[7], r[8]): r[9] for r in rows if r[6] == "boot means"}
+    assert means[("shp1g vs thp", "verdict")] in ("faster", "slower", "equivalent", "inconclusive")
