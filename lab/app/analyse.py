@@ -99,7 +99,7 @@ class Samples:
     stops: dict[tuple[str, str], StoppedInterval] = field(default_factory=dict)
     """the interval each run's --until rule stopped on, by (study, workload)"""
     boots: dict[SeriesKey, np.ndarray] = field(default_factory=dict)
-    """each kept sample's boot ("run id/boot id"), where the store recorded them"""
+    """each kept sample's boot (a code per run id and boot id), where the store recorded them"""
 
 
 @dataclass(frozen=True)
@@ -167,13 +167,24 @@ def select_samples(store: Store, selection: Selection) -> Samples:
 def boot_labels(
     origins: dict[SeriesKey, tuple[np.ndarray, np.ndarray]],
 ) -> dict[SeriesKey, np.ndarray]:
-    """Each sample's boot as one label, "run id/boot id", from ``Store.sample_boots``; a
-    series none of whose samples has a boot id recorded (imported ones) is left out."""
+    """Each sample's boot as one integer code, the same for the same (run id, boot id), from
+    ``Store.sample_boots``; a series none of whose samples has a boot id recorded (imported
+    ones) is left out. Boots change rarely, so the codes are found at the change points: as
+    strings, a million samples took 3.4 s to label and 2.6 s to group."""
     labels = {}
     for key, (runs, boots) in origins.items():
-        if boots.size and not np.any(boots != ""):
+        n = runs.size
+        if n == 0:
             continue
-        labels[key] = np.char.add(np.char.add(runs.astype(str), "/"), boots.astype(str))
+        change = np.empty(n, dtype=bool)
+        change[0] = True
+        change[1:] = (runs[1:] != runs[:-1]) | (boots[1:] != boots[:-1])
+        starts = np.flatnonzero(change)
+        if all(boots[i] == "" for i in starts):
+            continue
+        codes: dict[tuple[int, str], int] = {}
+        found = [codes.setdefault((int(runs[i]), str(boots[i])), len(codes)) for i in starts]
+        labels[key] = np.repeat(np.array(found, dtype=np.int64), np.diff(np.append(starts, n)))
     return labels
 
 

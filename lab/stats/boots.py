@@ -76,19 +76,26 @@ class BootComponents:
 
 
 def components(values: np.ndarray, boots: Sequence[object] | np.ndarray) -> BootComponents:
-    """The one-way random-effects ANOVA of ``values`` grouped by ``boots`` (any hashable
-    labels aligned with the values), by the method of moments."""
+    """The one-way random-effects ANOVA of ``values`` grouped by ``boots``, by the method of
+    moments. ``boots`` are labels aligned with the values: text (the boots in the order they
+    first appear), or codes 0 … k−1 (``lab.app.analyse.boot_labels``: in the codes' order),
+    which a million samples group in milliseconds instead of a second."""
     x = np.asarray(values, dtype=np.float64)
-    labels = np.asarray(boots, dtype=object).astype(str)
+    labels = np.asarray(boots)
     if labels.size != x.size:
         raise ValueError("values and boots must have the same length")
-    _, first, index = np.unique(labels, return_index=True, return_inverse=True)
-    order = np.argsort(first)  # the boots in the order they first appear
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    group = rank[index]
-    sizes = np.bincount(group, minlength=order.size)
-    means = np.bincount(group, weights=x, minlength=order.size) / np.maximum(sizes, 1)
+    if labels.dtype.kind in "iu" and (labels.size == 0 or labels.min() >= 0):
+        used = np.bincount(labels) > 0  # codes no sample has (cut as warm-up) are no boot
+        group = (np.cumsum(used) - 1)[labels]
+        count = int(used.sum())
+    else:
+        _, first, index = np.unique(labels.astype(str), return_index=True, return_inverse=True)
+        order = np.argsort(first)  # the boots in the order they first appear
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        group, count = rank[index], order.size
+    sizes = np.bincount(group, minlength=count)
+    means = np.bincount(group, weights=x, minlength=count) / np.maximum(sizes, 1)
     k, n = sizes.size, x.size
     within_ss = float(np.sum((x - means[group]) ** 2))
     within = within_ss / (n - k) if n > k else math.nan

@@ -143,3 +143,12 @@ def test_the_boot_verdict_says_its_unit_and_can_be_inconclusive_where_iterations
     # the same samples read as 150 independent iterations per arm: "faster"
     welch = stats.ttest_ind(b, a, equal_var=False).confidence_interval(0.9999)
     assert welch.high < -0.01 * a.mean()
+
+
+def test_integer_codes_group_as_text_labels_do_and_unused_codes_are_no_boot() -> None:
+    rng = np.random.default_rng(9)
+    values, labels = two_level(rng, [5, 9, 7], between=2.0, within=1.0)
+    codes = np.array([{"b0": 0, "b1": 2, "b2": 5}[x] for x in labels])  # 1, 3, 4: cut away
+    by_text, by_code = components(values, labels), components(values, codes)
+    assert by_code.boots == 3 and list(by_code.sizes) == [5, 9, 7]
+    assert (by_code.between, by_code.within) == pytest.approx((by_text.between, by_text.within))

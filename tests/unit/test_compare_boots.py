@@ -182,3 +182,13 @@ def test_the_csv_has_the_boots_rows(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert float(boots[("thp", "icc")]) == pytest.approx(anova_icc(*stored["thp"]))
     means = {(r[7], r[8]): r[9] for r in rows if r[6] == "boot means"}
     assert means[("shp1g vs thp", "verdict")] in ("faster", "slower", "equivalent", "inconclusive")
+
+
+def test_a_boot_is_its_run_and_boot_id_and_samples_without_one_are_no_boot() -> None:
+    from lab.app.analyse import boot_labels
+
+    key = ("s", "w", "t", "thp", "local", "lab-thp")
+    runs = np.array([1, 1, 1, 2, 2, 2])
+    boots = np.array(["x", "x", "y", "x", "x", "y"], dtype=object)  # the same ids in run 2
+    assert list(boot_labels({key: (runs, boots)})[key]) == [0, 0, 1, 2, 2, 3]
+    assert boot_labels({key: (runs, np.full(6, "", dtype=object))}) == {}
