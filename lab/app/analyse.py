@@ -356,6 +356,8 @@ def select_against(store: Store, selection: Selection) -> Samples:
     one comparison of the first run's samples (arm A) with the second's (arm B), each
     without its own warm-up. Before and after an image change, the same variant on two
     hosts, or an A/A check, with the same statistics as twins."""
+    from lab.stats.series import series_key  # deferred, as the statistics are
+
     if selection.run is None:
         raise UsageError("--against compares two runs: name the first with --run KEY")
     first = find_run(store, selection.run, selection.study).key
@@ -372,14 +374,16 @@ def select_against(store: Store, selection: Selection) -> Samples:
             f" ({', '.join(sorted(variants[0]))} against {', '.join(sorted(variants[1]))})",
             hint="Compare runs of the same variants",
         )
-    series = [
-        replace(s, study=f"{s.variant}: {first} vs {second}", variant=key)
-        for key, part in zip((first, second), parts, strict=True)
-        for s in part.series
-        if s.variant in shared
-    ]
+    series, boots = [], {}
+    for key, part in zip((first, second), parts, strict=True):
+        for s in part.series:
+            if s.variant in shared:
+                renamed = replace(s, study=f"{s.variant}: {first} vs {second}", variant=key)
+                series.append(renamed)
+                if series_key(s) in part.boots:  # each run's boots, as its own compare has
+                    boots[series_key(renamed)] = part.boots[series_key(s)]
     return Samples(series=series, order=[first, second], cuts={}, placements={},
-                   synced=frozenset())  # fmt: skip
+                   synced=frozenset(), boots=boots)  # fmt: skip
 
 
 def selected(ctx: Context, selection: Selection) -> tuple[Samples, list[SweepSamples]]:

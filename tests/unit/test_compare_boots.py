@@ -192,3 +192,24 @@ def test_a_boot_is_its_run_and_boot_id_and_samples_without_one_are_no_boot() -> 
     boots = np.array(["x", "x", "y", "x", "x", "y"], dtype=object)  # the same ids in run 2
     assert list(boot_labels({key: (runs, boots)})[key]) == [0, 0, 1, 2, 2, 3]
     assert boot_labels({key: (runs, np.full(6, "", dtype=object))}) == {}
+
+
+def test_a_run_against_another_is_read_by_each_runs_boots(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "lab.db"
+    rng = np.random.default_rng(10)
+    with Store.open(db) as store:
+        study = store.ensure_study("s")
+        guest = store.ensure_guest(study, "lab-thp", "thp")
+        for key, boots in (("before", 3), ("after", 4)):
+            run = store.ensure_run(study, key, "w", {"tag": key}, "sync", boots * 10, [TIME])
+            shifts = np.repeat(rng.normal(0, 2, boots), 10)
+            store.record(run, guest, [
+                IterationRecord(i + 1, 1, True, boot_id=f"b{i // 10}",
+                                metrics={"t": float(100 + shifts[i] + rng.normal(0, 1))})
+                for i in range(boots * 10)
+            ])  # fmt: skip
+    c = compare_json(capsys, db, "--run", "before", "--against", "after")
+    assert c["boots"]["unit"] == "boot"
+    assert [(a["arm"], a["boots"]) for a in c["boots"]["arms"]] == [("before", 3), ("after", 4)]
