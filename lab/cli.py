@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import importlib
 import os
 import sys
@@ -106,7 +107,31 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in modules or COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
+    for group in _subcommands(parser).values():
+        _group_options_after_actions(group)
     return parser
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _group_options_after_actions(group: argparse.ArgumentParser) -> None:
+    """A command group's options (``lab runs --db X``) also after its action, where people
+    type them (``lab runs show KEY --db X``): each action's parser gets a copy that sets
+    nothing unless given (SUPPRESS), so ``lab runs --db X show KEY`` keeps its X. An action's
+    own option of the same spelling (``runs show --json``) is left as it is."""
+    options = [a for a in group._actions if a.option_strings and a.dest != "help"]
+    for action_parser in _subcommands(group).values():
+        taken = set(action_parser._option_string_actions)
+        for option in options:
+            if taken.isdisjoint(option.option_strings):
+                shared = copy.copy(option)
+                shared.default = argparse.SUPPRESS
+                action_parser._add_action(shared)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,7 +1,8 @@
 """User defaults from ``lab.toml``: every key documented, unknown keys and wrong types refused.
 
 Looked up in order: ``--config PATH``, ``$LAB_CONFIG``, ``./lab.toml``,
-``~/.config/lab/lab.toml``. Missing file: the defaults below. ``lab config`` prints them.
+``$XDG_CONFIG_HOME/lab/lab.toml`` (``~/.config/lab/lab.toml``). Missing file: the defaults
+below. ``lab config`` prints them.
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ class Config:
         ),
     )
     store: str = field(
-        default=str(RESULTS_DIR / "lab.db"), metadata=_doc("the SQLite result store")
+        default=str(RESULTS_DIR / "lab.db"),
+        metadata=_doc("the SQLite result store ($LAB_DB, then --db, over it)"),
     )
     boot_timeout: int = field(
         default=600, metadata=_doc("seconds a guest may take to become ready")
@@ -107,27 +109,40 @@ class Config:
 
 
 def find_config_file(explicit: str | None, cwd: Path | None = None) -> Path | None:
+    return config_origin(explicit, cwd)[0]
+
+
+def config_origin(
+    explicit: str | None, cwd: Path | None = None, environ: Mapping[str, str] | None = None
+) -> tuple[Path | None, str]:
+    """The lab.toml to read (None: none, the defaults) and why that one, as ``lab config``
+    says it: ``--config``, then ``$LAB_CONFIG``, then ``./lab.toml``, then
+    ``$XDG_CONFIG_HOME/lab/lab.toml`` (``~/.config`` when XDG_CONFIG_HOME is unset)."""
+    env = os.environ if environ is None else environ
     if explicit:
-        return Path(explicit)
-    env = os.environ.get("LAB_CONFIG")
-    if env:
-        return Path(env)
-    home = os.path.expanduser("~")
-    candidates = []
+        return Path(explicit), "named by --config"
+    if env.get("LAB_CONFIG"):
+        return Path(env["LAB_CONFIG"]), "named by $LAB_CONFIG"
+    candidates: list[tuple[Path, str]] = []
     with contextlib.suppress(OSError):  # the current folder was removed: no lab.toml there
-        candidates.append((cwd or Path.cwd()) / "lab.toml")
-    if home != "~":  # no home (no $HOME, no passwd entry): no ~/.config to look in
-        candidates.append(Path(home) / ".config/lab/lab.toml")
-    for candidate in candidates:
+        candidates.append(((cwd or Path.cwd()) / "lab.toml", "found in the current folder"))
+    xdg = env.get("XDG_CONFIG_HOME", "")
+    home = os.path.expanduser("~")
+    if os.path.isabs(xdg):  # the XDG spec: a relative value is to be ignored
+        candidates.append((Path(xdg) / "lab/lab.toml", "found in $XDG_CONFIG_HOME/lab"))
+    elif home != "~":  # no home (no $HOME, no passwd entry): no ~/.config to look in
+        candidates.append((Path(home) / ".config/lab/lab.toml", "found in ~/.config/lab"))
+    for candidate, why in candidates:
         try:
             if candidate.is_file():
-                return candidate
+                return candidate, why
         except OSError as err:  # a folder on the way that cannot be searched (EACCES)
             raise ConfigError(
                 f"cannot look for {candidate}: {err.strerror or err}",
                 hint="Make that folder readable, or name a lab.toml with --config or $LAB_CONFIG",
             ) from None
-    return None
+    looked = ", ".join(str(c) for c, _ in candidates) or "nowhere"
+    return None, f"no lab.toml (looked for {looked}): the defaults"
 
 
 def load_config(path: Path | None, environ: Mapping[str, str] | None = None) -> Config:
@@ -135,14 +150,18 @@ def load_config(path: Path | None, environ: Mapping[str, str] | None = None) -> 
 
     Where the file sets no ``libvirt_uri``, libvirt's own ``LIBVIRT_DEFAULT_URI`` (from
     ``environ``, the process's environment by default) is this machine's URI, as for virsh.
+    ``LAB_DB`` names the store over the file's ``store`` (``--db`` still over both).
     """
     data: dict[str, Any] = {}
     if path is not None:
         data = parse(read_text(path, "config file"), str(path))
-    uri = (os.environ if environ is None else environ).get("LIBVIRT_DEFAULT_URI")
+    env = os.environ if environ is None else environ
+    uri = env.get("LIBVIRT_DEFAULT_URI")
     if uri and "libvirt_uri" not in data:
         config_from_mapping({"libvirt_uri": uri}, source="LIBVIRT_DEFAULT_URI")  # checks it
         data = {**data, "libvirt_uri": uri}
+    if env.get("LAB_DB"):  # the store for every command, as --db: over lab.toml's
+        data = {**data, "store": env["LAB_DB"]}
     config = config_from_mapping(data, source=str(path) if path else "config")
     if path is None:
         return config
