@@ -17,12 +17,18 @@ SHOWN = 10  # malformed lines skipped (--skip-bad) that are named, each on its l
 
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "import", help="bring existing results (CSV, JSONL, time/sysbench/iperf3 output) in",
+        "import",
+        help="bring existing results in (CSV, JSONL, hyperfine, pyperf, pytest-benchmark,"
+        " time, sysbench, iperf3)",
         description="Import samples into the store. CSV and JSONL need the columns variant,"
         " workload, metric and value (optional: iteration, timestamp, unit, direction, guest,"
         " host, study); raw files are appended bash `time` output, sysbench memory reports,"
-        " or iperf3 client text or -J output, and need --variant. Every sample keeps its"
-        " file:line. A malformed line fails the import and nothing is stored, unless"
+        " or iperf3 client text or -J output, and need --variant. hyperfine --export-json"
+        " (each command a variant), pyperf's JSON and pytest-benchmark's JSON (run with"
+        " --benchmark-save-data; each benchmark a workload) carry every run's time, and GNU"
+        " `time -v` reports give wall, user, sys and max RSS; all but hyperfine need"
+        " --variant. Every sample keeps its file:line (in a JSON document: its number in"
+        " it). A malformed line fails the import and nothing is stored, unless"
         " --skip-bad. Values must be finite and at most 1e75 in size (lab compare squares"
         " variances), iterations 1 to 2**53, timestamps in the years 1970 to 9999, and"
         " names at most 200 characters without control characters. Importing the same"
@@ -35,7 +41,8 @@ def register(subparsers: Any) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--format", default="auto",
-        choices=("auto", "csv", "jsonl", "time", "sysbench", "iperf3", "iperf3-json"),
+        choices=("auto", "csv", "jsonl", "time", "sysbench", "iperf3", "iperf3-json",
+                 "hyperfine", "pyperf", "pytest-benchmark", "gnu-time"),
         help="the file's format (default: from its name and first line)",
     )  # fmt: skip
     parser.add_argument("--variant", metavar="V", help="variant of the samples (raw files)")

@@ -4,6 +4,8 @@
 and JSONL (one sample per row), ``appended`` splits the files that hand-run loops leave
 behind (bash ``time`` output, sysbench memory reports, iperf3 text or ``-J`` JSON appended
 run after run) and hands each run to :mod:`lab.parsers.tools`, both as the lines come;
+``foreign`` reads other benchmark tools' results (hyperfine, pyperf, pytest-benchmark, GNU
+``time -v``);
 ``malformed`` collects the lines they cannot read; ``limits`` says which names and numbers
 are refused (and how a message quotes them); ``ingest`` detects the format and stores
 the samples as they are read, in one transaction: everything, or nothing; ``identity`` tells

@@ -23,9 +23,10 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NoReturn
 
 from lab.core.errors import UsageError
+from lab.importers import foreign
 from lab.importers.appended import (
     iperf3_json_samples,
     iperf3_text_samples,
@@ -61,7 +62,7 @@ from lab.store.records import is_evidence
 
 __all__ = ["ImportOptions", "ImportSummary", "MalformedInputError", "detect_format", "import_file"]
 
-FORMATS = ("auto", "csv", "jsonl", "time", "sysbench", "iperf3", "iperf3-json")
+FORMATS = ("auto", "csv", "jsonl", "time", "sysbench", "iperf3", "iperf3-json", *foreign.FORMATS)
 RAW_WORKLOAD = {
     "time": "time", "sysbench": "sysbench-memory", "iperf3": "iperf3", "iperf3-json": "iperf3",
 }  # fmt: skip
@@ -107,7 +108,11 @@ def detect_format(path: Path, text: str) -> str:
     lines = [line for line in text.splitlines() if line.strip()]
     first = lines[0].strip() if lines else ""
     if first.startswith("{"):
-        return "jsonl" if first.endswith("}") and '"value"' in first else "iperf3-json"
+        if first.endswith("}") and '"value"' in first:
+            return "jsonl"
+        return foreign.json_format(text) or _not_read(path, "a JSON document", first)
+    if foreign.is_gnu_time(first):
+        return "gnu-time"
     if first.startswith("sysbench "):
         return "sysbench"
     if first.startswith("Connecting to host ") or "iperf Done." in text:
@@ -116,9 +121,14 @@ def detect_format(path: Path, text: str) -> str:
         return "time"
     if "," in first and "value" in first.split(","):
         return "csv"
+    return _not_read(path, "a file", first)
+
+
+def _not_read(path: Path, what: str, first: str) -> NoReturn:
     raise UsageError(
-        f"cannot tell the format of {path} from its name or its first line {shown(first, 40)}",
-        hint=f"Pass --format (one of {', '.join(FORMATS[1:])})",
+        f"{path} is {what} in no format lab reads (its first line {shown(first, 40)})",
+        hint=f"Pass --format if it is one of {', '.join(FORMATS[1:])}; else convert it to CSV"
+        " or JSONL (lab import --help lists the formats and columns)",
     )
 
 
@@ -162,7 +172,7 @@ def _format(source: Input, options: ImportOptions) -> str:
         raise UsageError(
             f"unknown format {shown(fmt)}", hint=f"Known formats: {', '.join(FORMATS)}"
         )
-    if fmt in RAW_WORKLOAD and not options.variant:
+    if (fmt in RAW_WORKLOAD or fmt in foreign.NEEDS_VARIANT) and not options.variant:
         raise UsageError(
             f"{source.name} holds raw {fmt} output, which does not say which variant made it",
             hint="Pass --variant V (and --workload W to name the workload)",
@@ -182,6 +192,8 @@ def samples(planned: Planned, options: ImportOptions, malformed: Malformed) -> I
     if fmt == "csv":
         return csv_samples(planned.input.blocks(malformed.too_long), planned.input.name, defaults)
     lines = planned.input.lines(malformed.too_long)
+    if fmt in foreign.FORMATS:
+        return foreign.samples(fmt, lines)
     if fmt == "jsonl":
         return jsonl_samples(lines, defaults)
     raw = {"time": time_samples, "sysbench": sysbench_samples, "iperf3": iperf3_text_samples,

@@ -36,7 +36,8 @@ class NotTextError(UsageError):
         self.path = path
         super().__init__(
             f"{path} is not a text results file ({why}); nothing was stored",
-            hint="Import CSV, JSONL, or the text output of time, sysbench or iperf3"
+            hint="Import CSV, JSONL, the JSON of hyperfine, pyperf or pytest-benchmark, or the"
+            " text output of time, GNU time -v, sysbench or iperf3"
             " (see `lab import --help`)",
         )
 
