@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -61,14 +62,17 @@ class _Console(Console):
 
 
 def _console(stderr: bool) -> Console:
-    """A rich console; into a file or pipe it is wide, so tables are not cut at 80 columns.
+    """A rich console as wide as the terminal, or ``$COLUMNS``; into a file or pipe without
+    ``$COLUMNS`` it is 160 wide, so tables are not cut at 80 columns.
 
     No emoji codes: the lab prints none, and a guest's output or a file name with
     ``:name:`` in it is printed as it is (it also spares a long run the late import of
     rich's emoji table, 0.7 MiB, at its first progress line)."""
 
     stream = sys.stderr if stderr else sys.stdout
-    return _Console(stderr=stderr, width=None if stream.isatty() else 160, emoji=False)
+    columns = os.environ.get("COLUMNS", "")
+    sized = stream.isatty() or (columns.isdigit() and int(columns) > 0)  # rich reads COLUMNS
+    return _Console(stderr=stderr, width=None if sized else 160, emoji=False)
 
 
 @dataclass

@@ -1,8 +1,10 @@
-"""Sizes, CPU lists and subnets as people write them, parsed into numbers."""
+"""Sizes, CPU lists and subnets as people write them, parsed into numbers; measures and
+ratios written as people read them."""
 
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 from decimal import Decimal
 
@@ -108,3 +110,64 @@ def format_duration(seconds: float) -> str:
     if hours:
         return f"{hours} h {minutes:02d} min"
     return f"{minutes} min {sec:02d} s" if minutes else f"{sec} s"
+
+
+# Units that take a decimal SI prefix when a value is shown (2.66 Gbit/s, 30.0 ms), and the
+# prefixes each may take: a time is never shown in ks, a count per second may be in k or M.
+_SCALED: dict[str, tuple[int, int]] = {  # unit -> (lowest, highest) power of 1000
+    "s": (-3, 0), "bit/s": (0, 4), "B/s": (0, 4), "bit": (0, 4), "B": (0, 4), "Hz": (0, 3),
+    "1/s": (0, 3), "op/s": (0, 3), "ops/s": (0, 3), "W": (-1, 1), "J": (-1, 2),
+    "": (0, 4),  # a count: 12.65 G, not 12,648,735,312
+}  # fmt: skip
+_PREFIX = {-3: "n", -2: "µ", -1: "m", 0: "", 1: "k", 2: "M", 3: "G", 4: "T"}
+MAX_DECIMALS = 6
+
+
+def scale_for(value: float, unit: str) -> tuple[float, str]:
+    """(factor, unit shown) for values like ``value``: 2.66e9 bit/s -> (1e9, "Gbit/s"),
+    0.03 s -> (1e-3, "ms"); (1, unit) for a unit that takes no prefix (MiB/s, %) or 0."""
+    if unit not in _SCALED or not math.isfinite(value) or value == 0:
+        return 1.0, unit
+    low, high = _SCALED[unit]
+    power = max(low, min(high, math.floor(math.log10(abs(value)) / 3)))
+    return 1000.0**power, f"{_PREFIX[power]}{unit}"
+
+
+def decimals_for_width(width: float, value: float = math.nan) -> int:
+    """Decimals that show ``width`` (a margin, half an interval) with two significant digits;
+    without a width, three significant digits of ``value``."""
+    if math.isfinite(width) and width > 0:
+        return max(0, min(MAX_DECIMALS, 1 - math.floor(math.log10(width))))
+    if math.isfinite(value) and value != 0:
+        return max(0, min(MAX_DECIMALS, 2 - math.floor(math.log10(abs(value)))))
+    return 0
+
+
+def _plain(value: float, decimals: int) -> str:
+    if not math.isfinite(value):
+        return "n/a"
+    text = f"{value:,.{decimals}f}"
+    return "0" if text.lstrip("-").strip("0.,") == "" and decimals == 0 else text
+
+
+def format_measure(value: float, margin: float, unit: str) -> str:
+    """``value ± margin unit`` as people read it: ``2.66 ± 0.40 Gbit/s``, ``30.0 ± 1.2 ms``:
+    a prefix from the value, the digits the margin's width gives (two significant digits of
+    it). A value past 10^6 of its shown unit (no prefix fits) keeps its thousands commas."""
+    factor, shown = scale_for(value, unit)
+    value, margin = value / factor, margin / factor
+    decimals = decimals_for_width(margin, value)
+    suffix = f" {shown}" if shown else ""
+    if not math.isfinite(margin):
+        return f"{_plain(value, decimals)}{suffix}"
+    return f"{_plain(value, decimals)} ± {_plain(margin, decimals)}{suffix}"
+
+
+def format_ratio(ratio: float, low: float, high: float) -> tuple[str, str]:
+    """A ratio and its interval as hyperfine and pyperf print them: ``("1.05×", "[1.03,
+    1.07]")``, with the digits the interval's width gives: one significant digit of its
+    half-width, and at least two decimals."""
+    if not all(map(math.isfinite, (ratio, low, high))):
+        return (f"{ratio:.3g}×" if math.isfinite(ratio) else "n/a"), ""
+    decimals = max(2, decimals_for_width((high - low) / 2) - 1)
+    return f"{ratio:.{decimals}f}×", f"[{low:.{decimals}f}, {high:.{decimals}f}]"

@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console, Group
 from rich.table import Table
 
@@ -59,6 +60,41 @@ def print_tables(console: Console, comparisons: Sequence[MetricComparison]) -> N
         console.print()
 
 
+def _widths(header: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> list[int] | None:
+    """Column widths for a rich table of these cells (as shown: control characters escaped)
+    in ``width`` columns with no word cut,
+    narrowing the widest column first (rich's own narrowing cuts words); None when even each
+    column's longest word does not fit beside the others' (a space each side, a rule
+    between columns)."""
+    columns = [(head, *(r[i] for r in rows)) for i, head in enumerate(header)]
+    natural = [max(cell_len(line) for text in c for line in text.split("\n")) for c in columns]
+    least = [max(cell_len(word) for text in c for word in text.split() or [""]) for c in columns]
+    room = width - 3 * len(header) - 1
+    if sum(least) > room:
+        return None
+    widths = list(natural)
+    while sum(widths) > room:
+        widest = max((w, i) for i, w in enumerate(widths) if w > least[i])[1]
+        widths[widest] -= 1
+    return widths
+
+
+def summary_layout(
+    rows: Sequence[Sequence[str]], width: int
+) -> tuple[tuple[str, ...], list[tuple[str, ...]], list[int] | None]:
+    """The summary's header, cells and column widths for a console ``width`` wide: six
+    columns where they fit with no number cut, else three of two lines a row (workload over
+    metric, A over B, verdict over change), as ``COLUMNS=100`` needs for long names."""
+    widths = _widths(HEADER, rows, width)
+    if widths is not None:
+        return HEADER, [tuple(r) for r in rows], widths
+    header: tuple[str, ...] = ("workload\nmetric", "A\nB", "verdict\nchange (B vs A)")
+    cells: list[tuple[str, ...]] = [
+        (f"{w}\n{m}", f"{a}\n{b}", f"{v}\n{c}") for w, m, a, b, c, v in rows
+    ]
+    return header, cells, _widths(header, cells, width)
+
+
 def print_summary(console: Console, comparisons: Sequence[MetricComparison]) -> None:
     """The answer first: one row per workload, metric and pair, the verdict coloured."""
     rows = summary_rows(comparisons)
@@ -69,9 +105,14 @@ def print_summary(console: Console, comparisons: Sequence[MetricComparison]) -> 
         f"Summary: mean ± margin of error at {first.confidence * 100:g} %, B's change with its"
         f" interval, verdict against ±{first.threshold}"
     )
-    table = Table(*HEADER, title=title, title_justify="left", title_style="bold")
-    for row in rows:
-        table.add_row(*map(cell, row.cells), style=STYLES[row.outcome] or None)
+    shown_rows = [[shown(text, lines=True) for text in row.cells] for row in rows]
+    header, cells, widths = summary_layout(shown_rows, console.width)
+    table = Table(*header, title=title, title_justify="left", title_style="bold")
+    for index, column in enumerate(table.columns):
+        column.overflow = "fold"  # a name too long for any column folds, never ends in "…"
+        column.width = widths[index] if widths else None
+    for row, texts in zip(rows, cells, strict=True):
+        table.add_row(*map(cell, texts), style=STYLES[row.outcome] or None)
     console.print(table)
     for c in comparisons:
         if c.stopped is not None:

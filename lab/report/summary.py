@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from lab.core.units import format_measure, format_ratio
 from lab.stats.analysis import ALL, MetricComparison, Pair
 from lab.stats.verdict import Outcome, format_percent
 
@@ -36,18 +37,33 @@ class SummaryRow:
     b: str
     change: str  # "-3.10 % [-4.02, -2.18]"
     outcome: Outcome
+    ratio: str = ""  # "shp1g 1.03× faster than thp [1.02, 1.04]"
 
     @property
     def cells(self) -> tuple[str, ...]:
-        return (self.workload, self.metric, self.a, self.b, self.change, WORDS[self.outcome])
+        change = f"{self.change}; {self.ratio}" if self.ratio else self.change
+        return (self.workload, self.metric, self.a, self.b, change, WORDS[self.outcome])
 
 
-def _number(value: float) -> str:
-    if not math.isfinite(value):
-        return "n/a"
-    magnitude = abs(value)
-    decimals = 0 if magnitude >= 1000 else 2 if magnitude >= 1 else 4
-    return f"{value:,.{decimals}f}"
+_TIMES = ("s", "ms", "us", "µs", "ns", "min", "h")  # units of a duration: lower is faster
+
+
+def ratio_text(c: MetricComparison, pair: Pair, percent: float, low: float, high: float) -> str:
+    """B against A as hyperfine and pyperf say it: "shp1g 1.05× faster than thp [1.03,
+    1.07]", the ratio of the means turned so that it is at least 1 (A/B for a metric where
+    lower is better), "faster" for a time or a rate, else "better"; empty without a ratio."""
+    if not all(map(math.isfinite, (percent, low, high))) or min(percent, low, high) <= -100:
+        return ""
+    ratio, ends = 1 + percent / 100, (1 + low / 100, 1 + high / 100)  # B/A
+    if c.direction == "lower":
+        ratio, ends = 1 / ratio, (1 / ends[1], 1 / ends[0])  # A/B: above 1 when B is better
+    timed = c.unit in _TIMES or c.unit.endswith("/s")
+    good, bad = ("faster", "slower") if timed else ("better", "worse")
+    word = good if ratio >= 1 else bad
+    if ratio < 1:
+        ratio, ends = 1 / ratio, (1 / ends[1], 1 / ends[0])
+    times, interval = format_ratio(ratio, *ends)
+    return f"{pair.b} {times} {word} than {pair.a} {interval}".rstrip()
 
 
 def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
@@ -62,7 +78,7 @@ def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
             cells = []
             for label in (pair.a, pair.b):
                 s = arms[label].summary
-                cells.append(f"{label} {_number(s.mean)} ± {_number(s.margin)}{unit} (n={s.n})")
+                cells.append(f"{label} {format_measure(s.mean, s.margin, c.unit)} (n={s.n})")
             percent, (low, high) = primary_change(c, pair)
             by_boot = c.boots is not None and bool(c.boots.pairs)
             mark = " *" if c.stopped is not None and pair is c.pairs[0] and not by_boot else ""
@@ -72,14 +88,16 @@ def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
                     f"{format_percent(percent)} % [{format_percent(low)},"
                     f" {format_percent(high)}]{mark}"
                 )
+                ratio = ratio_text(c, pair, percent, low, high)
             else:  # a mean that is 0 or negative: the difference in the metric's unit
+                ratio = ""
                 change = f"B − A {d.diff:+.4g}{unit} [{d.diff_ci[0]:+.4g}, {d.diff_ci[1]:+.4g}]"
             if by_boot:  # the interval is the boot means'
                 change += " (boot means)"
             elif not mark and d.method != "Welch":  # autocorrelated: from batch means
                 change += " (batch means)"
             rows.append(SummaryRow(c.workload, c.metric, cells[0], cells[1], change,
-                                   pair.verdict.outcome))  # fmt: skip
+                                   pair.verdict.outcome, ratio))  # fmt: skip
     return rows
 
 

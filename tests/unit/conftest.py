@@ -30,3 +30,11 @@ def runner_signals() -> Iterator[None]:
     signal.setitimer(signal.ITIMER_REAL, 0)
     for kind, handler in saved.items():
         signal.signal(kind, handler)
+
+
+@pytest.fixture(autouse=True)
+def no_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No $COLUMNS from the test runner (pytest-xdist's workers have COLUMNS=80): lab's
+    output honours it, and the tests read lab's output as a pipe without it shows it (160
+    wide) unless they set it themselves."""
+    monkeypatch.delenv("COLUMNS", raising=False)
