@@ -7,13 +7,13 @@ characters or more.
 from __future__ import annotations
 
 import argparse
-import datetime
 import sys
 from typing import TYPE_CHECKING, Any
 
 from lab.core.context import Context
 from lab.core.errors import UsageError
 from lab.core.text import cell, shown
+from lab.core.units import format_timestamp
 from lab.store.cli import add_db_argument, add_study_argument, store_path
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def register(subparsers: Any) -> None:
 def _when(stamp: float | None) -> str:
     if stamp is None:
         return "-"
-    return datetime.datetime.fromtimestamp(stamp).strftime("%Y-%m-%d %H:%M:%S")
+    return format_timestamp(stamp)
 
 
 def _params(params: dict[str, Any]) -> str:

@@ -3,6 +3,7 @@ ratios written as people read them."""
 
 from __future__ import annotations
 
+import datetime
 import ipaddress
 import math
 import re
@@ -171,3 +172,13 @@ def format_ratio(ratio: float, low: float, high: float) -> tuple[str, str]:
         return (f"{ratio:.3g}×" if math.isfinite(ratio) else "n/a"), ""
     decimals = max(2, decimals_for_width((high - low) / 2) - 1)
     return f"{ratio:.{decimals}f}×", f"[{low:.{decimals}f}, {high:.{decimals}f}]"
+
+
+def format_timestamp(stamp: float) -> str:
+    """A moment (epoch seconds) as every text output writes it: ISO 8601 in local time with
+    its offset, to the second (``2026-11-27T12:00:05+01:00``)."""
+    try:
+        moment = datetime.datetime.fromtimestamp(stamp, datetime.UTC).astimezone()
+    except (OverflowError, ValueError, OSError):  # past year 9999: the number as it is
+        return f"{stamp:g} s since the epoch"
+    return moment.isoformat(timespec="seconds")

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from lab.core.units import format_timestamp
 from lab.importers.inputs import Input
 
 RECORD = "import:"  # + sha256 of the bytes + ":" + what the options make of them
@@ -42,7 +43,7 @@ class Seen:
     runs: list[list[object]] = field(default_factory=list, repr=False, compare=False)
 
     def describe(self) -> str:
-        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.at))
+        when = format_timestamp(self.at)
         return f"from {self.source} at {when}"
 
 

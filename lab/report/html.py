@@ -30,6 +30,7 @@ from matplotlib.figure import Figure
 from lab import __version__
 from lab.core.outputs import replacing, writing
 from lab.core.text import shown
+from lab.core.units import format_timestamp
 from lab.report import sweeps as sweep_table
 from lab.report.images import ImageSummary
 from lab.report.plots import backing_plot, figure_pngs, forest, png, sweep_plot
@@ -466,7 +467,7 @@ def _xml_diffs(guests: Sequence[GuestRecord]) -> list[str]:
 
 
 def _when(stamp: float | None) -> str:
-    return "–" if stamp is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp))
+    return "–" if stamp is None else format_timestamp(stamp)
 
 
 def _synced(c: MetricComparison, meta: ReportMeta) -> bool:

@@ -35,6 +35,7 @@ from lab.core.clock import Clock
 from lab.core.context import Context
 from lab.core.errors import GuestCommandError, GuestError, LabError, UsageError
 from lab.core.inventory import LOCAL
+from lab.core.units import format_timestamp
 from lab.guests.channel import Channel, ChannelClosed, wait_any
 from lab.guests.labstate import GuestRecord, LabState
 from lab.guests.seed import GUEST_USER
@@ -96,7 +97,7 @@ def _taken(live: set[tuple[int, int]], item: JournalEntry | JournalEvent) -> boo
 
 
 def _date(when: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when or 0))
+    return format_timestamp(when or 0)
 
 
 class GuestLost(GuestError):

@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from lab.core.errors import LabError
+from lab.core.units import format_timestamp
 
 LOCK_FILE = "run.lock"
 _held: dict[tuple[int, str], int] = {}  # (pid, lock path) -> depth, for re-entry
@@ -75,7 +76,7 @@ class Holder:
             return None
 
     def describe(self) -> str:
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.started))
+        when = format_timestamp(self.started)
         where = f" on {self.host}" if self.host and self.host != socket.gethostname() else ""
         return f"pid {self.pid}{where}, started {when}, command `{shlex.join(self.argv)}`"
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import datetime
 import json
+import time
 from pathlib import Path
 
 import pytest
 
 from lab.cli import main
 from lab.core.config import config_origin, load_config
+from lab.core.units import format_timestamp
 from lab.store import IterationRecord, MetricInfo, Store
 
 
@@ -110,3 +113,19 @@ def test_lab_config_prints_the_file_and_why(
     code, out, _ = lab(capsys, "--config", str(toml), "config")
     assert code == 0
     assert out.splitlines()[0] == f"config file: {toml} (named by --config)"
+
+
+def test_text_outputs_write_moments_in_iso_8601(
+    db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TZ", "Asia/Kolkata")  # +05:30: an offset no default hides
+    time.tzset()
+    try:
+        code, out, _ = lab(capsys, "runs", "show", "null-aaaa", "--db", str(db))
+        moment = format_timestamp(100.0)
+        assert moment == "1970-01-01T05:31:40+05:30"  # 100 s after the epoch, in Kolkata
+        assert code == 0 and moment in out
+        assert datetime.datetime.fromisoformat(moment).timestamp() == 100.0
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()

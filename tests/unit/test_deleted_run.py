@@ -13,7 +13,6 @@ The guests are tests/unit/fakeguest.py's, with files (the owner, a retired journ
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 from lab.cli import build_parser
 from lab.commands import run as run_command
 from lab.core.hostexec import Result
+from lab.core.units import format_timestamp
 from lab.run.controller import Controller
 from lab.store import Store
 from tests.unit.fakeguest import NAMES, FakeRunnerGuest, make_controller
@@ -132,7 +132,7 @@ def test_a_deleted_run_is_run_again_not_read_back_from_the_guests(tmp_path: Path
         said = [n for n in notes if name in n]
         assert len(said) == 1
         assert said[0].startswith(f"retired {N} iterations of run {again.key} found in {name}'s")
-        first = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(min(before[name])))
+        first = format_timestamp(min(before[name]))  # ISO 8601, as every text output
         assert f"journal ({first} to " in said[0]  # the old samples' dates
         assert said[0].endswith("pass --adopt to take them up instead")
         assert guest.retired()[0] in said[0]
