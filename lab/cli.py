@@ -14,7 +14,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from lab import __version__
 from lab.core.errors import LabError, StdoutError
@@ -108,8 +108,38 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for name in modules or COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
     for group in _subcommands(parser).values():
+        for each in (group, *_subcommands(group).values()):
+            _one_json_spelling(each)
         _group_options_after_actions(group)
     return parser
+
+
+class _FormatAsJson(argparse.Action):
+    """``--format json|table`` of a command whose code reads ``args.json``."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:  # fmt: skip
+        namespace.json = values == "json"
+
+
+def _one_json_spelling(command: argparse.ArgumentParser) -> None:
+    """``--format json`` is how every command is asked for JSON, and ``--json`` its alias: a
+    command with only ``--json`` also takes ``--format table|json``, and one with only
+    ``--format`` (compare: json; export: jsonl) also takes ``--json``."""
+    options = command._option_string_actions
+    if "--json" in options and "--format" not in options:
+        command.add_argument(
+            "--format", choices=("table", "json"), action=_FormatAsJson, dest="json",
+            default=argparse.SUPPRESS, help="table (default) or json (the same as --json)",
+        )  # fmt: skip
+    elif "--format" in options and "--json" not in options:
+        choices = options["--format"].choices or ()
+        json_format = next((c for c in ("json", "jsonl") if c in choices), None)
+        if json_format is not None:
+            command.add_argument(
+                "--json", action="store_const", const=json_format, dest="format",
+                default=argparse.SUPPRESS, help=f"the same as --format {json_format}",
+            )  # fmt: skip
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

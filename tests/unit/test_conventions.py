@@ -21,10 +21,15 @@ def db_fixture(tmp_path: Path) -> Path:
     with Store.open(path) as store:
         study = store.ensure_study("hp")
         thp = store.ensure_guest(study, "lab-thp", "thp")
-        run = store.ensure_run(study, "null-aaaa11112222", "null", {}, "concurrent", 1,
+        run = store.ensure_run(study, "null-aaaa11112222", "null", {}, "concurrent", 3,
                                [MetricInfo("time_s", "s", "lower")])  # fmt: skip
-        store.record(run, thp, [IterationRecord(1, 1, True, started=100.0, ended=100.5,
-                                                metrics={"time_s": 2.0})])  # fmt: skip
+        shp = store.ensure_guest(study, "lab-shp1g", "shp1g")
+        for guest, base in ((thp, 2.0), (shp, 1.9)):
+            store.record(run, guest, [
+                IterationRecord(i, 1, True, started=99.0 + i, ended=99.5 + i,
+                                metrics={"time_s": base + i / 100})
+                for i in (1, 2, 3)
+            ])  # fmt: skip
     return path
 
 
@@ -129,3 +134,28 @@ def test_text_outputs_write_moments_in_iso_8601(
     finally:
         monkeypatch.delenv("TZ")
         time.tzset()
+
+
+@pytest.mark.parametrize(
+    ("spelled", "alias"),
+    [
+        (("variants", "--format", "json"), ("variants", "--json")),
+        (("workloads", "--format", "json"), ("workloads", "--json")),
+        (("runs", "--format", "json", "--db", "{db}"), ("runs", "--json", "--db", "{db}")),
+        (("runs", "show", "null-aaaa", "--format", "json", "--db", "{db}"),
+         ("runs", "show", "null-aaaa", "--json", "--db", "{db}")),
+        (("compare", "--format", "json", "--db", "{db}"), ("compare", "--json", "--db", "{db}")),
+        (("export", "--format", "jsonl", "--db", "{db}"), ("export", "--json", "--db", "{db}")),
+    ],
+)  # fmt: skip
+def test_format_json_is_the_spelling_and_json_its_alias(
+    db: Path, capsys: pytest.CaptureFixture[str], spelled: tuple[str, ...], alias: tuple[str, ...]
+) -> None:
+    outputs = []
+    for words in (spelled, alias):
+        code, out, err = lab(capsys, *(w.format(db=db) for w in words))
+        assert (code, err) == (0, "")
+        outputs.append(out)
+    assert outputs[0] == outputs[1]
+    first = outputs[0].splitlines()[0] if "export" in spelled else outputs[0]
+    json.loads(first)  # JSON (one object a line for export)
