@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from lab import __version__
-from lab.core.errors import LabError, StdoutError
+from lab.core.errors import LabError, RequirementError, StdoutError
 from lab.core.text import MESSAGE_CHARS, one_line
 
 HINT_CHARS = 360  # of an error line's MESSAGE_CHARS that its hint may take: a whole command to
@@ -222,6 +222,17 @@ def _main(argv: Sequence[str] | None) -> int:
             " same command again; --debug shows where it happened",
         )
         return _report(failed, failed.exit_code)
+    except ModuleNotFoundError as err:
+        if err.name != "libvirt" or args.debug:
+            raise
+        missing = RequirementError(
+            f"lab {args.command} drives guests through libvirt, and libvirt-python is not"
+            " installed: analysis (compare, report, import, export, plan) needs none",
+            hint="Install the host extra where the guests run: pip install './[host]' in"
+            " the checkout (libvirt's headers first: apt-get install libvirt-dev pkg-config),"
+            " or run bash scripts/bootstrap",
+        )
+        return _report(missing, missing.exit_code)
     except Exception as err:  # a bug's traceback is for --debug, not for every user
         if args.debug:
             raise

@@ -17,8 +17,8 @@ def register(subparsers: Any) -> None:
         " value, start and end time, source, boot and CPU placement. As JSON lines, each run's"
         " recorded environment comes first, one line per host and guest and start (\"record\":"
         " \"environment\"). `lab import` reads either back into the same runs, boots and"
-        " placements (and, from JSON lines, environment). Parquet (--out"
-        " only) is for pandas and polars, and needs pyarrow: pip install lab[parquet].",
+        " placements (and, from JSON lines, environment). Parquet (--out only) is for pandas"
+        " and polars, and needs pyarrow: pip install './[parquet]' in lab's checkout.",
     )  # fmt: skip
     parser.add_argument("--format", choices=("csv", "jsonl", "parquet"), default="csv",
                         help="output format (default: csv)")  # fmt: skip

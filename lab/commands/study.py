@@ -18,6 +18,7 @@ from typing import Any
 from lab.app.study import Study, StudyWorkload, key_reference, load_study
 from lab.commands.show import ConsoleShow
 from lab.core.context import Context
+from lab.core.paths import STUDIES_DIR
 from lab.core.text import cell
 from lab.guests.variants import variants_for
 from lab.run.workload import workloads_for
@@ -29,10 +30,12 @@ def register(subparsers: Any) -> None:
         "study",
         help="check or run a study file: the twins, the workloads in order, the report",
         description=textwrap.fill(
-            "A study file (TOML, see studies/*.toml) holds a whole design: the variants, the"
-            " guests' size and image, the confidence and threshold of the verdicts and the"
-            " workloads with their parameters, iteration counts or stopping rules and"
-            " schedules, run in file order."
+            "A study file (TOML) holds a whole design: the variants, the guests' size and"
+            " image, the confidence and threshold of the verdicts and the workloads with"
+            " their parameters, iteration counts or stopping rules and schedules, run in file"
+            f" order. Examples to start from: {STUDIES_DIR}/*.toml",
+            break_on_hyphens=False,  # the folder's path whole, to copy
+            break_long_words=False,
         ),
         epilog=key_reference(),  # the table is laid out already: kept as it is
         formatter_class=argparse.RawDescriptionHelpFormatter,

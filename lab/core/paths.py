@@ -1,7 +1,8 @@
-"""Where the lab's own files live: the variants, the image recipes and the in-guest runner.
+"""Where the lab's own files live: the variants, the image recipes, the in-guest runner and
+the example study files.
 
 Run from a checkout (or an editable install of one) they are the checkout's ``domains/``,
-``images/`` and ``guest/``, and the default store is in its ``results/``. Installed
+``images/``, ``guest/`` and ``studies/``, and the default store is in its ``results/``. Installed
 (``pip install .``) they are shipped inside the package, in ``lab/shipped/``, and the
 default store is ``$XDG_DATA_HOME/lab`` (``~/.local/share/lab``).
 """
@@ -17,6 +18,7 @@ SHIPPED = CHECKOUT if FROM_CHECKOUT else PACKAGE_DIR / "shipped"
 DOMAINS_DIR = SHIPPED / "domains"
 GUEST_DIR = SHIPPED / "guest"
 IMAGES_DIR = SHIPPED / "images"
+STUDIES_DIR = SHIPPED / "studies"  # example study files
 PARSERS_FILE = PACKAGE_DIR / "parsers" / "tools.py"
 # expanduser, not Path.home(): with no $HOME and no passwd entry that raised at import, a
 # traceback before any command; "~" left as it is makes a store path that says why.

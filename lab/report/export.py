@@ -3,7 +3,7 @@
 Each writes the store's export a batch at a time (``Store.export_batches``): memory holds a
 batch whatever the store's size, and a row is formatted from the tuple SQLite handed back,
 with what its batch shares (study to host, a metric's name, unit and direction) encoded once.
-Parquet needs pyarrow, an optional extra (``pip install lab[parquet]``).
+Parquet needs pyarrow, an optional extra (``pip install './[parquet]'`` in the checkout).
 """
 
 from __future__ import annotations
@@ -146,7 +146,9 @@ def require_parquet() -> None:
     if importlib.util.find_spec("pyarrow") is None:
         raise UsageError(
             "--format parquet needs pyarrow, which is not installed",
-            hint="Install the extra with `pip install lab[parquet]` (or `pip install pyarrow`),"
+            hint="Install the extra: pip install './[parquet]' in lab's checkout (the"
+            " distribution is kvm-lab; `lab` on the index is another project), or pip install"
+            " pyarrow,"
             " or export as csv or jsonl",
         )
 

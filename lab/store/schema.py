@@ -315,7 +315,8 @@ def prepare(conn: sqlite3.Connection, path: Path, readonly: bool = False) -> Non
         raise StoreError(
             f"{path} was written by a newer lab (store schema {version}; this lab reads up to"
             f" {SCHEMA_VERSION})",
-            hint="Upgrade lab (pip install -U lab in its environment) to read it",
+            hint="Upgrade lab (pip install -U ./ from its newer checkout, in its environment)"
+            " to read it",
         )
     if version < 1:
         raise StoreError(

@@ -144,7 +144,7 @@ def test_parquet_without_pyarrow_says_what_to_install(
     out = tmp_path / "all.parquet"
     assert main(["export", "--db", str(db), "--format", "parquet", "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert "needs pyarrow, which is not installed" in err and "pip install lab[parquet]" in err
+    assert "needs pyarrow, which is not installed" in err and "pip install './[parquet]'" in err
     assert not out.exists()
 
 
