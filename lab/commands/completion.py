@@ -84,7 +84,7 @@ def script(parser: argparse.ArgumentParser, shell: str) -> str:
     import shtab
 
     _mark(parser, shtab.cmd)
-    return str(shtab.complete(parser, shell=shell))
+    return str(shtab.complete(parser, shell))  # shtab names its argument "shell"
 
 
 def _mark(parser: argparse.ArgumentParser, cmd: Any, command: str = "") -> None:
