@@ -77,8 +77,9 @@ def test_runs_show_by_unique_prefix(db: Path, capsys: pytest.CaptureFixture[str]
     ]
     assert run["failures"][0]["output_tail"] == "oops\n"
     # a run stored as concurrent (sync is the default now): its schedule is in the command
-    assert "lab run sysbench-memory --n 3 --study hp --schedule concurrent -p threads=1" in (
-        run["command"]
+    assert (
+        "lab run sysbench-memory --n 3 --study hp --schedule concurrent -p threads=1"
+        in (run["command"])
     )
     code, _, err = lab(capsys, "runs", "--db", str(db), "show", "sysbench-memory-aa")
     assert code == 2 and "names 2 runs" in err and "aaab33334444" in err
