@@ -9,6 +9,7 @@ the same way.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -386,6 +387,18 @@ def select_against(store: Store, selection: Selection) -> Samples:
                    synced=frozenset(), boots=boots)  # fmt: skip
 
 
+def check_baseline(baseline: Sequence[str], known: Sequence[str]) -> None:
+    """Refuse a --baseline that names a variant the store does not hold: ordered after the
+    known ones, it would silently leave A and B as stored, or swap them."""
+    unknown = [name for name in baseline if name not in known]
+    if unknown:
+        raise UsageError(
+            f"--baseline names {', '.join(repr(n) for n in unknown)}, not a variant of the"
+            f" selection (its variants: {', '.join(known) or 'none'})",
+            hint="Spell --baseline with the variants lab compare lists, A first",
+        )
+
+
 def selected(ctx: Context, selection: Selection) -> tuple[Samples, list[SweepSamples]]:
     """:func:`select_samples` from the store ``selection`` names (or, with ``--against``,
     :func:`select_against`), and its sweeps (:func:`select_sweeps`), refused when empty."""
@@ -393,6 +406,7 @@ def selected(ctx: Context, selection: Selection) -> tuple[Samples, list[SweepSam
         if selection.against is not None:
             samples, sweeps = select_against(store, selection), []
         else:
+            check_baseline(selection.baseline, variant_order(store, selection.study))
             samples, sweeps = select_samples(store, selection), select_sweeps(store, selection)
     if not samples.series and not any(sw.values for sw in sweeps):
         if sweeps:

@@ -391,3 +391,14 @@ def test_the_report_has_the_by_host_table(
     page = (tmp_path / "r" / "index.html").read_text()
     assert "shp1g − thp within each host, then combined</caption>" in page
     assert "<td>rack2</td>" in page and "by host: 2 host(s)" in page
+
+
+def test_an_unknown_baseline_is_refused_naming_the_variants(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "shp" is no variant: ordered after the known ones it used to leave thp as A silently,
+    # or with "shp,shp1g" to swap A and B so that "better" read as "worse"
+    code, out, err = run(capsys, "compare", "--db", str(db), "--baseline", "shp,shp1g")
+    assert code == 2 and out == ""
+    assert "'shp'" in err and "thp, shp1g" in err
+    assert run(capsys, "compare", "--db", str(db), "--baseline", "shp1g,thp")[0] == 0
