@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lab.core.units import format_measure, format_ratio
-from lab.stats.analysis import ALL, MetricComparison, Pair
+from lab.stats.analysis import ALL, Arm, MetricComparison, Pair
+from lab.stats.difference import mean_margin
 from lab.stats.verdict import Outcome, format_percent
 
 HEADER = ("workload", "metric", "A", "B", "change (B vs A)", "verdict")
@@ -77,8 +78,9 @@ def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
         for pair in c.pairs:
             cells = []
             for label in (pair.a, pair.b):
-                s = arms[label].summary
-                cells.append(f"{label} {format_measure(s.mean, s.margin, c.unit)} (n={s.n})")
+                arm = arms[label]
+                s, margin = arm.summary, arm_margin(arm)
+                cells.append(f"{label} {format_measure(s.mean, margin, c.unit)} (n={s.n})")
             percent, (low, high) = primary_change(c, pair)
             by_boot = c.boots is not None and bool(c.boots.pairs)
             mark = " *" if c.stopped is not None and pair is c.pairs[0] and not by_boot else ""
@@ -99,6 +101,13 @@ def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
             rows.append(SummaryRow(c.workload, c.metric, cells[0], cells[1], change,
                                    pair.verdict.outcome, ratio))  # fmt: skip
     return rows
+
+
+def arm_margin(arm: Arm) -> float:
+    """The margin beside an arm's mean: t, and for autocorrelated samples the batch means'
+    effective n, as in the difference's intervals the verdict reads (not the study's z·s/√n,
+    which at n = 2 shows ±1.95 where t gives ±3183)."""
+    return mean_margin(arm.values, arm.summary.confidence)
 
 
 def primary_change(c: MetricComparison, pair: Pair) -> tuple[float, tuple[float, float]]:

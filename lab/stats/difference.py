@@ -372,6 +372,17 @@ def mean_intervals(a: np.ndarray, b: np.ndarray, level: float) -> MeanIntervals:
     return MeanIntervals((low, high), df, p, ratio_ci, batches_a, batches_b)
 
 
+def mean_margin(x: np.ndarray, level: float) -> float:
+    """The half-width of the interval of x's mean that the difference's intervals build on:
+    t at n − 1 degrees of freedom times s/√n, or for an autocorrelated arm t at k − 1 times
+    the batch means' long-run sd over √n (its effective n). NaN below 2 samples."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.size < 2:
+        return math.nan
+    sd, df = _spread(float(np.std(x, ddof=1)), x.size, long_run(x) if autocorrelated(x) else None)
+    return _quantile(check_confidence(level), df) * sd / math.sqrt(x.size)
+
+
 def _spread(sd: float, n: int, batches: BatchMeans | None) -> tuple[float, int]:
     """The sd whose square over n is the variance of the arm's mean, and its degrees of
     freedom: the sample's (n − 1), or the batch means' (k − 1) for an autocorrelated arm."""
