@@ -98,6 +98,8 @@ def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
                 change += " (boot means)"
             elif not mark and d.method != "Welch":  # autocorrelated: from batch means
                 change += " (batch means)"
+            if not mark and not by_boot and pair.verdict_confidence is not None and math.isfinite(low):
+                change += f" (Bonferroni-adjusted for {len(c.pairs)} pairs)"
             rows.append(SummaryRow(c.workload, c.metric, cells[0], cells[1], change,
                                    pair.verdict.outcome, ratio))  # fmt: skip
     return rows
@@ -111,15 +113,18 @@ def arm_margin(arm: Arm) -> float:
 
 
 def primary_change(c: MetricComparison, pair: Pair) -> tuple[float, tuple[float, float]]:
-    """B's change in % and its interval: the fixed-n one, or for the pair a stopping rule
-    read, the anytime-valid interval the run stopped on (``lab.stats.stopping``), or where
-    every arm had two boots or more, the one from the boot means (``lab.stats.boots``)."""
+    """B's change in % and the interval its verdict read: the fixed-n one (Bonferroni's,
+    wider, with three or more arms), or for the pair a stopping rule read, the anytime-valid
+    interval the run stopped on (``lab.stats.stopping``), or where every arm had two boots or
+    more, the one from the boot means (``lab.stats.boots``)."""
     if c.boots is not None and c.boots.pairs:
         index = next(i for i, p in enumerate(c.pairs) if p is pair)
         found = c.boots.pairs[index].difference
         return found.percent, found.percent_ci
     if c.stopped is not None and pair is c.pairs[0]:
         return c.stopped.percent, c.stopped.percent_ci
+    if pair.verdict_percent_ci is not None:  # Bonferroni's, the interval the verdict read
+        return pair.difference.percent, pair.verdict_percent_ci
     return pair.difference.percent, pair.difference.percent_ci
 
 

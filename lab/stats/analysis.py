@@ -103,6 +103,7 @@ class Pair:
     family: RankFamily | None = field(default=None, repr=False, compare=False)
     """the comparison's pairs, with more than two arms"""
     verdict_confidence: float | None = None  # Bonferroni's, only with more than two arms
+    verdict_percent_ci: tuple[float, float] | None = None  # B/A − 1 in % at verdict_confidence
 
     @property
     def p_adjusted(self) -> float | None:
@@ -198,9 +199,10 @@ def _bonferroni(
     level: float,
     wider: float,
     family: int,
-) -> Verdict:
+) -> tuple[Verdict, tuple[float, float]]:
     """B against A's verdict from intervals at ``wider`` = 1 − (1 − level)/family, so the
-    family's verdicts hold together at ``level``; the text says so."""
+    family's verdicts hold together at ``level``; the text says so. With the ratio's
+    interval (B/A − 1, in %) it read, which the summary shows beside it."""
     found = mean_intervals(a.values, b.values, wider)  # batch means where autocorrelated
     ratio = found.ratio_ci
     percent = ((ratio[0] - 1) * 100, (ratio[1] - 1) * 100)
@@ -208,7 +210,7 @@ def _bonferroni(
         percent, direction, threshold, a.label, b.label, wider, found.diff_ci, a.summary.mean
     )
     note = f" (Bonferroni for the {family} pairs: together at {level * 100:g} %)"
-    return replace(verdict, text=verdict.text + note)
+    return replace(verdict, text=verdict.text + note), percent
 
 
 def _analyse(
@@ -238,8 +240,9 @@ def _analyse(
             pairs.append(Pair(a.label, b.label, diff, verdict))
         else:
             wider = 1 - (1 - level) / family
-            verdict = _bonferroni(a, b, first.direction, threshold, level, wider, family)
-            pairs.append(Pair(a.label, b.label, diff, verdict, verdict_confidence=wider))
+            verdict, used = _bonferroni(a, b, first.direction, threshold, level, wider, family)
+            pairs.append(Pair(a.label, b.label, diff, verdict, verdict_confidence=wider,
+                              verdict_percent_ci=used))  # fmt: skip
     if len(pairs) > 1:
         ranks = RankFamily([pair.difference for pair in pairs])
         pairs = [replace(pr, family=ranks) for pr in pairs]
