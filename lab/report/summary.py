@@ -68,11 +68,14 @@ def ratio_text(c: MetricComparison, pair: Pair, percent: float, low: float, high
 
 
 def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
-    """One row per pair of arms of each comparison of all samples (not the trimmed view)."""
+    """One row per pair of arms of each comparison of all samples (not the trimmed view);
+    when they come from several studies, each row's workload names its study."""
     rows = []
+    several = len({c.study for c in comparisons if c.subset == ALL}) > 1
     for c in comparisons:
         if c.subset != ALL:
             continue
+        workload = f"{c.study}: {c.workload}" if several else c.workload
         arms = {arm.label: arm for arm in c.arms}
         unit = f" {c.unit}" if c.unit else ""
         for pair in c.pairs:
@@ -100,7 +103,7 @@ def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
                 change += " (batch means)"
             if not mark and not by_boot and pair.verdict_confidence is not None and math.isfinite(low):
                 change += f" (Bonferroni-adjusted for {len(c.pairs)} pairs)"
-            rows.append(SummaryRow(c.workload, c.metric, cells[0], cells[1], change,
+            rows.append(SummaryRow(workload, c.metric, cells[0], cells[1], change,
                                    pair.verdict.outcome, ratio))  # fmt: skip
     return rows
 

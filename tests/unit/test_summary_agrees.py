@@ -83,3 +83,12 @@ def test_the_shown_intervals_hold_together_at_the_level_asked_for() -> None:
         bounds = [[float(v) for v in s.split("[")[1].split("]")[0].split(",")] for s in shown]
         together += all(lo <= 0 <= hi for lo, hi in bounds)
     assert together / studies >= 0.86
+
+
+def test_rows_from_several_studies_name_their_study() -> None:
+    rng = np.random.default_rng(5)
+    arms = [series(v, rng.normal(10, 1, 10), study=s) for s in ("old", "new") for v in "ab"]
+    rows = summary_rows(analyse(arms, 95, 0.01, order=["a", "b"]))
+    assert sorted(r.workload for r in rows) == ["new: w", "old: w"]
+    (alone,) = summary_rows(analyse(arms[:2], 95, 0.01, order=["a", "b"]))
+    assert alone.workload == "w"  # one study: nothing to tell apart
