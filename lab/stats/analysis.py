@@ -47,7 +47,7 @@ from lab.stats.paired import PairedDifference, paired_difference
 from lab.stats.placement import PlacementEffects, placement_effects
 from lab.stats.series import Direction, Series, SeriesKey, series_key, unique_labels
 from lab.stats.stopping import StoppedInterval, stopped_verdict
-from lab.stats.verdict import Threshold, Verdict, decide
+from lab.stats.verdict import Threshold, Verdict, decide, decide_constant
 
 ALL = "all samples"
 TRIMMED = "without far-out outliers (beyond 3 IQR)"
@@ -232,7 +232,14 @@ def _analyse(
     family = len(arms) * (len(arms) - 1) // 2
     for a, b in itertools.combinations(arms, 2):
         diff = compare(a.values, b.values, level, seed=seed)
-        if family == 1:
+        if a.summary.min == a.summary.max and b.summary.min == b.summary.max:
+            used = level if family == 1 else 1 - (1 - level) / family
+            sa, sb = a.summary, b.summary
+            verdict = decide_constant(sa.mean, sa.n, sb.mean, sb.n, first.direction,
+                                      threshold, a.label, b.label, used)  # fmt: skip
+            adjusted = None if family == 1 else used
+            pairs.append(Pair(a.label, b.label, diff, verdict, verdict_confidence=adjusted))
+        elif family == 1:
             verdict = decide(
                 diff.percent_ci, first.direction, threshold, a.label, b.label, level,
                 diff.diff_ci, diff.mean_a,

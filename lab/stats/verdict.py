@@ -143,6 +143,68 @@ def decide(
     )
 
 
+def decide_constant(
+    value_a: float,
+    n_a: int,
+    value_b: float,
+    n_b: int,
+    direction: Direction,
+    threshold: float | Threshold,
+    a: str = "A",
+    b: str = "B",
+    confidence: float = 0.9999,
+) -> Verdict:
+    """The verdict when no sample varies in either arm: every sample of A is ``value_a`` and
+    every one of B ``value_b``. There is no variance, so no interval (scipy warns that its
+    0-width one is unreliable); what can be said instead:
+
+    - equal values: the arms are identical at the metric's resolution, "equivalent";
+    - different values: every sample of B lies on the same side of every sample of A. Were
+      the variants alike, each split of the n_a + n_b samples would be as likely, and one
+      that clean (either way round) has the exact permutation probability p = 2/C(n_a + n_b,
+      n_a); only when p ≤ α does the change, known exactly, meet the threshold as it would
+      an interval. With 2 samples a side p = 1/3: "inconclusive", not "faster" at 99.99 %.
+    """
+    limit = threshold if isinstance(threshold, Threshold) else Threshold(threshold)
+    level = f"{confidence * 100:g} %"
+    every = f"every sample of {a} is {value_a:.6g} and of {b} {value_b:.6g} (n = {n_a}, {n_b})"
+    if value_a == value_b:
+        return Verdict(Outcome.EQUIVALENT, (0.0, 0.0), limit.value,
+                       f"{b} and {a} are identical: {every}; no sample varies, so there is no"
+                       " interval, and none is needed for no change at the metric's"
+                       " resolution")  # fmt: skip
+    p = min(1.0, 2 / math.comb(n_a + n_b, n_a))
+    diff = value_b - value_a
+    if limit.relative and value_a > 0 and value_b > 0:
+        change, t, unit = (value_b / value_a - 1) * 100, limit.value * 100, " %"
+    elif limit.relative and value_a != 0:
+        change, t, unit = diff, limit.value * abs(value_a), ""
+    elif limit.relative:
+        change, t, unit = diff, math.inf, ""
+    else:
+        change, t, unit = diff, limit.value, ""
+    benefit = -change if direction == "lower" else change
+    alpha = 1 - confidence
+    if p > alpha or abs(benefit) <= t:
+        why = (
+            f"a split this clean has p = {p:.3g} (permutation, 2/C({n_a + n_b},{n_a}))"
+            f" above α = {alpha:.3g}; more samples would settle it"
+            if p > alpha
+            else f"the change {change:+.4g}{unit} is within the ±{t:.4g}{unit} threshold, but"
+            " with no variance there is no interval to call it equivalent"
+        )
+        return Verdict(Outcome.INCONCLUSIVE, (benefit, benefit), limit.value,
+                       f"{b} vs {a} is inconclusive: {every}, no sample varies, so there is no"
+                       f" interval at {level}; {why}")  # fmt: skip
+    outcome = Outcome.FASTER if benefit > 0 else Outcome.SLOWER
+    word = "faster than" if benefit > 0 else "slower than"
+    return Verdict(outcome, (benefit, benefit), limit.value,
+                   f"{b} is {word} {a}: {every}, a change of {change:+.4g}{unit} in every"
+                   f" sample, beyond the {t:.4g}{unit} threshold; no sample varies, so instead"
+                   f" of an interval: a split this clean has p = {p:.3g} (permutation,"
+                   f" 2/C({n_a + n_b},{n_a})), within α = {alpha:.3g}")  # fmt: skip
+
+
 def _decide_on_difference(
     limit: Threshold,
     direction: Direction,

@@ -92,3 +92,37 @@ def test_rows_from_several_studies_name_their_study() -> None:
     assert sorted(r.workload for r in rows) == ["new: w", "old: w"]
     (alone,) = summary_rows(analyse(arms[:2], 95, 0.01, order=["a", "b"]))
     assert alone.workload == "w"  # one study: nothing to tell apart
+
+
+def constant_verdict(a: list[float], b: list[float], confidence: float = 99.99) -> tuple[str, str]:
+    (c,) = analyse([series("a", np.array(a)), series("b", np.array(b))], confidence, 0.01,
+                   order=["a", "b"])  # fmt: skip
+    return c.pairs[0].verdict.outcome, " ".join(c.pairs[0].verdict.text.split())
+
+
+def permutation_p(n_a: int, n_b: int) -> float:
+    """scipy's exact two-sided permutation p of two constant, different arms."""
+    x, y = np.full(n_a, 10.0), np.full(n_b, 9.0)
+    res = stats.permutation_test((x, y), lambda u, v: np.mean(u) - np.mean(v),
+                                 permutation_type="independent", n_resamples=np.inf)  # fmt: skip
+    return float(res.pvalue)
+
+
+def test_two_constant_samples_a_side_are_not_b_better_at_99_99() -> None:
+    outcome, text = constant_verdict([10, 10], [9, 9])
+    assert outcome == "inconclusive"  # it said "b is faster" from a 0-width interval
+    assert f"p = {permutation_p(2, 2):.3g}" in text and "no sample varies" in text
+
+
+def test_constant_arms_decide_when_the_clean_split_is_beyond_chance() -> None:
+    assert permutation_p(8, 8) > 1e-4  # 2/C(16,8): not enough at 99.99 %, enough at 99 %
+    assert constant_verdict([10] * 8, [9] * 8)[0] == "inconclusive"
+    outcome, text = constant_verdict([10] * 8, [9] * 8, 99)
+    assert outcome == "faster" and f"p = {permutation_p(8, 8):.3g}" in text
+    assert constant_verdict([10] * 8, [9.95] * 8, 99)[0] == "inconclusive"  # within ±1 %
+    assert constant_verdict([9] * 30, [10] * 30)[0] == "slower"
+
+
+def test_constant_and_equal_arms_are_identical() -> None:
+    outcome, text = constant_verdict([10, 10, 10], [10, 10])
+    assert outcome == "equivalent" and "identical" in text
