@@ -233,11 +233,11 @@ def _analyse(
     for a, b in itertools.combinations(arms, 2):
         diff = compare(a.values, b.values, level, seed=seed)
         if a.summary.min == a.summary.max and b.summary.min == b.summary.max:
-            used = level if family == 1 else 1 - (1 - level) / family
+            at = level if family == 1 else 1 - (1 - level) / family
             sa, sb = a.summary, b.summary
             verdict = decide_constant(sa.mean, sa.n, sb.mean, sb.n, first.direction,
-                                      threshold, a.label, b.label, used)  # fmt: skip
-            adjusted = None if family == 1 else used
+                                      threshold, a.label, b.label, at)  # fmt: skip
+            adjusted = None if family == 1 else at
             pairs.append(Pair(a.label, b.label, diff, verdict, verdict_confidence=adjusted))
         elif family == 1:
             verdict = decide(
