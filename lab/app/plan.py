@@ -111,6 +111,7 @@ def plan_sweep_values(ctx: Context, request: SweepPlanRequest) -> list[ValuePlan
                             sd, delta, level, request.power, min(r1, 0.99), per_iteration,
                             threshold=request.threshold, mean=mean,
                             goal=Goal(request.goal) if request.goal else None,
+                            direction=arms[0].direction,
                         )  # fmt: skip
                     except UsageError as err:
                         found.append(_without(base, err.message, source))

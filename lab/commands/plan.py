@@ -54,6 +54,12 @@ def register(subparsers: Any) -> None:
                         help="confidence level (default: 99.99)")  # fmt: skip
     parser.add_argument("--power", type=float, default=0.9, metavar="P",
                         help="probability of reaching the verdict (default: 0.9)")  # fmt: skip
+    parser.add_argument(
+        "--direction", choices=["lower", "higher"], default="lower",
+        help="which way is better (default: lower, a time); the verdict reads the ratio of"
+        " means, so the same effect is planned a little differently each way (--from-store:"
+        " the metric's own)",
+    )  # fmt: skip
     parser.add_argument("--autocorrelation", type=float, default=0.0, metavar="R",
                         help="lag-1 autocorrelation of samples (default: 0)")  # fmt: skip
     parser.add_argument("--iteration-time", type=float, metavar="SECONDS",
@@ -173,7 +179,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         goal, threshold, effect = _question(args)
         plan = plan_samples(args.sd, _delta(effect, args.mean, ""), args.confidence, args.power,
                             args.autocorrelation, args.iteration_time, threshold=threshold,
-                            mean=args.mean, goal=goal)  # fmt: skip
+                            mean=args.mean, goal=goal, direction=args.direction)  # fmt: skip
         rows.append(("", None, plan))
     if args.json:
         ctx.out.out(plans_json(rows, FORMULA, boot_plans), highlight=False)
@@ -191,8 +197,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         ("verdict planned for", lambda have, p: f"{p.verdict} ({p.goal})"),
         ("lag-1 autocorrelation r", lambda have, p: f"{p.autocorrelation:.2f}"),
         ("n (normal approximation)", lambda have, p: f"{p.n_normal:,.1f}"),
-        ("n independent (exact power)", lambda have, p: f"{p.n_independent:,}"),
-        ("× (1+r)/(1−r)", lambda have, p: f"{p.inflation:.2f}"),
+        ("n independent (compare's rule)", lambda have, p: f"{p.n_independent:,}"),
+        ("× for lag-1 r (batch means)", lambda have, p: f"{p.inflation:.2f}"),
         ("samples per variant", lambda have, p: f"{p.n:,}"),
         *((f"P(verdict) at {_FRACTIONS.get(f, f'{f:g}')}n", _curve_cell(f)) for f in CURVE),
         ("n to tell Δ from 0 only", lambda have, p: "–" if p.n_from_zero is None
@@ -486,7 +492,7 @@ def _from_store(args: argparse.Namespace, ctx: Context) -> list[PlanRow]:
         try:
             plan = plan_samples(pooled_sd, _delta(effect, mean, f" of {where}"), args.confidence,
                                 args.power, min(r, 0.99), per_iteration, threshold=threshold,
-                                mean=mean, goal=goal)  # fmt: skip
+                                mean=mean, goal=goal, direction=usable[0].direction)  # fmt: skip
         except UsageError as err:
             raise UsageError(f"{where}: {err.message}", hint=err.hint) from None
         rows.append((f"{workload} · {metric}", int(n.min()), plan))
