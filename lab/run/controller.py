@@ -534,7 +534,7 @@ class Controller:
         self.decision = check_stop(
             rule, view.a, view.b, self.plan.confidence, self.plan.threshold,
             direction=metric.direction, labels=(first.record.variant, second.record.variant),
-            unit=view.unit, batch_size=1 if per > 1 else None,  # block means: batched already
+            unit=view.unit,  # block means are batched too where they correlate
         )  # fmt: skip
         if self.decision.stop:
             seq = self.decision.interval

@@ -106,8 +106,11 @@ def rule_view(
       The rule then looks only at balanced points, after whole blocks of 2K iterations (K
       on the own CPU sets, K swapped), and each observation is the block's mean of A and of
       B: within a block the CPU-set effect enters B − A once with each sign and cancels, so
-      the sequence estimates the placement-adjusted variant effect, and the blocks are
-      independent of each other as the pairs within them need not be.
+      the sequence estimates the placement-adjusted variant effect. Short blocks of
+      correlated samples are not independent of each other (with --swap-every 1 at lag-1 r
+      0.5 adjacent block means correlate at about 0.4, and the plain sequence on them stopped
+      wrongly in 16 % of studies at α = 5 %), so the rule batches the block means as it does
+      single pairs (``lab.stats.sequential.sequence_batch_size``).
     """
     order = np.argsort(np.asarray(iterations, dtype=np.int64), kind="stable")
     it = np.asarray(iterations, dtype=np.int64)[order]
