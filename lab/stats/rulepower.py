@@ -19,10 +19,17 @@ reads of each arm rather than from n samples, so that the cost does not grow wit
   the batch size b the rule picks for r, k = ⌊n/b⌋ and v_b the variance of a mean of b; else
   s²/n with s² scaled χ²(n − 1)/(n − 1) about its AR(1) expectation n(σ² − V)/(n − 1).
 
+Drawn apart, an autocorrelated arm's estimated r (which sets its batch size, so its degrees
+of freedom) and its batch means' variance miss how they move together: P came out 3 points
+high at r = 0.5, n = 271. So where r > 0 the plan's search starts from those draws and ends
+on ``RAW_DRAWS`` studies of whole AR(1) samples (``scipy.signal.lfilter``) through the same
+rule, up to ``RAW_VALUES`` values an arm.
+
 The draws are seeded and shared by every n (common random numbers), so the plan is the same
 every time and P rises smoothly with n. ``DRAWS`` studies put P within ±0.01 (4 standard
 errors at P = 0.5). tests/unit/test_plan_rule.py checks P against simulations of whole
-samples through the rule; bench/stat_coverage.py prints the larger ones of the README.
+samples through the rule written out again; bench/stat_coverage.py prints the larger ones
+of the README.
 """
 
 from __future__ import annotations
