@@ -126,3 +126,26 @@ def test_constant_arms_decide_when_the_clean_split_is_beyond_chance() -> None:
 def test_constant_and_equal_arms_are_identical() -> None:
     outcome, text = constant_verdict([10, 10, 10], [10, 10])
     assert outcome == "equivalent" and "identical" in text
+
+
+@pytest.mark.parametrize("direction", ["lower", "higher"])
+def test_the_ratio_interval_errs_at_the_threshold_no_more_than_nominal(direction: str) -> None:
+    # issue 32 reported 1.6 times the nominal error for a higher-is-better metric at n 10–30:
+    # a true change of exactly θ = 5 % (sd 20 % of A's mean), called beyond θ by the 95 %
+    # interval, must happen in at most α/2 = 2.5 % of simulated studies
+    from lab.stats.difference import ratio_of_means_ci
+
+    rng = np.random.default_rng(17 if direction == "lower" else 18)
+    theta, studies = 0.05, 3000
+    for n in (10, 20, 30):
+        truth = 1 - theta if direction == "lower" else 1 + theta
+        a = 100 + 20 * rng.standard_normal((studies, n))
+        b = 100 * truth + 20 * rng.standard_normal((studies, n))
+        ma, mb, sa, sb = a.mean(1), b.mean(1), a.std(1, ddof=1), b.std(1, ddof=1)
+        wrong = 0
+        for i in range(studies):
+            low, high = ratio_of_means_ci(ma[i], sa[i], n, mb[i], sb[i], n, 0.95)
+            wrong += (high - 1 < -theta) if direction == "lower" else (low - 1 > theta)
+        p = stats.binomtest(wrong, studies, 0.025, alternative="greater").pvalue
+        print(f"\n{direction}, n = {n}: {wrong / studies:.4f} beyond θ, nominal 0.025")
+        assert p > 0.001
