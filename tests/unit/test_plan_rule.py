@@ -10,6 +10,7 @@ here is the one ``lab compare`` applies, on a few studies through compare() and 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -162,3 +163,27 @@ def test_p_at_the_planned_n_is_what_compare_s_rule_delivers(mode: str) -> None:
     assert promised(plan) >= plan.power
     assert abs(promised(plan) - delivered) <= 0.03
     assert delivered >= plan.power - 0.03
+
+
+def test_lab_plan_direction_plans_for_the_metric_s_way(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a 25 % effect at n = 5: B's mean at 75 or 125 changes its relative spread, so the rule's
+    # P differs each way, as the simulation here says too
+    import json
+
+    from lab.cli import main
+
+    monkeypatch.setenv("LAB_CONFIG", str(tmp_path / "none.toml"))
+    (tmp_path / "none.toml").write_text("")
+    promised_at_5 = {}
+    for direction in ("lower", "higher"):
+        assert main(["plan", "--sd", "3", "--mean", "100", "--effect", "25%", "--power", "0.5",
+                     "--direction", direction, "--json"]) == 0  # fmt: skip
+        (plan,) = json.loads(capsys.readouterr().out)["plans"]
+        assert plan["n"] == 5
+        promised_at_5[direction] = dict((int(k), p) for k, p in plan["curve"])[5]
+        shares = simulated_shares(5, 100.0, 25.0, 3.0, 0.0, Threshold(0.01), 0.9999, direction,
+                                  sims=20000)  # fmt: skip
+        assert abs(promised_at_5[direction] - shares["faster"]) <= 0.02
+    assert promised_at_5["higher"] - promised_at_5["lower"] > 0.01
