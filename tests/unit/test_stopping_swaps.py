@@ -11,6 +11,7 @@ is the one a run applies.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -110,3 +111,30 @@ def test_the_run_batches_block_means_it_used_to_take_as_independent() -> None:
     assert plain[:, 1:].any(axis=1).mean() > 2.5 * alpha
     view = rule_view(list(range(1, 401)), list(a[0]), list(b[0]), swap_every=1)
     assert np.allclose(view.a, ba[0]) and math.isclose(view.per_observation, 2)
+
+
+def test_a_swapping_run_lets_the_rule_batch_its_block_means(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the controller with the real runner (tests/unit/test_controller_swaps.py's lab): its
+    # stopping rule on balanced blocks is no longer told the blocks are batched already
+    import lab.stats.sequential as sequential
+    from tests.unit.test_controller_swaps import FakeLibvirt, attach, make_pair
+
+    seen: list[int | None] = []
+    real = sequential.check_stop
+
+    def spy(*args: object, **kwargs: object) -> sequential.Decision:
+        seen.append(kwargs.get("batch_size"))  # type: ignore[arg-type]
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sequential, "check_stop", spy)
+    conn = FakeLibvirt()
+    conn.add("lab-thp", [0], [0])
+    conn.add("lab-shp1g", [1], [0])
+    sleeps = {"lab-thp": "0", "lab-shp1g": "0.01"}
+    controller, _ = make_pair(tmp_path, 8, "sync", sleeps, "verdict", 1, libvirt=conn)
+    attach(conn, controller)
+    controller.run()
+    assert controller.decision is not None and controller.decision.stop  # at the maximum
+    assert seen and all(size is None for size in seen)  # sequence_batch_size decides
