@@ -101,7 +101,12 @@ def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
                 change += " (boot means)"
             elif not mark and d.method != "Welch":  # autocorrelated: from batch means
                 change += " (batch means)"
-            if not mark and not by_boot and pair.verdict_confidence is not None and math.isfinite(low):
+            if (
+                not mark
+                and not by_boot
+                and pair.verdict_confidence is not None
+                and math.isfinite(low)
+            ):
                 change += f" (Bonferroni-adjusted for {len(c.pairs)} pairs)"
             rows.append(SummaryRow(workload, c.metric, cells[0], cells[1], change,
                                    pair.verdict.outcome, ratio))  # fmt: skip
