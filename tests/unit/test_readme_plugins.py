@@ -23,7 +23,9 @@ from tests.unit.helpers import settings, topology
 from tests.unit.test_verify import FakeShell
 from tests.unit.test_workloads import GUEST
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+PLUGINS = (ROOT / "docs" / "plugins.md").read_text()
 # "`path`:" on a line of its own or ending a sentence, then the file in a fenced block
 FILE = re.compile(r"`([\w./-]+\.(?:py|toml))`:\n\n```(?:python|toml)\n(.*?)```", re.DOTALL)
 VARIANT_FILE = "my-plugins/variants/guest_mitigations_off.py"
@@ -31,7 +33,7 @@ WORKLOAD_FILE = "my-plugins/workloads/dd_zero.py"
 
 
 def examples() -> dict[str, str]:
-    section = README[README.index("## Adding a variant") : README.index("## Configuration")]
+    section = PLUGINS[PLUGINS.index("## Adding a variant") :]
     return dict(FILE.findall(section))
 
 

@@ -7,7 +7,10 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text()
+# the README and the documents beside it, where the reliability tables live
+README = "\n".join(
+    p.read_text() for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+)
 
 
 def test_every_test_the_readme_names_exists() -> None:

@@ -400,7 +400,7 @@ def test_the_key_table_is_made_from_the_keys_the_loader_checks() -> None:
 def test_readme_and_help_show_the_same_key_table(capsys: pytest.CaptureFixture[str]) -> None:
     from lab.app.study import key_reference
 
-    assert f"```text\n{key_reference()}\n```" in (CHECKOUT / "README.md").read_text()
+    assert f"```text\n{key_reference()}\n```" in (CHECKOUT / "docs" / "studies.md").read_text()
     with pytest.raises(SystemExit):
         main(["study", "--help"])
     assert key_reference() in capsys.readouterr().out
