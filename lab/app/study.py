@@ -8,7 +8,7 @@ a study made from another one.
 
 The keys, their types, defaults and meanings are :data:`STUDY_KEYS` and
 :data:`WORKLOAD_KEYS`, one record per key; :func:`key_reference` lays them out as the
-table that ``lab study --help`` and the README show.
+table that ``lab study --help`` and docs/studies.md show.
 
 Unknown keys and wrong types are refused with the file, the key and what to write instead.
 """
