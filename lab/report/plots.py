@@ -52,29 +52,66 @@ def _label(c: MetricComparison) -> str:
     return text.shown(f"{c.metric} ({c.unit})" if c.unit else c.metric)
 
 
+MAX_BINS = 400  # more than a figure 7 inches wide can show
+
+
+def histogram_bins(values: np.ndarray) -> tuple[np.ndarray, str]:
+    """The histogram's bin edges by the Freedman–Diaconis rule (width 2·IQR/n^(1/3), as
+    ``np.histogram_bin_edges(values, "fd")``) and what the caption says of them.
+
+    Over every sample when that makes at most :data:`MAX_BINS` bins; otherwise over the
+    0.1–99.9 percentile range (a far outlier would make the rule's bins millions), and
+    equal-width bins there when even that makes too many or the IQR is 0 (the rule's width
+    is then 0: one bin)."""
+    rule = "bins by the Freedman–Diaconis rule (width 2·IQR/n^(1/3))"
+    if _fd_count(values, (float(values.min()), float(values.max()))) is not None:
+        return np.histogram_bin_edges(values, "fd"), rule
+    low, high = (float(v) for v in np.percentile(values, [0.1, 99.9]))
+    if low == high:
+        low, high = low - 0.5, high + 0.5
+    if _fd_count(values[(values >= low) & (values <= high)], (low, high)) is not None:
+        return np.histogram_bin_edges(values, "fd", range=(low, high)), rule
+    count = min(MAX_BINS, max(10, math.ceil(math.log2(values.size)) + 1))
+    said = f"{count} equal bins (the IQR is too small for the Freedman–Diaconis rule)"
+    return np.linspace(low, high, count + 1), said
+
+
+def _fd_count(values: np.ndarray, span: tuple[float, float]) -> int | None:
+    """How many bins the Freedman–Diaconis rule makes over ``span``; None beyond
+    :data:`MAX_BINS` or when its width is 0 (numpy would make one bin)."""
+    if values.size < 2:
+        return None
+    q1, q3 = np.percentile(values, [25, 75])
+    width = 2.0 * float(q3 - q1) * values.size ** (-1.0 / 3)
+    if not width > 0:
+        return None
+    count = math.ceil((span[1] - span[0]) / width) if span[1] > span[0] else 1
+    return count if count <= MAX_BINS else None
+
+
 def histogram(c: MetricComparison) -> tuple[Figure, str]:
     fig, ax = _figure()
     everything = np.concatenate([a.values for a in c.arms])
-    low, high = np.percentile(everything, [0.1, 99.9])
-    if low == high:
-        low, high = low - 0.5, high + 0.5
-    bins = np.linspace(low, high, 80)
+    edges, rule = histogram_bins(everything)
+    low, high = float(edges[0]), float(edges[-1])
     outside = 0
     for i, arm in enumerate(c.arms):
         # an arm whose few samples all lie beyond the drawn range has no density: drawn empty
         with np.errstate(invalid="ignore", divide="ignore"):
             label = text.shown(f"{arm.label} (n={arm.summary.n:,})")
             # one filled outline an arm, not a rectangle a bin: 160 patches took 0.2 s to draw
-            ax.hist(arm.values, bins=bins.tolist(), alpha=0.45, color=COLORS[i % len(COLORS)],
+            ax.hist(arm.values, bins=edges.tolist(), alpha=0.45, color=COLORS[i % len(COLORS)],
                     label=label, density=True, histtype="stepfilled")  # fmt: skip
         ax.axvline(arm.summary.mean, color=COLORS[i % len(COLORS)], linestyle="--", linewidth=1)
         outside += int(np.count_nonzero((arm.values < low) | (arm.values > high)))
+    ax.set_xlim(low, high)  # a mean beyond the drawn bins does not stretch the axis
     ax.set_xlabel(_label(c))
     ax.set_ylabel("density")
     ax.legend(loc="upper right")  # "best" tries every place against every patch: slow
-    caption = "Histograms overlaid per variant; dashed lines are the means."
+    caption = f"Histograms overlaid per variant, {rule}; dashed lines are the means."
     if outside:
-        caption += f" {outside:,} samples beyond the 0.1–99.9 percentile range are not drawn."
+        samples = "sample is" if outside == 1 else "samples are"
+        caption += f" {outside:,} {samples} beyond the 0.1–99.9 percentile range, not drawn."
     return fig, caption
 
 

@@ -1,0 +1,102 @@
+"""The report reads at a glance (issue 33 §4): one absurd interval is cut at the axis's end
+with its value instead of collapsing every other change onto 0; no heading without content;
+histogram bins by the Freedman–Diaconis rule; means as bars from zero or as points; every
+axis label inside its figure.
+
+The report is built from an imported CSV, as a user would, with its figures drawn in this
+process and kept (``figure_pngs`` and ``forest`` wrapped), so the tests read the figure
+objects themselves, never pixels.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+from matplotlib.patches import Polygon
+
+import lab.report.html as html
+from lab.cli import main
+from lab.report import plots
+from lab.stats.analysis import MetricComparison
+
+LONG_METRIC = "time_to_first_byte_after_a_cold_cache_flush_and_a_warm_up_of_the_connection_pool"
+LONG_UNIT = "milliseconds per request per connection, measured on the client side"
+
+
+def samples() -> dict[tuple[str, str], list[float]]:
+    """(variant, metric) -> values: two ordinary metrics and retransmits of 0, 0, 0, 1e9."""
+    rng = np.random.default_rng(7)
+    found: dict[tuple[str, str], list[float]] = {}
+    for variant, shift in (("thp", 0.0), ("shp1g", 1.0)):
+        found[variant, "bandwidth"] = rng.normal(2.6 + 0.15 * shift, 0.1, 60).round(4).tolist()
+        found[variant, "latency"] = rng.normal(30 - shift, 1.0, 60).round(3).tolist()
+        found[variant, "retransmits"] = [0.0, 0.0, 0.0, 1e9 if shift else 1.0]
+        found[variant, LONG_METRIC] = rng.normal(5 + shift, 0.5, 30).round(3).tolist()
+    return found
+
+
+UNITS = {"bandwidth": ("Gbit/s", "higher"), "latency": ("ms", "lower"),
+         "retransmits": ("count", "lower"), LONG_METRIC: (LONG_UNIT, "lower")}  # fmt: skip
+
+
+@dataclass
+class Built:
+    page: str
+    figures: dict[tuple[str, str], tuple[Figure, str]] = field(default_factory=dict)
+    comparisons: dict[str, MetricComparison] = field(default_factory=dict)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
+    folder = tmp_path_factory.mktemp("glance")
+    with (folder / "d.csv").open("w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["variant", "workload", "metric", "value", "iteration", "unit", "direction"])
+        for (variant, metric), values in samples().items():
+            for i, value in enumerate(values, 1):
+                out.writerow([variant, "iperf3", metric, value, i, *UNITS[metric]])
+    (folder / "none.toml").write_text("")
+    config = ["--config", str(folder / "none.toml")]
+    assert main([*config, "import", "--db", str(folder / "lab.db"), str(folder / "d.csv")]) == 0
+    result = Built(page="")
+
+    def kept_figures(c: MetricComparison) -> list[tuple[str, bytes, str]]:
+        drawn = plots.all_figures(c)
+        result.comparisons[c.metric] = c
+        result.figures.update({(c.metric, name): (fig, cap) for name, fig, cap in drawn})
+        return [(name, plots.png(fig), caption) for name, fig, caption in drawn]
+
+    def kept_forest(comparisons: list[MetricComparison]) -> tuple[Figure, str]:
+        fig, caption = plots.forest(comparisons)
+        result.figures["*", "forest"] = (fig, caption)
+        return fig, caption
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(html, "PARALLEL_TASKS", 10**6)  # drawn here, where the tests see them
+        patch.setattr(html, "figure_pngs", kept_figures)
+        patch.setattr(html, "forest", kept_forest)
+        assert main([*config, "report", "--db", str(folder / "lab.db"),
+                     "--out", str(folder / "out")]) == 0  # fmt: skip
+    result.page = (folder / "out" / "index.html").read_text()
+    yield result
+
+
+def test_histogram_bins_are_the_freedman_diaconis_rules(built: Built) -> None:
+    data = samples()
+    for metric in ("bandwidth", "latency"):
+        fig, caption = built.figures[metric, "hist"]
+        everything = np.array(data["thp", metric] + data["shp1g", metric])
+        reference = np.histogram_bin_edges(everything, "fd")
+        for outline in (p for p in fig.axes[0].patches if isinstance(p, Polygon)):
+            assert np.unique(outline.get_xy()[:, 0]) == pytest.approx(reference)
+        assert "Freedman–Diaconis" in caption
+    # 0, 0, 0, 1e9: the rule would make a billion bins; equal ones over the drawn range
+    fig, caption = built.figures["retransmits", "hist"]
+    (outline, *_) = (p for p in fig.axes[0].patches if isinstance(p, Polygon))
+    assert len(np.unique(outline.get_xy()[:, 0])) <= plots.MAX_BINS + 1
+    assert "1 sample is beyond the 0.1–99.9 percentile range, not drawn." in caption
