@@ -223,20 +223,47 @@ def qq(c: MetricComparison) -> tuple[Figure, str]:
 
 
 def means(c: MetricComparison) -> tuple[Figure, str]:
+    """Each arm's mean with its margin of error: bars from zero when zero is near (the
+    bars' lengths then compare as the means do), points on an axis fitted to the means
+    otherwise (a bar cut short of zero exaggerates the difference)."""
     fig, ax = _figure(5.0, 4.0)
     labels = [text.shown(a.label) for a in c.arms]
-    values = [a.summary.mean for a in c.arms]
-    errors = [a.summary.margin for a in c.arms]
-    ax.bar(labels, values, yerr=errors, capsize=8,
-           color=[COLORS[i % len(COLORS)] for i in range(len(labels))], alpha=0.7)  # fmt: skip
-    span = max(values) - min(values) + 4 * max(errors) or abs(values[0]) * 0.01 or 1.0
-    ax.set_ylim(min(values) - span, max(values) + span)
+    values = np.array([a.summary.mean for a in c.arms], dtype=float)
+    errors = np.nan_to_num(np.array([a.summary.margin for a in c.arms], dtype=float))
+    colors = [COLORS[i % len(COLORS)] for i in range(len(labels))]
+    ends = np.r_[values - errors, values + errors]
+    ends = ends[np.isfinite(ends)]
+    bottom, top = (float(ends.min()), float(ends.max())) if ends.size else (0.0, 0.0)
+    confidence = f"{c.confidence * 100:g}%"
+    if bars_from_zero(bottom, top):
+        ax.bar(labels, values, yerr=errors, capsize=8, color=colors, alpha=0.7)
+        ax.axhline(0, color="black", linewidth=0.8)
+        how = "bars from zero"
+    else:
+        positions = np.arange(len(labels))
+        for i, (value, error) in enumerate(zip(values, errors, strict=True)):
+            ax.errorbar([i], [value], yerr=[error], fmt="o", markersize=8, capsize=8,
+                        color=colors[i])  # fmt: skip
+        ax.set_xticks(positions, labels)
+        ax.set_xlim(-0.6, len(labels) - 0.4)
+        span = top - bottom or abs(top) * 0.01 or 1.0
+        ax.set_ylim(bottom - 0.15 * span, top + 0.15 * span)
+        how = "points: the y axis does not start at zero, so no bars"
     ax.set_ylabel(_label(c))
     caption = (
-        f"The study's figure: means with the margin of error at {c.confidence * 100:g}%"
-        " confidence (the y axis does not start at zero)."
+        f"The study's figure: means with the margin of error at {confidence} confidence ({how})."
     )
     return fig, caption
+
+
+def bars_from_zero(bottom: float, top: float) -> bool:
+    """Whether means whose intervals span ``bottom`` to ``top`` are drawn as bars from zero:
+    when zero is among them, or nearer than half the far end's size (a bar then shows the
+    difference, not a sliver of it on a long bar)."""
+    if bottom <= 0 <= top:
+        return True
+    near, far = sorted((abs(bottom), abs(top)))
+    return near <= 0.5 * far
 
 
 def difference(c: MetricComparison) -> tuple[Figure, str]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 from matplotlib.patches import Polygon
 
@@ -100,3 +101,30 @@ def test_histogram_bins_are_the_freedman_diaconis_rules(built: Built) -> None:
     (outline, *_) = (p for p in fig.axes[0].patches if isinstance(p, Polygon))
     assert len(np.unique(outline.get_xy()[:, 0])) <= plots.MAX_BINS + 1
     assert "1 sample is beyond the 0.1–99.9 percentile range, not drawn." in caption
+
+
+def test_means_are_bars_from_zero_or_points(built: Built) -> None:
+    data, kinds = samples(), set()
+    for metric in ("bandwidth", "latency", "retransmits", LONG_METRIC):
+        fig, caption = built.figures[metric, "means"]
+        ax = fig.axes[0]
+        means = [np.mean(data[v, metric]) for v in ("thp", "shp1g")]
+        bars = [c for c in ax.containers if isinstance(c, BarContainer)]
+        if bars:
+            kinds.add("bars")
+            rects = list(bars[0])
+            assert [r.get_y() for r in rects] == [0, 0]  # every bar starts at zero
+            assert [r.get_height() for r in rects] == pytest.approx(means)
+            assert ax.get_ylim()[0] <= 0 <= ax.get_ylim()[1]
+            assert "bars from zero" in caption
+        else:
+            kinds.add("points")
+            dots = [line for line in ax.lines if line.get_marker() == "o"]
+            assert sorted(y for d in dots for y in d.get_ydata()) == pytest.approx(sorted(means))
+            assert not ax.patches and "does not start at zero" in caption
+    assert kinds == {"bars", "points"}  # retransmits from 0; bandwidth's means far from it
+
+
+def test_bars_from_zero_only_where_zero_is_near() -> None:
+    assert plots.bars_from_zero(-0.7, 1.2) and plots.bars_from_zero(9.0, 21.0)
+    assert not plots.bars_from_zero(2.5, 2.8) and not plots.bars_from_zero(-31.0, -28.0)
