@@ -22,6 +22,7 @@ from scipy import stats
 
 from lab.core import text
 from lab.core.sweeps import magnitude
+from lab.report import axes as axis_
 from lab.report.summary import WORDS, primary_change
 from lab.stats.analysis import ALL, MetricComparison
 from lab.stats.sweep import SweepComparison
@@ -266,51 +267,102 @@ def bars_from_zero(bottom: float, top: float) -> bool:
     return near <= 0.5 * far
 
 
-def difference(c: MetricComparison) -> tuple[Figure, str]:
-    fig, ax = _figure(6.0, 1.2 + 0.6 * len(c.pairs))
-    names = [text.shown(f"{p.b} vs {p.a}") for p in c.pairs]
-    pct = np.array([p.difference.percent for p in c.pairs])
-    ci = np.array([p.difference.percent_ci for p in c.pairs]).reshape(-1, 2)
-    err = np.abs(np.vstack([pct - ci[:, 0], ci[:, 1] - pct]))
-    if c.threshold.relative:  # a threshold in units has no place on an axis in %
-        t = c.threshold.value * 100
-        ax.axvspan(-t, t, color="#dddddd", label=f"±{t:g}% threshold")
+def _changes(
+    ax: Axes, rows: Sequence[str], points: np.ndarray, intervals: np.ndarray, threshold: float
+) -> list[str]:
+    """Each row's change in % with its interval on a horizontal axis (row 0 at the top),
+    the threshold band shaded; what lies beyond :func:`lab.report.axes.change_bounds` is
+    drawn at the axis's end as an arrowhead labelled with its value. Returns what was cut,
+    as the caption says it."""
+    y = np.arange(len(rows))[::-1].astype(float)
+    lows, highs = (
+        np.fmin(intervals[:, 0], intervals[:, 1]),
+        np.fmax(intervals[:, 0], intervals[:, 1]),
+    )
+    bounds = axis_.change_bounds(points.tolist(), [*lows.tolist(), *highs.tolist()], threshold)
+    if threshold:
+        ax.axvspan(-threshold, threshold, color="#dddddd", label=f"±{threshold:g}% threshold")
     ax.axvline(0, color="black", linewidth=0.8)
-    ax.barh(names, pct, xerr=np.nan_to_num(err), capsize=6, color="#4c72b0", alpha=0.8)
-    ax.set_xlabel(f"B − A, % of A's mean ({'lower' if c.direction == 'lower' else 'higher'}"
-                  " is better)")  # fmt: skip
+    cut: list[str] = []
+    for row, name in enumerate(rows):
+        mid, lo, hi = points[row], lows[row], highs[row]
+        drawn_lo, drawn_hi = (float(np.clip(np.nan_to_num(v, nan=mid), *bounds)) for v in (lo, hi))
+        if math.isfinite(mid):
+            shown_mid = float(np.clip(mid, *bounds))
+            ax.plot([drawn_lo, drawn_hi], [y[row]] * 2, color="#4c72b0", linewidth=1.5)
+            for end, value in ((drawn_lo, lo), (drawn_hi, hi)):
+                if bounds[0] < end < bounds[1] or end == value:
+                    ax.plot([end], [y[row]], marker="|", markersize=10, color="#4c72b0")
+            if shown_mid == mid:
+                ax.plot([mid], [y[row]], marker="o", color="#4c72b0")
+        for side, bound in ((0, bounds[0]), (1, bounds[1])):
+            beyond = [v for v in (mid, lo if side == 0 else hi)
+                      if math.isfinite(v) and (v < bound if side == 0 else v > bound)]  # fmt: skip
+            if not beyond:
+                continue
+            ax.plot([bound], [y[row]], marker="<" if side == 0 else ">", markersize=9,
+                    color="#b42318", linestyle="none")  # fmt: skip
+            words = axis_.percent_text(beyond[0])
+            if len(beyond) > 1:
+                words = (
+                    f"{axis_.percent_text(beyond[0])} (interval to {axis_.percent_text(beyond[1])})"
+                )
+            ax.annotate(words, (bound, y[row]), xytext=(0, 7), textcoords="offset points",
+                        ha="left" if side == 0 else "right", va="bottom", fontsize="small",
+                        color="#b42318")  # fmt: skip
+            what = "change" if beyond[0] == mid else "interval"
+            cut.append(f"{name}: {what} {words}")
+    ax.set_xlim(*axis_.limits(bounds))
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    ax.set_yticks(y, list(rows))
+    ax.ticklabel_format(axis="x", useOffset=False)
+    return cut
+
+
+def _cut_caption(cut: Sequence[str]) -> str:
+    if not cut:
+        return ""
+    return (" Beyond the axis, drawn as an arrowhead at its end with the value: "
+            + "; ".join(cut) + ".")  # fmt: skip
+
+
+def difference(c: MetricComparison) -> tuple[Figure, str]:
+    fig, ax = _figure(6.0, 1.4 + 0.6 * len(c.pairs))
+    names = [text.shown(f"{p.b} vs {p.a}") for p in c.pairs]
+    pct = np.array([p.difference.percent for p in c.pairs], dtype=float)
+    ci = np.array([p.difference.percent_ci for p in c.pairs], dtype=float).reshape(-1, 2)
+    # a threshold in units has no place on an axis in %
+    threshold = c.threshold.value * 100 if c.threshold.relative else 0.0
+    cut = _changes(ax, names, pct, ci, threshold)
+    better = "lower" if c.direction == "lower" else "higher"
+    ax.set_xlabel(f"B − A, % of A's mean ({better} is better)")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="lower right", fontsize="small")
     caption = (
         f"Difference of means as a percentage of A with its {c.confidence * 100:g}% confidence"
         " interval (ratio of means); the grey band is the practical threshold."
     )
-    return fig, caption
+    return fig, caption + _cut_caption(cut)
 
 
 def forest(comparisons: Sequence[MetricComparison]) -> tuple[Figure, str]:
     """Every metric's change (B vs A, in % of A, turned so that right is better) with its
-    interval, on one axis, the ±threshold band shaded: the whole answer in one picture."""
+    interval, on one axis, the ±threshold band shaded: the whole answer in one picture. An
+    interval or change far beyond the others is cut at the axis's end, labelled with its
+    value, so that one absurd interval leaves the others readable."""
     rows = [(c, p) for c in comparisons if c.subset == ALL for p in c.pairs]
-    fig, ax = _figure(7.0, 1.2 + 0.45 * len(rows))
-    names, benefit, low, high = [], [], [], []
+    fig, ax = _figure(7.0, 1.4 + 0.5 * len(rows))
+    names, benefit, intervals = [], [], []
     for c, p in rows:
         sign = -1.0 if c.direction == "lower" else 1.0  # right is better for every metric
         percent, interval = primary_change(c, p)
-        a, b = (sign * v for v in interval)
-        names.append(f"{c.workload} · {c.metric}: {p.b} vs {p.a}")
+        names.append(text.shown(f"{c.workload} · {c.metric}: {p.b} vs {p.a}"))
         benefit.append(sign * percent)
-        low.append(min(a, b))
-        high.append(max(a, b))
-    y = np.arange(len(rows))[::-1]
-    mid, lo, hi = (np.array(v, dtype=float) for v in (benefit, low, high))
-    if rows and rows[0][0].threshold.relative:  # one in units has no place on an axis in %
-        t = rows[0][0].threshold.value * 100
-        ax.axvspan(-t, t, color="#dddddd", label=f"±{t:g}% threshold")
-    ax.axvline(0, color="black", linewidth=0.8)
-    ax.errorbar(np.nan_to_num(mid), y, xerr=np.nan_to_num(np.vstack([mid - lo, hi - mid])),
-                fmt="o", color="#4c72b0", capsize=4)  # fmt: skip
-    ax.set_yticks(y, [text.shown(name) for name in names])
+        intervals.append([sign * v for v in interval])
+    # one in units has no place on an axis in %
+    threshold = rows[0][0].threshold.value * 100 if rows and rows[0][0].threshold.relative else 0.0
+    cut = _changes(ax, names, np.array(benefit, dtype=float),
+                   np.array(intervals, dtype=float).reshape(-1, 2), threshold)  # fmt: skip
     ax.set_xlabel("B's benefit over A, % of A's mean (right is better)")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="lower right", fontsize="small")
@@ -318,7 +370,7 @@ def forest(comparisons: Sequence[MetricComparison]) -> tuple[Figure, str]:
         "Every metric's change with its confidence interval, turned so that right means B is"
         " better (lower times, higher throughput); the grey band is the practical threshold."
     )
-    return fig, caption
+    return fig, caption + _cut_caption(cut)
 
 
 VERDICT_MARKS = {  # marker, colour, filled

@@ -19,10 +19,12 @@ import pytest
 from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 from matplotlib.patches import Polygon
+from matplotlib.text import Annotation
 
 import lab.report.html as html
 from lab.cli import main
-from lab.report import plots
+from lab.report import axes, plots
+from lab.report.summary import primary_change
 from lab.stats.analysis import MetricComparison
 
 LONG_METRIC = "time_to_first_byte_after_a_cold_cache_flush_and_a_warm_up_of_the_connection_pool"
@@ -128,3 +130,40 @@ def test_means_are_bars_from_zero_or_points(built: Built) -> None:
 def test_bars_from_zero_only_where_zero_is_near() -> None:
     assert plots.bars_from_zero(-0.7, 1.2) and plots.bars_from_zero(9.0, 21.0)
     assert not plots.bars_from_zero(2.5, 2.8) and not plots.bars_from_zero(-31.0, -28.0)
+
+
+def test_an_interval_beyond_the_axis_is_cut_there_and_labelled_with_its_value(
+    built: Built,
+) -> None:
+    fig, caption = built.figures["*", "forest"]
+    ax = fig.axes[0]
+    low, high = ax.get_xlim()
+    c = built.comparisons["retransmits"]
+    percent, interval = primary_change(c, c.pairs[0])
+    turned = sorted(-v for v in interval)  # lower is better: right means B is better
+    assert turned[0] < low  # the interval runs far beyond the axis ...
+    labels = [t for t in ax.texts if isinstance(t, Annotation)]
+    assert len(labels) == 1
+    (label,) = labels
+    assert label.xy[0] == pytest.approx(low, abs=0.1 * (high - low))  # ... cut at its end
+    assert axes.percent_text(-percent) in label.get_text()
+    assert axes.percent_text(turned[0]) in label.get_text()
+    arrows = [line for line in ax.lines if line.get_marker() == "<"]
+    assert [tuple(line.get_xydata()[0]) for line in arrows] == [label.xy]
+    # the ordinary changes keep an axis of their size, each drawn at its value
+    points = sorted(x for line in ax.lines if line.get_marker() == "o"
+                    for x in line.get_xdata())  # fmt: skip
+    ordinary = [built.comparisons[m] for m in ("bandwidth", "latency", LONG_METRIC)]
+    expected = sorted((-1 if c.direction == "lower" else 1) * primary_change(c, c.pairs[0])[0]
+                      for c in ordinary)  # fmt: skip
+    assert points == pytest.approx(expected)
+    assert high - low < 20 * max(abs(p) for p in expected)
+    assert axes.percent_text(turned[0]) in caption  # and the page says so beside the figure
+    assert axes.percent_text(turned[0]) in built.page
+
+
+def test_change_bounds_leave_out_only_what_is_far_beyond_the_rest() -> None:
+    low, high = axes.change_bounds([5.0, -3.0, 1e11], [1.0, 9.0, -6.0, 0.5, 2e5, 4e16], 1.0)
+    assert low <= -6.0 and 9.0 <= high < 100  # every ordinary end drawn; 2e5 and 1e11 not
+    alone = axes.change_bounds([1e11], [2e5, 4e16], 1.0)  # the only change is always drawn
+    assert alone[0] <= 0 and 1e11 <= alone[1] < 4e16
