@@ -1,4 +1,5 @@
-"""What an axis of the report shows: the span of the changes in %, and what lies beyond it.
+"""What an axis of the report shows: the span of the changes in %, what lies beyond it, and
+labels wrapped to the figure.
 
 One absurd interval (retransmits from 0 to 1e9: a change of +1e11 %, an interval out to
 1e16 %) used to set the axis alone, every other metric's change collapsing onto 0 under a
@@ -10,6 +11,7 @@ drawn at the axis's end as an arrowhead labelled with its value.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 
 GAP = 50.0  # a change this many times the size of the ones before it is off the axis
@@ -47,3 +49,16 @@ def limits(bounds: tuple[float, float]) -> tuple[float, float]:
 def percent_text(value: float) -> str:
     """A change in % as a label beside an arrowhead: '+3.79e16 %', '-5.15 %'."""
     return f"{value:+.3g}".replace("e+", "e") + " %"
+
+
+def wrapped(label: str, chars: int) -> str:
+    """``label`` in lines of at most ``chars`` characters (a long word cut), so that a long
+    metric name or unit fits beside its axis instead of running off the figure."""
+    if len(label) <= chars:
+        return label
+    return "\n".join(textwrap.wrap(label, max(8, chars), break_on_hyphens=False)) or label
+
+
+def chars_for(inches: float, fontsize: float = 10.0) -> int:
+    """About how many characters of DejaVu Sans at ``fontsize`` points fit in ``inches``."""
+    return max(8, int(inches * 72 / (0.62 * fontsize)))

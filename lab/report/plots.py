@@ -49,8 +49,10 @@ def _figure(width: float = 7.0, height: float = 4.0) -> tuple[Figure, Axes]:
     return fig, fig.add_subplot()
 
 
-def _label(c: MetricComparison) -> str:
-    return text.shown(f"{c.metric} ({c.unit})" if c.unit else c.metric)
+def _label(c: MetricComparison, inches: float = 3.4) -> str:
+    """The metric and its unit as an axis's label, in lines that fit ``inches``."""
+    label = text.shown(f"{c.metric} ({c.unit})" if c.unit else c.metric)
+    return axis_.wrapped(label, axis_.chars_for(inches))
 
 
 MAX_BINS = 400  # more than a figure 7 inches wide can show
@@ -106,7 +108,7 @@ def histogram(c: MetricComparison) -> tuple[Figure, str]:
         ax.axvline(arm.summary.mean, color=COLORS[i % len(COLORS)], linestyle="--", linewidth=1)
         outside += int(np.count_nonzero((arm.values < low) | (arm.values > high)))
     ax.set_xlim(low, high)  # a mean beyond the drawn bins does not stretch the axis
-    ax.set_xlabel(_label(c))
+    ax.set_xlabel(_label(c, 6.5))
     ax.set_ylabel("density")
     ax.legend(loc="upper right")  # "best" tries every place against every patch: slow
     caption = f"Histograms overlaid per variant, {rule}; dashed lines are the means."
@@ -314,7 +316,7 @@ def _changes(
             cut.append(f"{name}: {what} {words}")
     ax.set_xlim(*axis_.limits(bounds))
     ax.set_ylim(-0.7, len(rows) - 0.3)
-    ax.set_yticks(y, list(rows))
+    ax.set_yticks(y, [axis_.wrapped(name, 40) for name in rows])
     ax.ticklabel_format(axis="x", useOffset=False)
     return cut
 

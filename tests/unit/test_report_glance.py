@@ -167,3 +167,23 @@ def test_change_bounds_leave_out_only_what_is_far_beyond_the_rest() -> None:
     assert low <= -6.0 and 9.0 <= high < 100  # every ordinary end drawn; 2e5 and 1e11 not
     alone = axes.change_bounds([1e11], [2e5, 4e16], 1.0)  # the only change is always drawn
     assert alone[0] <= 0 and 1e11 <= alone[1] < 4e16
+
+
+def test_every_axis_label_is_inside_its_figure(built: Built) -> None:
+    assert {m for m, _ in built.figures} >= {LONG_METRIC, "*"}
+    for (metric, name), (fig, _) in built.figures.items():
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+        box = fig.bbox
+        for ax in fig.axes:
+            (x0, x1), (y0, y1) = sorted(ax.get_xlim()), sorted(ax.get_ylim())
+            ticks = [t for t in ax.get_xticklabels() if x0 <= t.get_position()[0] <= x1]
+            ticks += [t for t in ax.get_yticklabels() if y0 <= t.get_position()[1] <= y1]
+            texts = [ax.xaxis.label, ax.yaxis.label, ax.title, *ax.texts, *ticks]
+            for t in texts:
+                if not t.get_text() or not t.get_visible():
+                    continue
+                extent = t.get_window_extent(renderer)
+                inside = (extent.x0 >= box.x0 - 1 and extent.x1 <= box.x1 + 1
+                          and extent.y0 >= box.y0 - 1 and extent.y1 <= box.y1 + 1)  # fmt: skip
+                assert inside, f"{metric} {name}: {t.get_text()[:40]!r} at {extent} of {box}"
