@@ -96,19 +96,25 @@ def _evidence_html(
     """What the runs' recorded environment says: warnings first, what backed each twin's
     memory (in words, then over the iterations of each run that recorded it), then each
     run's facts (``lab runs show``)."""
-    if not (meta.warnings or meta.evidence or meta.environment or meta.backing_series):
-        return ""
-    parts = ['<h2 id="evidence">Evidence</h2>']
-    parts += [f'<p class="slower">warning: {_e(w)}</p>' for w in meta.warnings]
-    parts += ["<ul>" + "".join(f"<li>{_e(n)}</li>" for n in meta.evidence) + "</ul>"]
+    parts = [f'<p class="slower">warning: {_e(w)}</p>' for w in meta.warnings]
+    if meta.evidence:
+        parts += ["<ul>" + "".join(f"<li>{_e(n)}</li>" for n in meta.evidence) + "</ul>"]
     parts += _backing_figures(meta, out_dir, embed, backing)
     for key, where in meta.environment.items():
         for name, facts in where.items():
+            if not facts:  # an imported run's guests: nothing recorded, nothing to show
+                continue
             rows = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>"
                            for k, v in sorted(facts.items()))  # fmt: skip
             parts.append(f"<details><summary>run {_e(key)}: environment of {_e(name)}</summary>"
                          f"<table>{rows}</table></details>")  # fmt: skip
-    return "".join(parts)
+    return _section('<h2 id="evidence">Evidence</h2>', parts)
+
+
+def _section(heading: str, parts: Sequence[str]) -> str:
+    """``heading`` and its parts, or nothing when there are none: no empty headings."""
+    parts = [part for part in parts if part]
+    return heading + "".join(parts) if parts else ""
 
 
 def _backing_pngs(meta: ReportMeta, pool: ProcessPoolExecutor | None) -> dict[str, Later[Drawn]]:
@@ -393,15 +399,17 @@ def _metadata_html(meta: ReportMeta) -> str:
         + "".join(rows) + "</table>"
     )  # fmt: skip
     for g in meta.guests:
-        parts.append(f"<h3>Guest {_e(g.name)} ({_e(g.variant)} on {_e(g.host)}, study"
-                     f" {_e(g.study)})</h3>")  # fmt: skip
-        for title, facts in (("Host facts", g.host_facts), ("Guest facts", g.guest_facts)):
-            if facts:
-                parts.append(f"<details><summary>{title}</summary>{_json_block(facts)}</details>")
+        found = [f"<details><summary>{title}</summary>{_json_block(facts)}</details>"
+                 for title, facts in (("Host facts", g.host_facts), ("Guest facts", g.guest_facts))
+                 if facts]  # fmt: skip
         if g.domain_xml:
-            parts.append(
+            found.append(
                 f"<details><summary>Domain XML</summary><pre>{_e(g.domain_xml)}</pre></details>"
             )
+        who = f"Guest {_e(g.name)} ({_e(g.variant)} on {_e(g.host)}, study {_e(g.study)})"
+        if not found:  # an imported guest: who it is, and no empty heading
+            parts.append(f"<p>{who}: no facts or domain XML recorded.</p>")
+        parts.append(_section(f"<h3>{who}</h3>", found))
     parts.extend(_xml_diffs(meta.guests))
     return "\n".join(parts)
 
@@ -524,7 +532,9 @@ def render(
             _summary_html(comparisons, out_dir, embed),
             _sweeps_html(sweeps, meta, out_dir, embed),
             _evidence_html(meta, out_dir, embed, backing),
-            "<h2>Verdicts</h2><ul>" + "".join(verdicts) + "</ul>",
+            _section(
+                "<h2>Verdicts</h2>", ["<ul>" + "".join(verdicts) + "</ul>" if verdicts else ""]
+            ),
             *(_block_html(i, grouped[i], out_dir, embed, d) for i, d in enumerate(drawn)),
             _metadata_html(meta),
         ]

@@ -11,6 +11,7 @@ objects themselves, never pixels.
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -187,3 +188,24 @@ def test_every_axis_label_is_inside_its_figure(built: Built) -> None:
                 inside = (extent.x0 >= box.x0 - 1 and extent.x1 <= box.x1 + 1
                           and extent.y0 >= box.y0 - 1 and extent.y1 <= box.y1 + 1)  # fmt: skip
                 assert inside, f"{metric} {name}: {t.get_text()[:40]!r} at {extent} of {box}"
+
+
+def headings(page: str) -> list[tuple[str, str]]:
+    """Each h1-h3 and what follows it up to the next heading of its level or above."""
+    marks = list(re.finditer(r"<h([1-3])\b[^>]*>(.*?)</h\1>", page, re.S))
+    found = []
+    for i, mark in enumerate(marks):
+        level = int(mark.group(1))
+        end = next((m.start() for m in marks[i + 1 :] if int(m.group(1)) <= level), len(page))
+        found.append((mark.group(2), page[mark.end() : end]))
+    return found
+
+
+def test_no_heading_without_content(built: Built) -> None:
+    found = headings(built.page)
+    assert len(found) >= 7  # the title, summary, verdicts, four blocks, metadata, guests
+    for title, content in found:
+        words = re.sub(r"<[^>]+>", " ", content).split()
+        assert words or "<img" in content, f"heading {title!r} has no content"
+    assert "Evidence" not in [t for t, _ in found]  # an import records no environment
+    assert "Guest thp (thp on local, study imported): no facts" in built.page
