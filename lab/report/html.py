@@ -43,9 +43,11 @@ from lab.store import GuestRecord, MetricInfo, RunRecord, StudyRecord
 from lab.store.records import EvidenceSeries
 
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 2em auto; padding: 0 1em; max-width: 1100px;
+       color: #222; overflow-wrap: break-word; }
 h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; }
-table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; display: block;
+        max-width: 100%; overflow-x: auto; }
 caption { text-align: left; font-weight: bold; padding: 0.3em 0; }
 th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; } td.sub { padding-left: 1.8em; }
@@ -55,6 +57,15 @@ figure img { max-width: 100%; } figcaption { font-size: 0.85em; max-width: 680px
 pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.8em; }
 .faster { color: #1a7f37; } .slower { color: #b42318; } .inconclusive { color: #9a6700; }
 .note { font-size: 0.9em; }
+@media (max-width: 600px) {
+  body { margin: 1em auto; padding: 0 0.5em; } h1 { font-size: 1.3em; } h2 { font-size: 1.15em; }
+  figure { margin: 0.5em 0; } table { font-size: 0.8em; }
+  /* the summary's rows as cards, each cell named: six columns do not fit a phone */
+  table.summary thead { display: none; }
+  table.summary tr { display: block; border: 1px solid #ddd; margin-bottom: 0.6em; }
+  table.summary td { display: block; border: none; }
+  table.summary td::before { content: attr(data-label) ": "; font-weight: bold; color: #222; }
+}
 """
 
 # Marks the page once every image has a decoded bitmap; the browser test reads it back.
@@ -262,7 +273,10 @@ def _summary_html(comparisons: Sequence[MetricComparison], out_dir: Path, embed:
         return ""
     head = "".join(f"<th>{_e(h)}</th>" for h in HEADER)
     body = "".join(
-        f'<tr class="{row.outcome.value}">' + "".join(f"<td>{_e(c)}</td>" for c in row.cells)
+        f'<tr class="{row.outcome.value}">'
+        + "".join(
+            f'<td data-label="{_e(h)}">{_e(c)}</td>' for h, c in zip(HEADER, row.cells, strict=True)
+        )
         + "</tr>"
         for row in rows
     )  # fmt: skip
@@ -540,6 +554,7 @@ def render(
         ]
     page = (
         '<!DOCTYPE html>\n<html lang="en" data-images="pending"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>lab report</title><style>{STYLE}</style><script>{CHECK_SCRIPT}</script>"
         "</head><body>\n" + "\n".join(body) + "\n</body></html>\n"
     )

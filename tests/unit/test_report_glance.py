@@ -209,3 +209,15 @@ def test_no_heading_without_content(built: Built) -> None:
         assert words or "<img" in content, f"heading {title!r} has no content"
     assert "Evidence" not in [t for t, _ in found]  # an import records no environment
     assert "Guest thp (thp on local, study imported): no facts" in built.page
+
+
+def test_the_page_fits_a_phone(built: Built) -> None:
+    """The viewport is the phone's, wide tables scroll inside themselves, and the summary's
+    rows become cards at phone width, each cell named by its column."""
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in built.page
+    assert "@media (max-width: 600px)" in built.page and "overflow-x: auto" in built.page
+    summary = built.page[built.page.index('<table class="summary">') :]
+    summary = summary[: summary.index("</table>")]
+    header = re.findall(r"<th>(.*?)</th>", summary)
+    for row in re.findall(r"<tr class=\"\w+\">(.*?)</tr>", summary):
+        assert re.findall(r'<td data-label="([^"]*)">', row) == header
