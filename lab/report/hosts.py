@@ -23,7 +23,8 @@ def host_table(r: BlockedDifference, title: str) -> Table:
         for b in r.blocks
     ]  # fmt: skip
     rows.append(
-        ("combined", "", "", "", "", f"{r.difference:+,.4g} ({r.percent:+.2f}%)",
+        ("combined", "", "", "", "",
+         f"{r.difference:+,.4g}" + (f" ({r.percent:+.2f}%)" if math.isfinite(r.percent) else ""),
          f"{r.ci[0]:+,.4g} … {r.ci[1]:+,.4g}", f"{r.p:.3g}")
     )  # fmt: skip
     return f"{title}: {r.b} − {r.a} within each host, then combined", header, tuple(rows)

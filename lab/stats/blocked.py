@@ -72,6 +72,8 @@ class BlockedDifference:
     def percent(self) -> float:
         """The combined difference relative to A's mean, weighted as the differences are."""
         base = float(np.sum(shares(self.blocks) * [b.mean_a for b in self.blocks]))
+        if base == 0:  # a count that never moved on A (perf.cpu_migrations): no percent
+            return math.nan
         return 100.0 * self.difference / base
 
 

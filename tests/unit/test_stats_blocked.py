@@ -7,6 +7,8 @@ many samples per host its normal interval.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -133,3 +135,16 @@ def test_every_host_constant_gives_the_exact_difference() -> None:
     found = [series(h, v, np.full(4, x)) for h in ("h1", "h2") for v, x in (("a", 3.0), ("b", 5.0))]
     (result,) = by_host(found, ["a", "b"], 95.0)
     assert (result.difference, result.se, result.ci, result.p) == (2.0, 0.0, (2.0, 2.0), 0.0)
+
+
+def test_a_count_that_never_moved_on_a_has_no_percent_and_the_host_table_says_none() -> None:
+    """perf.cpu_migrations is 0 on A's every iteration on both hosts (seen on the real pairs):
+    the difference stands, a percent of 0 does not (it raised ZeroDivisionError in lab report)."""
+    from lab.report.hosts import host_table
+
+    found = [series(h, "a", np.zeros(5)) for h in ("h1", "h2")]
+    found += [series(h, "b", np.array([0.0, 1.0, 0.0, 0.0, 1.0])) for h in ("h1", "h2")]
+    (result,) = by_host(found, ["a", "b"], 95.0)
+    assert result.difference == pytest.approx(0.4) and math.isnan(result.percent)
+    _, _, rows = host_table(result, "perf.cpu_migrations")
+    assert rows[-1][5] == "+0.4"
