@@ -207,11 +207,11 @@ def ms_per_iteration(db: Path) -> dict[str, float]:
     return {name: round(span * 1e3, 2) for name, span in rows}
 
 
-def soak_command(n: int, db: Path, study: str) -> list[str]:
+def soak_command(n: int, db: Path, study: str, schedule: str = "sync") -> list[str]:
     """`lab run null` for n iterations into ``db``: a study of its own gives a run of its own
     (a run's key is what was asked, so the same command would resume an earlier soak)."""
     return [sys.executable, "-m", "lab", "run", "null", "--n", str(n), "--db", str(db),
-            "--study", study]  # fmt: skip
+            "--study", study, "--schedule", schedule]  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -220,10 +220,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--db", type=Path, help="store to use (default: a temporary one)")
     parser.add_argument("--deadline", type=float, default=4 * 3600, help="seconds at most")
     parser.add_argument("--ticks", type=Path, help="write every look to this CSV file")
+    parser.add_argument(
+        "--schedule",
+        default="sync",
+        choices=("sync", "alternate", "concurrent"),
+        help="the run's schedule (default: sync, lab run's)",
+    )
     args = parser.parse_args(argv)
     scratch = Path(tempfile.mkdtemp(prefix="lab-soak-"))
     db = args.db or scratch / "lab.db"
-    run = soak_command(args.n, db, f"soak-{time.time():.0f}")
+    run = soak_command(args.n, db, f"soak-{time.time():.0f}", args.schedule)
     print(f"soak: {' '.join(run[1:])} (log: {scratch / 'run.log'})", flush=True)
     watched = watch(run, dict(os.environ), db, scratch / "run.log", args.deadline)
     if watched.returncode != 0:

@@ -590,6 +590,10 @@ class Controller:
                     run_schedule(self.plan.schedule, self)
                 if self.decision is not None and self.decision.stop:
                     break
+            self.store_taken()
+            for guest in self.guests:  # what a stepped runner's journal holds beyond its
+                if guest.channel is not None:  # answers (a killed one's attempts, recorded
+                    self.with_guest(guest, self.ingest)  # failed by the next start)
         finally:
             self.store_taken()
             self.evidence.close_counting()
@@ -744,7 +748,8 @@ class Controller:
             guest.channel.close()
             guest.channel = None
             return
-        if "ready" in values:
+        if "ready" in values:  # what its start journalled (a killed one's attempts) is in
+            self.ingest(guest)
             return
         if "skipped" in values:  # done in the journal, not yet in the store
             guest.stepping = None

@@ -116,14 +116,17 @@ def test_a_guest_reset_mid_iteration_is_recorded_failed_and_repeated(
     assert len(boots) >= 2, "the boot id did not change across the reset"
 
 
-def test_twenty_sigkills_of_the_controller_lose_nothing(pair: Pair, tmp_path: Path) -> None:
+KILLS = 12  # at random moments of the run: of its start, of a step, of a store commit
+
+
+def test_a_dozen_sigkills_of_the_controller_lose_nothing(pair: Pair, tmp_path: Path) -> None:
     db = tmp_path / "lab.db"
     # Iterations of 2 s by the clock: on any machine the kills land while samples arrive.
     # Under sync, where each kill also cuts the channels of the stepped runners mid-step.
     args = ("sysbench-memory", "--n", "16", "--schedule", "sync", *TIMED_SYSBENCH)
     rng = random.Random(7)
     kills = 0
-    while kills < 20:
+    while kills < KILLS:
         proc = start_run(pair, db, *args)
         time.sleep(rng.uniform(0.5, 4.0))
         if proc.poll() is not None:  # it finished before this kill: start from a new run
@@ -134,7 +137,7 @@ def test_twenty_sigkills_of_the_controller_lose_nothing(pair: Pair, tmp_path: Pa
         if db.exists():
             with sqlite3.connect(db) as conn:
                 assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-    assert kills >= 10, f"the run finished after only {kills} kills"
+    assert kills >= KILLS // 2, f"the run finished after only {kills} kills"
     pair.lab("run", *args, "--db", str(db))
     got = samples(db, "sysbench-memory", "throughput_mib_s")
     for name in ("lab-thp", "lab-shp1g"):

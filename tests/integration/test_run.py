@@ -99,7 +99,7 @@ def test_killed_controller_resumes_to_exactly_n(pair: Pair, tmp_path: Path) -> N
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
-@pytest.mark.parametrize("schedule", ["sync", "alternate", "concurrent"])
+@pytest.mark.parametrize("schedule", ["sync", "alternate"])
 def test_thirty_iterations_of_null_each_stored_once_and_paired(
     pair: Pair, tmp_path: Path, schedule: str
 ) -> None:
@@ -131,8 +131,6 @@ def test_thirty_iterations_of_null_each_stored_once_and_paired(
     if schedule == "sync":
         compared = json.loads(pair.lab("compare", "--db", str(db), "--format", "json").stdout)
         assert compared, "lab compare gave nothing for the rebooted run"
-    if schedule == "concurrent":
-        return
     # The guests' clocks differ (by up to a second under emulation), so the test asks
     # whether some offset between them puts every twin's iteration i + 1 after both twins
     # ended i: offset < thp(i+1).start - shp(i).end and offset > thp(i).end - shp(i+1).start.

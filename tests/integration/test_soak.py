@@ -37,7 +37,9 @@ def test_a_short_soak_keeps_the_controller_flat(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     db = tmp_path / "lab.db"
-    argv = soak_command(N, db, f"soak-{tmp_path.name}")
+    # concurrent: thousands of iterations in the time CI has (bench/soak.py soaks sync, the
+    # default, for hours)
+    argv = soak_command(N, db, f"soak-{tmp_path.name}", "concurrent")
     watched = watch(argv, pair.lab.env, db, tmp_path / "run.log", DEADLINE_S)
     assert watched.returncode == 0, watched.output[-3000:]
 

@@ -20,9 +20,10 @@ KERNELS = ("copy_mb_s", "scale_mb_s", "add_mb_s", "triad_mb_s")
 
 
 def performance(run: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """The run's metrics that get a verdict (not the backing.* evidence), sorted."""
+    """The workload's metrics that get a verdict (not the backing.* evidence, nor the perf.*
+    counts the sync schedule adds), sorted."""
     return sorted((m["name"], m["unit"], m["direction"]) for m in run["metrics"]
-                  if m["direction"] != "neither")  # fmt: skip
+                  if m["direction"] != "neither" and not m["name"].startswith("perf."))  # fmt: skip
 
 
 def stored(pair: Pair, db: Path) -> dict[str, Any]:
