@@ -141,8 +141,9 @@ def through_lab(guest: str, n: int, tree: str | None = None) -> tuple[float, flo
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.db"
         t0 = time.monotonic()
-        lab("run", "null", "--n", str(n), "--guests", guest, "--db", str(db),
-            "--study", f"bench-{time.time():.0f}", tree=tree)  # fmt: skip
+        # concurrent: the runner left to its loop (bench/schedules.py times the paired ones)
+        lab("run", "null", "--n", str(n), "--guests", guest, "--db", str(db), "--schedule",
+            "concurrent", "--study", f"bench-{time.time():.0f}", tree=tree)  # fmt: skip
         total = time.monotonic() - t0
         with sqlite3.connect(db) as conn:
             starts = [row[0] for row in conn.execute("SELECT started FROM iteration ORDER BY 1")]
