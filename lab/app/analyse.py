@@ -22,7 +22,7 @@ from lab.core.errors import LabError, UsageError
 from lab.core.sweeps import label
 from lab.stats.verdict import Threshold, parse_threshold
 from lab.store import Store
-from lab.store.cli import variant_order
+from lab.store.order import variant_order
 from lab.store.records import SweepRecord
 
 if TYPE_CHECKING:

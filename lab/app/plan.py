@@ -24,7 +24,7 @@ from lab.core.sweeps import label
 from lab.stats.descriptive import check_confidence
 from lab.stats.verdict import Threshold, parse_percent
 from lab.store import Store
-from lab.store.cli import variant_order
+from lab.store.order import variant_order
 
 if TYPE_CHECKING:
     from lab.stats.bootplan import BootPlan

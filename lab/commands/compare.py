@@ -11,14 +11,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from lab.commands.options import THRESHOLD_HELP, selection
-from lab.core.context import Context
-from lab.store.cli import (
+from lab.commands.storeoptions import (
     add_db_argument,
     add_run_argument,
     add_study_argument,
     add_sweep_argument,
     add_warmup_argument,
 )
+from lab.core.context import Context
 
 if TYPE_CHECKING:
     from lab.app.analyse import AnalyseRequest

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from lab.commands.storeoptions import add_db_argument, add_run_argument, add_study_argument
 from lab.core.context import Context
-from lab.store.cli import add_db_argument, add_run_argument, add_study_argument
 
 
 def register(subparsers: Any) -> None:
@@ -35,6 +35,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     import sys
 
     from lab.app.runs import find_run
+    from lab.app.stores import open_store
     from lab.core.errors import UsageError
     from lab.core.outputs import replacing, writing
     from lab.report.export import (
@@ -45,7 +46,6 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         write_jsonl,
         write_parquet,
     )
-    from lab.store.cli import open_store
 
     if args.format == "parquet":
         if not args.out:

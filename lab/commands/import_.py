@@ -8,9 +8,9 @@ import os
 import sys
 from typing import Any, BinaryIO
 
+from lab.commands.storeoptions import add_db_argument
 from lab.core.context import Context
 from lab.core.errors import UsageError
-from lab.store.cli import add_db_argument
 
 SHOWN = 10  # malformed lines skipped (--skip-bad) that are named, each on its line
 
@@ -67,8 +67,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
+    from lab.app.stores import open_store_all_or_nothing
     from lab.importers.ingest import ImportOptions, import_inputs, plan
-    from lab.store.cli import open_store_all_or_nothing
 
     options = ImportOptions(
         format=args.format, study=args.study, variant=args.variant, workload=args.workload,

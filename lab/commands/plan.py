@@ -9,10 +9,10 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from lab.commands.storeoptions import add_db_argument, add_run_argument, add_study_argument
 from lab.core import units
 from lab.core.context import Context
 from lab.core.text import cell
-from lab.store.cli import add_db_argument, add_run_argument, add_study_argument
 
 if TYPE_CHECKING:
     from lab.app.plan import MetricBootPlan
@@ -438,10 +438,11 @@ def _from_store(args: argparse.Namespace, ctx: Context) -> list[PlanRow]:
 
     from lab.app.analyse import Selection, refuse_pooling
     from lab.app.runs import find_run
+    from lab.app.stores import open_store
     from lab.core.errors import UsageError
     from lab.stats.diagnostics import lag1_autocorrelation
     from lab.stats.planning import plan_samples
-    from lab.store.cli import open_store, variant_order
+    from lab.store.order import variant_order
 
     with open_store(args, ctx, create=False) as store:
         # runs that differ are never pooled, here as in lab compare: a pooled σ, lag-1

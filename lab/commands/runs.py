@@ -10,11 +10,12 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from lab.app.stores import store_path
+from lab.commands.storeoptions import add_db_argument, add_study_argument
 from lab.core.context import Context
 from lab.core.errors import UsageError
 from lab.core.text import cell, shown
 from lab.core.units import format_timestamp
-from lab.store.cli import add_db_argument, add_study_argument, store_path
 
 if TYPE_CHECKING:
     from lab.app.runs import RunDetail, RunSummary

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from lab.app.stores import store_path
+from lab.commands.storeoptions import add_db_argument
 from lab.core.context import Context
 from lab.core.errors import StoreError
 from lab.core.text import cell
-from lab.store.cli import add_db_argument, store_path
 
 
 def register(subparsers: Any) -> None:

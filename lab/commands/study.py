@@ -15,14 +15,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from lab.app.stores import store_path
 from lab.app.study import Study, StudyWorkload, key_reference, load_study
 from lab.commands.show import ConsoleShow
+from lab.commands.storeoptions import add_db_argument
 from lab.core.context import Context
 from lab.core.paths import STUDIES_DIR
 from lab.core.text import cell
 from lab.guests.variants import variants_for
 from lab.run.workload import workloads_for
-from lab.store.cli import add_db_argument, store_path
 
 
 def register(subparsers: Any) -> None:

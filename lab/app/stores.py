@@ -1,0 +1,50 @@
+"""The store a command names: ``--db``, else the `store` key of lab.toml."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from lab.core.context import Context
+from lab.store.db import Store
+
+
+def store_path(args: argparse.Namespace, ctx: Context) -> Path:
+    return Path(getattr(args, "db", None) or ctx.config.store)
+
+
+def open_store(args: argparse.Namespace, ctx: Context, create: bool = True) -> Store:
+    """The store --db names (or lab.toml's); ``create=False`` for commands that only read."""
+    return Store.open(store_path(args, ctx), create=create)
+
+
+@contextmanager
+def open_store_all_or_nothing(args: argparse.Namespace, ctx: Context) -> Iterator[Store]:
+    """:func:`open_store`, for a command that stores all or nothing (``lab import``): a store
+    that it created is removed again when it fails, and so are the folders made for it, so a
+    failed first import leaves no file behind."""
+    path = store_path(args, ctx)
+    try:
+        made = [] if path.exists() else [path, Path(f"{path}-wal"), Path(f"{path}-shm")]
+        folder = path.parent
+        while made and not folder.exists():  # the folders Store.open makes, deepest first
+            made.append(folder)
+            folder = folder.parent
+    except OSError:  # a folder that cannot be searched: Store.open says so, and makes nothing
+        made = []
+    store = open_store(args, ctx)
+    try:
+        yield store
+    except BaseException:
+        store.close()
+        for leftover in made:
+            if leftover.is_dir():
+                with contextlib.suppress(OSError):  # not empty: something else put files there
+                    leftover.rmdir()
+            else:
+                leftover.unlink(missing_ok=True)
+        raise
+    store.close()
