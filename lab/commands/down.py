@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from lab.commands.guestoptions import add_hosts_argument
 from lab.commands.show import print_down
 from lab.core.context import Context
-from lab.guests.sites import add_hosts_argument
 
 if TYPE_CHECKING:
     from lab.app.down import DownRequest

@@ -6,15 +6,16 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
+from lab.commands.guestoptions import add_twin_arguments, parse_pair
 from lab.commands.show import print_prepared
 from lab.core.context import Context
 from lab.core.text import cell
-from lab.guests.plan import add_twin_arguments, parse_pair
 from lab.host.hugepages import DEFAULT_HUGEPAGES
 
 if TYPE_CHECKING:
     from lab.app.prepare import PrepareHostsRequest
-from lab.guests.sites import add_hosts_argument, chosen_sites
+from lab.commands.guestoptions import add_hosts_argument
+from lab.guests.sites import chosen_sites
 
 
 def register(subparsers: Any) -> None:

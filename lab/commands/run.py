@@ -6,13 +6,13 @@ import argparse
 from typing import Any
 
 from lab.app.run import DEFAULT_STUDY, RunRequest, run_workload
+from lab.commands.guestoptions import add_hosts_argument
 from lab.commands.options import THRESHOLD_HELP
 from lab.commands.show import print_run
 from lab.commands.storeoptions import warmup_rule
 from lab.core.context import Context
 from lab.core.errors import UsageError
 from lab.core.sweeps import MAX_SWEEP_RUNS, ORDERS, parse_axis
-from lab.guests.sites import add_hosts_argument
 
 INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as lab.cli answers it
 

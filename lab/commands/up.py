@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from lab.commands.guestoptions import add_hosts_argument, add_twin_arguments, parse_pair
 from lab.commands.show import print_up
 from lab.core.context import Context
-from lab.guests.plan import add_twin_arguments, parse_pair, request_from
-from lab.guests.sites import add_hosts_argument
+from lab.guests.plan import request_from
 
 if TYPE_CHECKING:
     from lab.app.up import UpRequest

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from lab.commands.guestoptions import add_twin_arguments
 from lab.core.context import Context
-from lab.guests.plan import add_twin_arguments, plan_twins, request_from
+from lab.guests.plan import plan_twins, request_from
 
 
 def register(subparsers: Any) -> None:

@@ -6,7 +6,6 @@ hands them to the pure builders in :mod:`lab.guests.twins` and :mod:`lab.guests.
 
 from __future__ import annotations
 
-import argparse
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,16 +38,6 @@ class Twins:
     plan: CPUPlan
     accel: AccelChoice
     topology: Topology
-
-
-def parse_pair(text: str) -> list[str]:
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    if len(names) != 2:
-        raise UsageError(
-            f"--pair takes two variant names separated by a comma, not {text!r}",
-            hint="For example: --pair thp,shp1g (see `lab variants`)",
-        )
-    return names
 
 
 def host_topology(ctx: Context) -> Topology:
@@ -103,22 +92,6 @@ def plan_twins(
         prefix=prefix,
     )
     return Twins(build_twins(chosen, settings, plan), plan, accel, topology)
-
-
-def add_twin_arguments(parser: object, with_pair: bool = True) -> None:
-    """The sizing options shared by `lab xml`, `lab diff` and `lab up`."""
-
-    assert isinstance(parser, argparse.ArgumentParser)
-    parser.add_argument("--vcpus", type=int, default=None, help="vCPUs per guest (config: vcpus)")
-    parser.add_argument("--memory", default=None, help="memory per guest, e.g. 1G (config: memory)")
-    parser.add_argument(
-        "--reserve-host-cpus",
-        type=int,
-        default=None,
-        metavar="N",
-        help="host CPUs kept free of vCPUs (config: reserve_host_cpus; 0 gives"
-        " every CPU to the guests)",
-    )
 
 
 def tcg_cpu_mode(setting: str) -> str | None:

@@ -8,7 +8,6 @@ for 'local', ``<state_dir>/hosts/NAME/lab.json`` for every other host.
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 
 from lab.core.context import Context
@@ -58,17 +57,6 @@ def sites_up(ctx: Context, hosts: str | None = None) -> list[tuple[Site, LabStat
         if state is not None:
             found.append((site, state))
     return found
-
-
-def add_hosts_argument(parser: object, default: str) -> None:
-
-    assert isinstance(parser, argparse.ArgumentParser)
-    parser.add_argument(
-        "--hosts",
-        metavar="all|NAME,...",
-        help=f"the hosts to act on: 'all', or names from lab.toml's [hosts] and 'local' for"
-        f" this machine (default: {default}; see `lab config`)",
-    )
 
 
 def require_up(ctx: Context, hosts: str | None = None) -> list[tuple[Site, LabState]]:

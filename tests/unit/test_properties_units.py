@@ -10,10 +10,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lab.commands.guestoptions import parse_pair
 from lab.core.errors import UsageError
 from lab.core.names import check_name
 from lab.core.units import format_cpuset, format_kib, parse_cpuset, parse_size_kib
-from lab.guests.plan import parse_pair
 from lab.host.facts import parse_hugepages_option
 
 FACTOR = {"": 1, "K": 1, "M": 1024, "G": 1024**2, "T": 1024**3}
