@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lab.core.context import Context
+
+if TYPE_CHECKING:
+    from lab.app.status import HostStatus
 
 
 def register(subparsers: Any) -> None:
@@ -22,62 +25,47 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    from lab.core.errors import LabError
-    from lab.guests.sites import sites_up
+    from lab.app.status import lab_status  # deferred: the parser is built for every command
 
-    up = sites_up(ctx)
-    if not up and not args.json:
+    hosts = lab_status(ctx)
+    if not hosts and not args.json:
         ctx.out.print("no lab is up. Start one: lab up --pair thp,shp1g")
         return 0
-    hosts = []
-    for site, state in up:
-        try:
-            conn = site.ctx.libvirt
-        except LabError as err:
-            ctx.warn(f"host {site.name}: {err.message}")
-            conn = None
+    documents = []
+    for host in hosts:
+        if host.error is not None:
+            ctx.warn(f"host {host.host}: {host.error.message}")
         if args.json:
-            hosts.append(_document(state, conn))
+            documents.append(_document(host))
         else:
-            _table(ctx, state, conn)
+            _table(ctx, host)
     if args.json:
-        ctx.print_json({"hosts": hosts})
+        ctx.print_json({"hosts": documents})
     return 0
 
 
-def _state_of(conn: Any, name: str) -> str:
-    import libvirt
-
-    if conn is None:
-        return "unreachable"
-    try:
-        return "running" if conn.lookupByName(name).isActive() else "shut off"
-    except libvirt.libvirtError:
-        return "missing"
-
-
-def _document(state: Any, conn: Any) -> dict[str, Any]:
+def _document(host: HostStatus) -> dict[str, Any]:
     return {
-        "host": state.host,
-        "accelerator": state.accelerator,
-        "image": state.image,
-        "network": state.network,
-        "emulator_cpus": list(state.emulator_cpus),
-        "verified": bool(state.ready),
+        "host": host.host,
+        "accelerator": host.accelerator,
+        "image": host.image,
+        "network": host.network,
+        "emulator_cpus": list(host.emulator_cpus),
+        "verified": host.verified,
         "guests": [
             {
                 "name": g.name,
                 "variant": g.variant,
-                "state": _state_of(conn, g.name),
-                "address": g.ip or None,
+                "state": g.state,
+                "address": g.address,
                 "vcpu_cpus": list(g.vcpu_cpus),
             }
-            for g in state.guests
+            for g in host.guests
         ],
     }
 
 
-def _table(ctx: Context, state: Any, conn: Any) -> None:
+def _table(ctx: Context, host: HostStatus) -> None:
     from rich.table import Table
 
     from lab.core.text import cell  # the lab's state file is data: never markup
@@ -91,18 +79,18 @@ def _table(ctx: Context, state: Any, conn: Any) -> None:
         "emulator on",
         "verified",
         title=cell(
-            f"host {state.host} · accelerator {state.accelerator} · image {state.image}"
-            f" · network {state.network}"
+            f"host {host.host} · accelerator {host.accelerator} · image {host.image}"
+            f" · network {host.network}"
         ),
     )
-    for guest in state.guests:
+    for guest in host.guests:
         table.add_row(*map(cell, (
             guest.name,
             guest.variant,
-            _state_of(conn, guest.name),
-            guest.ip or "-",
+            guest.state,
+            guest.address or "-",
             ",".join(map(str, guest.vcpu_cpus)),
-            ",".join(map(str, state.emulator_cpus)),
-            "yes" if state.ready else "no",
+            ",".join(map(str, host.emulator_cpus)),
+            "yes" if host.verified else "no",
         )))  # fmt: skip
     ctx.out.print(table)
