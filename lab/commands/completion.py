@@ -61,13 +61,13 @@ def names(kind: str, ctx: Context) -> Iterator[str]:
 
     try:
         if kind == "variants":
-            from lab.guests.variants import variants_for
+            from lab.app.catalogue import variants
 
-            yield from sorted(variants_for(ctx.config))
+            yield from sorted(variants(ctx))
         elif kind == "workloads":
-            from lab.run.workload import workloads_for
+            from lab.app.catalogue import workloads
 
-            yield from sorted(workloads_for(ctx.config))
+            yield from sorted(workloads(ctx))
         else:
             from pathlib import Path
 

@@ -23,10 +23,10 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from rich.table import Table
 
+    from lab.app.catalogue import variants as known
     from lab.core.text import cell
-    from lab.guests.variants import variants_for
 
-    variants = variants_for(ctx.config)
+    variants = known(ctx)
     if args.json:
         found: list[dict[str, object]] = [
             {"name": name, "description": v.description, "needs": v.requirement_text()}

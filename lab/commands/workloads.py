@@ -26,10 +26,10 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from rich.table import Table
 
+    from lab.app.catalogue import workloads as known
     from lab.core.text import cell
-    from lab.run.workload import workloads_for
 
-    workloads = workloads_for(ctx.config)
+    workloads = known(ctx)
     if args.json:
         found: list[dict[str, object]] = [
             {
