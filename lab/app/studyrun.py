@@ -30,6 +30,7 @@ from lab.core.errors import UsageError
 from lab.core.text import cell
 from lab.guests.labstate import LabState, load_state
 from lab.guests.plan import TwinRequest
+from lab.run.lock import run_lock
 from lab.run.workload import workloads_for
 from lab.store import Store
 
@@ -245,6 +246,16 @@ def run_study(
     written = actions.report(report_request(study, db))
     show.report(written)
     return StudyResult(0, tuple(done), written)
+
+
+def run_study_holding_the_lab(
+    ctx: Context, study: Study, db: str, show: Show, argv: list[str]
+) -> StudyResult:
+    """:func:`run_study` holding the run lock for the whole study (its runs take it again):
+    a `lab run`, a demo or a second study started meanwhile is refused instead of sharing
+    this pair; ``argv`` is the command it is shown."""
+    with run_lock(Path(ctx.config.state_dir), argv, ctx.warn):
+        return run_study(ctx, study, db, show)
 
 
 # -- what `lab study check` reads of a store ---------------------------------------------------

@@ -12,9 +12,9 @@ import json
 import shlex
 import textwrap
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
+from lab.app.catalogue import variants, workloads
 from lab.app.stores import store_path
 from lab.app.study import Study, StudyWorkload, key_reference, load_study
 from lab.commands.show import ConsoleShow
@@ -22,8 +22,6 @@ from lab.commands.storeoptions import add_db_argument
 from lab.core.context import Context
 from lab.core.paths import STUDIES_DIR
 from lab.core.text import cell
-from lab.guests.variants import variants_for
-from lab.run.workload import workloads_for
 
 
 def register(subparsers: Any) -> None:
@@ -171,12 +169,12 @@ def run_check(args: argparse.Namespace, ctx: Context) -> int:
     from lab.app.run import check_request
     from lab.app.studyrun import run_request, stored_hash, stored_seconds
 
-    workloads = workloads_for(ctx.config)
-    study = load_study(args.file, workloads, variants_for(ctx.config))
+    known = workloads(ctx)
+    study = load_study(args.file, known, variants(ctx))
     db = store_path(args, ctx)
     image = f"{ctx.config.image} (lab.toml)"
     for workload in study.workloads:
-        check_request(run_request(study, workload, str(db)), workloads)
+        check_request(run_request(study, workload, str(db)), known)
     if args.json:
         text = plan_json(study, str(db), stored_seconds(db, study), ctx.config.image)
         ctx.out.out(text, highlight=False)
@@ -195,18 +193,14 @@ def run_check(args: argparse.Namespace, ctx: Context) -> int:
 
 def run_run(args: argparse.Namespace, ctx: Context) -> int:
     # deferred: they load libvirt, lxml or numpy, and the parser is built for every command
-    from lab.app.studyrun import report_dir, run_study
-    from lab.run.lock import run_lock
+    from lab.app.studyrun import report_dir, run_study_holding_the_lab
 
-    study = load_study(args.file, workloads_for(ctx.config), variants_for(ctx.config))
+    study = load_study(args.file, workloads(ctx), variants(ctx))
     if study.image is not None:
         ctx.config = replace(ctx.config, image=study.image)
     db = str(store_path(args, ctx))
     argv = ["lab", "study", "run", args.file]
-    # Held for the whole study (its runs take it again): a `lab run`, a demo or a second
-    # study started meanwhile is refused instead of sharing this pair.
-    with run_lock(Path(ctx.config.state_dir), argv, ctx.warn):
-        result = run_study(ctx, study, db, ConsoleShow(ctx))
+    result = run_study_holding_the_lab(ctx, study, db, ConsoleShow(ctx), argv)
     if result.status == 0:
         ctx.out.print(
             cell(

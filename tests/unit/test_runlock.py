@@ -166,3 +166,23 @@ def test_lab_run_refuses_while_another_run_holds_the_lab(
     assert err[0].startswith("lab: error: another lab run is using this lab: ")
     assert f"pid {holder.pid}" in err[0] and "lab run null --n 500" in err[0]
     assert not (tmp_path / "lab.db").exists()  # refused before the store was opened
+
+
+def test_a_study_is_refused_while_another_run_holds_the_lab(
+    tmp_path: Path, holder: subprocess.Popen[str]
+) -> None:
+    """lab.app.studyrun holds the lock for the whole study: refused before its store is made."""
+    from lab.app.study import load_study
+    from lab.app.studyrun import run_study_holding_the_lab
+    from lab.commands.show import ConsoleShow
+    from lab.core.config import Config
+    from lab.core.context import Context
+    from lab.core.paths import STUDIES_DIR
+
+    ctx = Context(config=Config(state_dir=str(tmp_path / "state")))
+    study = load_study(STUDIES_DIR / "demo.toml")
+    db = tmp_path / "lab.db"
+    argv = ["lab", "study", "run", "demo.toml"]
+    with pytest.raises(RunLockedError, match=f"pid {holder.pid}"):
+        run_study_holding_the_lab(ctx, study, str(db), ConsoleShow(ctx), argv)
+    assert not db.exists()
