@@ -21,12 +21,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
     import sys
-    from pathlib import Path
 
-    from lab.guests.labstate import require_state
+    from lab.app.guestshell import console_lines
 
-    record = require_state(Path(ctx.config.state_dir)).guest(args.name)
-    text = (Path(record.directory) / "console.log").read_text(errors="replace")
-    lines = text.splitlines(keepends=True)
-    sys.stdout.write("".join(lines[-args.lines :] if args.lines else lines))
+    sys.stdout.write("".join(console_lines(ctx, args.name, args.lines)))
     return 0
