@@ -76,31 +76,20 @@ def build_request(args: argparse.Namespace) -> BuildRequest:
 
 
 def run_import(args: argparse.Namespace, ctx: Context) -> int:
-    from lab.images.image import import_image  # deferred: the parser is built for every command
+    from lab.app.image import (  # deferred: the parser is built for every command
+        ImportRequest,
+        import_,
+    )
 
-    path = Path(args.path)
-    with ctx.err.status(f"importing {path}", spinner="dots") as status:
-
-        def log(message: str) -> None:
-            ctx.note(message)
-            status.update(message)
-
-        image = import_image(
-            path,
-            Path(ctx.config.image_dir),
-            args.name or path.stem.split(".")[0],
-            ctx.host,
-            log,
-            clock=ctx.clock,
-        )
+    image = import_(ctx, ImportRequest(Path(args.path), args.name))
     ctx.out.print(str(image.directory), highlight=False)
     return 0
 
 
 def run_list(args: argparse.Namespace, ctx: Context) -> int:
-    from lab.images.image import list_images  # deferred: the parser is built for every command
+    from lab.app.image import images as named  # deferred: the parser is built for every command
 
-    images = list_images(Path(ctx.config.image_dir))
+    images = named(ctx)
     if args.json:
         found = [
             {
@@ -138,10 +127,10 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_prune(args: argparse.Namespace, ctx: Context) -> int:
-    from lab.images.prune import prune_images  # deferred: the parser is built for every command
+    from lab.app.image import prune  # deferred: the parser is built for every command
 
-    image_dir = Path(ctx.config.image_dir)
-    gone, kept = prune_images(image_dir, ctx.libvirt, ctx.host, dry_run=args.dry_run)
+    pruned = prune(ctx, dry_run=args.dry_run)
+    gone, kept = pruned.gone, pruned.kept
     verb = "would remove" if args.dry_run else "removed"
     for folder in gone:
         ctx.out.print(cell(f"{verb} {folder.path} ({folder.bytes / 1024**2:.0f} MiB)"),

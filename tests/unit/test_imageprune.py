@@ -126,3 +126,21 @@ def test_prune_with_no_guests_keeps_only_what_a_name_points_at(tmp_path: Path) -
     gone, kept = prune_images(images, FakeLibvirt([]), Host())
     assert [f.path for f in gone] == [old]
     assert sorted(p.name for p in kept) == [current.name, imported.name]
+
+
+def test_lab_image_list_and_prune_ask_the_app_about_lab_toml_s_image_dir(tmp_path: Path) -> None:
+    from lab.app.image import images as named
+    from lab.app.image import prune
+    from lab.core.config import Config
+    from lab.core.context import Context
+
+    image_dir = tmp_path / "images"
+    current = image_folder(image_dir, "debian12-cccccccccccc")
+    (image_dir / "debian12").symlink_to(current.name)
+    old = image_folder(image_dir, "debian12-000000000000")
+    ctx = Context(config=Config(image_dir=str(image_dir)), connect=lambda uri: FakeLibvirt([]))
+    assert [(i.name, i.directory) for i in named(ctx)] == [("debian12", current)]
+    pruned = prune(ctx, dry_run=True)
+    assert [f.path for f in pruned.gone] == [old] and pruned.kept == [current]
+    assert old.exists()
+    assert [f.path for f in prune(ctx).gone] == [old] and not old.exists()
