@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lab.commands.guestoptions import add_twin_arguments
+from lab.commands.guestoptions import add_twin_arguments, twin_sizing
 from lab.core.context import Context
 from lab.core.text import cell
-from lab.guests.plan import plan_twins, request_from
 
 
 def register(subparsers: Any) -> None:
@@ -63,14 +62,13 @@ def run_live(args: argparse.Namespace, ctx: Context) -> int:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from rich.table import Column, Table
 
-    from lab.guests.fairness import pair_changes
+    from lab.app.twins import pair_difference
 
     if args.live:
         return run_live(args, ctx)
 
-    twins = plan_twins(ctx, request_from(args, ctx, [args.a, args.b]))
-    changes = pair_changes(twins.guests[0], twins.guests[1])
-    a, b = twins.guests[0].name, twins.guests[1].name
+    found = pair_difference(ctx, args.a, args.b, twin_sizing(args))
+    a, b, changes = found.a, found.b, found.changes
     unexplained = [c for c in changes if c.kind == "unexplained"]
     if args.json:
         ctx.print_json([{"kind": c.kind, "path": c.path, "a": c.a, "b": c.b, "by": c.by}

@@ -6,8 +6,12 @@ Not a command (it registers nothing): the commands that take these options impor
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from lab.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from lab.app.twins import TwinSizing
 
 
 def parse_pair(text: str) -> list[str]:
@@ -33,6 +37,18 @@ def add_twin_arguments(parser: object, with_pair: bool = True) -> None:
         metavar="N",
         help="host CPUs kept free of vCPUs (config: reserve_host_cpus; 0 gives"
         " every CPU to the guests)",
+    )
+
+
+def twin_sizing(args: argparse.Namespace) -> TwinSizing:
+    """The sizing options :func:`add_twin_arguments` adds, as the app's request (None where
+    left out: lab.toml's)."""
+    from lab.app.twins import TwinSizing  # deferred: the parser is built for every command
+
+    return TwinSizing(
+        getattr(args, "vcpus", None),
+        getattr(args, "memory", None),
+        getattr(args, "reserve_host_cpus", None),
     )
 
 

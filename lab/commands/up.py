@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from lab.commands.guestoptions import add_hosts_argument, add_twin_arguments, parse_pair
+from lab.commands.guestoptions import (
+    add_hosts_argument,
+    add_twin_arguments,
+    parse_pair,
+    twin_sizing,
+)
 from lab.commands.show import print_up
 from lab.core.context import Context
-from lab.guests.plan import request_from
 
 if TYPE_CHECKING:
     from lab.app.up import UpRequest
@@ -66,9 +70,11 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def request(args: argparse.Namespace, ctx: Context) -> UpRequest:
-    from lab.app.up import UpRequest  # deferred: the parser is built for every command
+    # deferred: the parser is built for every command
+    from lab.app.twins import twin_request
+    from lab.app.up import UpRequest
 
-    twins = request_from(args, ctx, parse_pair(args.pair))
+    twins = twin_request(ctx, parse_pair(args.pair), twin_sizing(args))
     return UpRequest(
         twins, args.hosts, args.pairs, args.image, args.allow_overcommit, force=args.force
     )

@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lab.commands.guestoptions import add_twin_arguments
+from lab.commands.guestoptions import add_twin_arguments, twin_sizing
 from lab.core.context import Context
-from lab.guests.plan import plan_twins, request_from
 
 
 def register(subparsers: Any) -> None:
@@ -23,7 +22,9 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    twins = plan_twins(ctx, request_from(args, ctx, [args.variant]))
+    from lab.app.twins import plan  # deferred: the parser is built for every command
+
+    twins = plan(ctx, [args.variant], twin_sizing(args))
     ctx.note(f"accelerator: {twins.accel.accelerator} ({twins.accel.reason})")
     ctx.out.out(twins.guests[0].spec.to_string(), end="", highlight=False)
     return 0
