@@ -90,7 +90,7 @@ def register(subparsers: Any) -> None:
 def run_check(args: argparse.Namespace, ctx: Context) -> int:
     # deferred: they load libvirt, lxml or numpy, and the parser is built for every command
     from lab.app.hostcheck import check_host
-    from lab.host.check import print_rows, rows_json
+    from lab.report.hostcheck import print_rows, rows_json
 
     sites = chosen_sites(ctx, args.hosts)
     all_ready, documents = True, {}

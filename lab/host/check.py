@@ -12,16 +12,13 @@ The knobs that make timings noisy are :mod:`lab.host.noise`'s rows.
 from __future__ import annotations
 
 import contextlib
-import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import libvirt
-from rich.table import Table
 
 from lab.core.errors import LabError
-from lab.core.text import cell
 from lab.host import nfs
 from lab.host.accel import AccelChoice, AccelFacts, choose_accelerator, cpu_flags, read_accel_facts
 from lab.host.facts import (
@@ -374,19 +371,3 @@ def _network_facts(f: CheckFacts, conn: object) -> None:
         return
     f.network, f.network_forwards = parse_network_xml(net.XMLDesc(0))
     f.network_active = bool(net.isActive())
-
-
-def rows_json(rows: list[Row]) -> str:
-    ready = all(row.state != MISSING for row in rows)
-    return json.dumps({"ready": ready, "rows": [asdict(r) for r in rows]}, indent=2)
-
-
-def print_rows(ctx: Context, rows: list[Row]) -> None:
-
-    styles = {OK: "green", WARN: "yellow", MISSING: "bold red"}
-    table = Table("requirement", "state", "detail", "fix")
-    for row in rows:
-        style = styles.get(row.state)  # not available: plain, nothing to look at
-        # what was read from the host (a THP mode's "[never]") is text, never markup
-        table.add_row(cell(row.name), cell(row.state, style or ""), cell(row.detail), cell(row.fix))
-    ctx.out.print(table)

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from lab.host.accel import AccelChoice, choose_accelerator, read_accel_facts
-from lab.host.check import MISSING, OK, WARN, CheckFacts, Row, rows_from_facts, rows_json
+from lab.host.check import MISSING, OK, WARN, CheckFacts, Row, rows_from_facts
 from lab.host.facts import Pool
 from lab.host.hugepages import HugePageNeed
 from lab.host.network import NetworkInfo
+from lab.report.hostcheck import rows_json
 
 GIB = 1024**2
 HOST = Path(__file__).parent.parent / "fixtures" / "host"
@@ -198,7 +199,7 @@ def test_what_a_row_read_from_the_host_is_printed_as_text() -> None:
 
     from lab.core.config import Config
     from lab.core.context import Context
-    from lab.host.check import print_rows
+    from lab.report.hostcheck import print_rows
 
     out = io.StringIO()
     ctx = Context(config=Config(), out=Console(file=out, width=200))

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from lab.host.check import NA, OK, WARN, rows_from_facts, rows_json
+from lab.host.check import NA, OK, WARN, rows_from_facts
 from lab.host.noise import NoiseFacts, noise_rows, read_noise, shared_siblings
 from lab.host.row import Row
+from lab.report.hostcheck import rows_json
 from tests.unit.test_host_check import ready_facts, row
 
 CAPTURE = Path(__file__).parent.parent / "fixtures" / "captures" / "host-environment"
