@@ -8,13 +8,16 @@ and images are known. :func:`lab.host.check.rows_from_facts` then judges it all.
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lab.core.context import Context
 from lab.core.errors import LabError, PlanError
 from lab.guests.plan import host_topology, plan_twins, request_from
+from lab.guests.sites import chosen_sites
 from lab.host.check import OVERHEAD_KIB, CheckFacts, Row, gather_facts, rows_from_facts
+from lab.host.row import MISSING
 from lab.host.site import HostSite
 from lab.images.image import find_image
 
@@ -61,3 +64,27 @@ def _image_facts(f: CheckFacts, ctx: Context) -> None:
     except LabError as err:
         f.image_error = str(err)
     f.image_tool = ctx.host.which("mmdebstrap")
+
+
+@dataclass(frozen=True)
+class HostChecked:
+    host: str
+    remote: bool
+    uri: str  # its libvirt URI (lab.toml's [hosts])
+    rows: list[Row]
+
+    @property
+    def ready(self) -> bool:
+        """Whether the pair can be brought up there: no row is missing."""
+        return all(row.state != MISSING for row in self.rows)
+
+
+def check_hosts(
+    ctx: Context, hosts: str | None, pair: list[str], sizing: object = None
+) -> Iterator[HostChecked]:
+    """:func:`check_host` on each host ``hosts`` names (None: this machine), one after the
+    other: each is yielded once checked."""
+    for site in chosen_sites(ctx, hosts):
+        yield HostChecked(
+            site.name, site.remote, site.entry.uri, check_host(ctx, pair, sizing=sizing, site=site)
+        )

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from lab.core.context import Context
 from lab.guests.sites import chosen_sites
 from lab.host.facts import parse_hugepages_option
 from lab.host.hugepages import DEFAULT_HUGEPAGES
-from lab.host.prepare import PrepareRequest, prepare_host
+from lab.host.prepare import PrepareRequest, prepare_host, release_host
 
 
 @dataclass(frozen=True)
@@ -40,3 +41,17 @@ def prepare(ctx: Context, request: PrepareHostsRequest) -> tuple[Prepared, ...]:
         changes = prepare_host(ctx, wanted, site=site)
         done.append(Prepared(site.name, site.remote, len(changes)))
     return tuple(done)
+
+
+@dataclass(frozen=True)
+class Released:
+    host: str
+    remote: bool
+    undone: int  # changes undone; 0: none was recorded
+
+
+def release(ctx: Context, hosts: str | None = None) -> Iterator[Released]:
+    """Undo what `lab host prepare` recorded on each host ``hosts`` names (None: this
+    machine), newest first; each is yielded once released."""
+    for site in chosen_sites(ctx, hosts):
+        yield Released(site.name, site.remote, release_host(ctx, site=site))

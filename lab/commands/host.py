@@ -6,7 +6,12 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from lab.commands.guestoptions import add_twin_arguments, parse_pair
+from lab.commands.guestoptions import (
+    add_hosts_argument,
+    add_twin_arguments,
+    parse_pair,
+    twin_sizing,
+)
 from lab.commands.show import print_prepared
 from lab.core.context import Context
 from lab.core.text import cell
@@ -14,8 +19,6 @@ from lab.host.hugepages import DEFAULT_HUGEPAGES
 
 if TYPE_CHECKING:
     from lab.app.prepare import PrepareHostsRequest
-from lab.commands.guestoptions import add_hosts_argument
-from lab.guests.sites import chosen_sites
 
 
 def register(subparsers: Any) -> None:
@@ -89,27 +92,25 @@ def register(subparsers: Any) -> None:
 
 def run_check(args: argparse.Namespace, ctx: Context) -> int:
     # deferred: they load libvirt, lxml or numpy, and the parser is built for every command
-    from lab.app.hostcheck import check_host
+    from lab.app.hostcheck import check_hosts
     from lab.report.hostcheck import print_rows, rows_json
 
-    sites = chosen_sites(ctx, args.hosts)
     all_ready, documents = True, {}
-    for site in sites:
-        rows = check_host(ctx, parse_pair(args.pair), sizing=args, site=site)
-        ready = all(row.state != "missing" for row in rows)
-        all_ready = all_ready and ready
+    for checked in check_hosts(ctx, args.hosts, parse_pair(args.pair), twin_sizing(args)):
+        all_ready = all_ready and checked.ready
         if args.json:
-            documents[site.name] = json.loads(rows_json(rows))
+            documents[checked.host] = json.loads(rows_json(checked.rows))
             continue
-        if site.remote:
-            ctx.out.print(cell(f"host {site.name} ({site.entry.uri}); fixes are run on that host"))
-        print_rows(ctx, rows)
-        if not ready:
+        if checked.remote:
+            ctx.out.print(cell(f"host {checked.host} ({checked.uri}); fixes are run on that host"))
+        print_rows(ctx, checked.rows)
+        if not checked.ready:
             ctx.warn(
-                f"host {site.name}: the pair cannot be brought up yet: fix the rows marked missing"
+                f"host {checked.host}: the pair cannot be brought up yet: fix the rows marked"
+                " missing"
             )
     if args.json:  # one host: its document, as before; several: one per host by name
-        ctx.print_json(documents[sites[0].name] if len(sites) == 1 else documents)
+        ctx.print_json(next(iter(documents.values())) if len(documents) == 1 else documents)
     return 0 if all_ready else 1
 
 
@@ -129,11 +130,11 @@ def prepare_request(args: argparse.Namespace) -> PrepareHostsRequest:
 
 
 def run_release(args: argparse.Namespace, ctx: Context) -> int:
-    from lab.host.prepare import release_host  # deferred: the parser is built for every command
+    from lab.app.prepare import release  # deferred: the parser is built for every command
 
-    for site in chosen_sites(ctx, args.hosts):
-        undone = release_host(ctx, site=site)
-        name = f"host {site.name}" if site.remote else "host"
+    for released in release(ctx, args.hosts):
+        undone = released.undone
+        name = f"host {released.host}" if released.remote else "host"
         ctx.note(
             f"{name} released: {undone} change(s) undone"
             if undone
