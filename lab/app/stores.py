@@ -22,11 +22,10 @@ def open_store(args: argparse.Namespace, ctx: Context, create: bool = True) -> S
 
 
 @contextmanager
-def open_store_all_or_nothing(args: argparse.Namespace, ctx: Context) -> Iterator[Store]:
-    """:func:`open_store`, for a command that stores all or nothing (``lab import``): a store
-    that it created is removed again when it fails, and so are the folders made for it, so a
-    failed first import leaves no file behind."""
-    path = store_path(args, ctx)
+def open_store_all_or_nothing(path: Path) -> Iterator[Store]:
+    """The store at ``path`` (:func:`store_path`), for an action that stores all or nothing
+    (``lab import``): a store that it created is removed again when it fails, and so are the
+    folders made for it, so a failed first import leaves no file behind."""
     try:
         made = [] if path.exists() else [path, Path(f"{path}-wal"), Path(f"{path}-shm")]
         folder = path.parent
@@ -35,7 +34,7 @@ def open_store_all_or_nothing(args: argparse.Namespace, ctx: Context) -> Iterato
             folder = folder.parent
     except OSError:  # a folder that cannot be searched: Store.open says so, and makes nothing
         made = []
-    store = open_store(args, ctx)
+    store = Store.open(path)
     try:
         yield store
     except BaseException:

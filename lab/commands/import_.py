@@ -67,8 +67,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    from lab.app.stores import open_store_all_or_nothing
-    from lab.importers.ingest import ImportOptions, import_inputs, plan
+    from lab.app.importing import ImportOptions, import_files
+    from lab.app.stores import store_path
 
     options = ImportOptions(
         format=args.format, study=args.study, variant=args.variant, workload=args.workload,
@@ -77,11 +77,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     )  # fmt: skip
     if args.files.count("-") > 1:
         raise UsageError("standard input (-) is named twice", hint="Name it once")
-    # Every input is opened and its format told before the store is opened: a missing file,
-    # a folder or a binary file changes nothing. The samples are read as they are stored.
-    planned = plan(args.files, options, _standard_input())
-    with open_store_all_or_nothing(args, ctx) as store:
-        summaries = import_inputs(store, planned, options)
+    summaries = import_files(store_path(args, ctx), args.files, options, _standard_input())
     for name, summary in zip(args.files, summaries, strict=True):
         shown = summary.bad[:SHOWN]  # the first ones, each one bounded line; then a count
         for bad in shown:

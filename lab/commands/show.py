@@ -24,8 +24,7 @@ if TYPE_CHECKING:  # only named in annotations: the actions' modules load numpy 
     from lab.app.prepare import Prepared
     from lab.app.report import ReportResult
     from lab.app.run import RunOutcome
-    from lab.app.up import UpOutcome
-    from lab.guests.bringup import UpResult
+    from lab.app.up import UpOutcome, UpResult
 
 
 def print_prepared(ctx: Context, hosts: tuple[Prepared, ...]) -> None:

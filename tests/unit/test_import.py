@@ -220,3 +220,17 @@ def test_undecidable_direction_asks_for_it(store: Store, tmp_path: Path) -> None
         import_file(store, path, ImportOptions())
     import_file(store, path, ImportOptions(direction="higher"))
     assert store.values()[0].direction == "higher"
+
+
+def test_the_import_action_stores_all_or_leaves_no_store_behind(tmp_path: Path) -> None:
+    from lab.app.importing import import_files
+
+    options = ImportOptions(variant="thp", workload="gdb-build")
+    db = tmp_path / "new" / "deeper" / "lab.db"
+    good, bad = str(FIX / "time-thp.txt"), str(FIX / "time-malformed.txt")
+    with pytest.raises(MalformedInputError):
+        import_files(db, [good, bad], options, None)
+    assert not (tmp_path / "new").exists()  # the store, its -wal and -shm, and its folders
+    (summary,) = import_files(db, [good], options, None)
+    assert summary.stored == 5 and summary.format == "time"
+    assert [s.values.size for s in Store.open(db).values(metric="real_s")] == [5]
