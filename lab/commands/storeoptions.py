@@ -36,13 +36,13 @@ def add_sweep_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def warmup_rule(allow_none: bool) -> Callable[[str], str]:
-    """An argparse ``type`` for ``--warmup``: its text checked by ``parse_warmup``."""
+    """An argparse ``type`` for ``--warmup``: its text checked by ``warmup_text``."""
 
     def parse(text: str) -> str:
-        from lab.stats.discard import parse_warmup  # deferred: heavy (scipy)
+        from lab.app.warmup import warmup_text  # deferred: the parser is built for every command
 
         try:
-            return parse_warmup(text, allow_none=allow_none)
+            return warmup_text(text, allow_none=allow_none)
         except (TypeError, ValueError) as err:
             raise argparse.ArgumentTypeError(f"{text!r} {err}") from None
 
