@@ -437,10 +437,10 @@ def _from_store(args: argparse.Namespace, ctx: Context) -> list[PlanRow]:
     import numpy as np
 
     from lab.app.analyse import Selection, refuse_pooling
+    from lab.app.pilot import pilot_spread
     from lab.app.runs import find_run
     from lab.app.stores import open_store
     from lab.core.errors import UsageError
-    from lab.stats.diagnostics import lag1_autocorrelation
     from lab.stats.planning import plan_samples
     from lab.store.order import variant_order
 
@@ -480,10 +480,8 @@ def _from_store(args: argparse.Namespace, ctx: Context) -> list[PlanRow]:
         if not usable:
             ctx.warn(f"{workload} · {metric}: fewer than 3 samples per variant, skipped")
             continue
-        n = np.array([a.values.size for a in usable])
-        var = np.array([a.values.var(ddof=1) for a in usable])
-        pooled_sd = float(np.sqrt(np.sum((n - 1) * var) / np.sum(n - 1)))
-        r = max(0.0, max(lag1_autocorrelation(a.values) for a in usable))
+        spread = pilot_spread([a.values for a in usable])
+        pooled_sd, r = spread.sd, spread.r
         mean = args.mean if args.mean is not None else float(usable[0].values.mean())
         seconds = times.get(workload)
         per_iteration = args.iteration_time
@@ -496,7 +494,7 @@ def _from_store(args: argparse.Namespace, ctx: Context) -> list[PlanRow]:
                                 mean=mean, goal=goal, direction=usable[0].direction)  # fmt: skip
         except UsageError as err:
             raise UsageError(f"{where}: {err.message}", hint=err.hint) from None
-        rows.append((f"{workload} · {metric}", int(n.min()), plan))
+        rows.append((f"{workload} · {metric}", spread.n, plan))
     if not rows:
         raise UsageError("no metric has 3 samples per variant yet", hint="Run a longer pilot")
     return rows
