@@ -97,17 +97,17 @@ def test_a_window_counts_the_threads_cpu_time_and_nothing_outside_it() -> None:
     spinner = Spinner()
     counting = Counting(os.getpid(), SOFTWARE, [spinner.tid])
     try:
-        windows = []
         for seconds in (0.05, 0.3):
+            time.sleep(0.2)  # spinning before the window: not counted
+            t0 = time.perf_counter()
             counting.start()
             time.sleep(seconds)
-            windows.append(counting.stop()["task-clock"].value)
-            time.sleep(0.2)  # spinning, not counted
+            found = counting.stop()["task-clock"].value
+            window = (time.perf_counter() - t0) * 1e3
+            # one thread is on a CPU at most the whole window (on a loaded machine, part of
+            # it); what it burnt in the 0.2 s before would show as more
+            assert found is not None and 0 < found <= window * 1.02 + 1.0, (found, window)
         assert counting.stop() == {}  # stopped once
-        assert windows[0] is not None and windows[1] is not None
-        # on a loaded 2-CPU machine the spinner gets part of each window, and at most all
-        assert 0 < windows[0] <= 50 * 1.2 and windows[1] <= 300 * 1.2, windows
-        assert windows[1] > 2 * windows[0], windows  # 6 times the window, out of the pause
     finally:
         counting.close()
         spinner.end()
