@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
+import functools
 import os
 import platform
 import struct
@@ -58,14 +59,19 @@ def attr(event: str) -> bytes:
     return ATTR.pack(kind, ATTR.size, config, 0, 0, READ_TIMES, DISABLED, 0, 0, 0)
 
 
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    """The C library, loaded once (a counter is opened per event and vCPU thread)."""
+    return ctypes.CDLL(None, use_errno=True)
+
+
 def open_counter(event: str, tid: int) -> int:
     """A disabled counter of ``event`` on thread ``tid`` (any CPU): its file descriptor."""
     number = SYSCALL.get(platform.machine())
     if number is None:
         raise OSError(errno.ENOSYS, f"perf_event_open is not known on {platform.machine()}")
-    libc = ctypes.CDLL(None, use_errno=True)
     data = ctypes.create_string_buffer(attr(event), ATTR.size)
-    fd = int(libc.syscall(number, data, tid, -1, -1, FD_CLOEXEC))
+    fd = int(_libc().syscall(number, data, tid, -1, -1, FD_CLOEXEC))
     if fd < 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code))
