@@ -46,7 +46,6 @@ BOOTSTRAP_MAX_M = 5_000
 BOOTSTRAP_SEED = 20200921  # fixed: the same store gives the same report
 _LEADING = ("confidence", "n_a", "n_b", "mean_a", "mean_b", "diff", "diff_ci", "welch_df",
             "welch_p", "ratio", "ratio_ci")  # fmt: skip
-_CHUNK_ELEMENTS = 2_000_000  # resamples are drawn in chunks of at most this many values
 
 
 @dataclass(frozen=True)
@@ -99,8 +98,9 @@ class Difference:
         boot = self.bootstrap
         rng = np.random.default_rng(boot.seed)
         # m of the larger arm bounds both (the smaller one, when below it, is resampled whole)
-        se = math.hypot(median_se(self.a, rng, boot.resamples, boot.m),
-                        median_se(self.b, rng, boot.resamples, boot.m))  # fmt: skip
+        a, b = self._ascending
+        se = math.hypot(median_se(a, rng, boot.resamples, boot.m),
+                        median_se(b, rng, boot.resamples, boot.m))  # fmt: skip
         diff = float(np.median(self.b) - np.median(self.a))
         z = z_value(self.confidence)
         return diff, (diff - z * se, diff + z * se)
@@ -115,8 +115,13 @@ class Difference:
         return self._median[1]
 
     @cached_property
+    def _ascending(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each arm sorted, once for the median's bootstrap and the rank test."""
+        return ascending(self.a), ascending(self.b)
+
+    @cached_property
     def _ranks(self) -> RankTest:
-        return rank_test(self.a, self.b)
+        return rank_test(*self._ascending)
 
     @property
     def brunner_munzel_p(self) -> float:
@@ -233,18 +238,35 @@ def ratio_of_means_ci(
 
 
 def median_se(x: np.ndarray, rng: np.random.Generator, resamples: int, max_m: int) -> float:
-    """Bootstrap standard error of the median of x (m-out-of-n above ``max_m`` values)."""
+    """Bootstrap standard error of the median of x (m-out-of-n above ``max_m`` values).
+
+    A resample's median is one or two of its order statistics, and the j-th smallest of m
+    draws from x is the value at ``floor(n·U₍ⱼ₎)`` of x sorted, where U₍ⱼ₎ is the j-th smallest
+    of m uniforms, Beta(j, m − j + 1). So each resample's median is drawn directly from that
+    law, exactly as resampling m values would give it, in O(1) instead of O(m): 18 arms of
+    24,000 samples took 1.7 s of ``lab compare --format json`` drawn value by value.
+    """
     n = x.size
     m = min(n, max_m)
-    per_chunk = max(1, _CHUNK_ELEMENTS // m)
-    medians = np.empty(resamples)
-    done = 0
-    while done < resamples:
-        k = min(per_chunk, resamples - done)
-        idx = rng.integers(0, n, size=(k, m))
-        medians[done : done + k] = np.median(x[idx], axis=1)
-        done += k
+    ordered = ascending(x)
+    k = (m + 1) // 2  # the median is the k-th smallest (m odd), or the mean of it and the next
+    low = rng.beta(k, m - k + 1, resamples)
+    medians = ordered[_order_index(low, n)]
+    if m % 2 == 0:  # the next smallest: the least of the m − k uniforms above it
+        high = low + (1.0 - low) * rng.beta(1, m - k, resamples)
+        medians = (medians + ordered[_order_index(high, n)]) / 2
     return float(np.std(medians, ddof=1) * math.sqrt(m / n))
+
+
+def ascending(x: np.ndarray) -> np.ndarray:
+    """x sorted; x itself when it already is (a check of 1 ms per million samples, where a
+    sort takes 60: the median's bootstrap and the rank test both want an arm sorted)."""
+    return x if x.size < 2 or bool(np.all(x[1:] >= x[:-1])) else np.sort(x)
+
+
+def _order_index(u: np.ndarray, n: int) -> np.ndarray:
+    """The index into n sorted values that a uniform u picks (u < 1, but rounding may reach it)."""
+    return np.minimum((u * n).astype(np.int64), n - 1)
 
 
 def placements(x: np.ndarray, sorted_other: np.ndarray) -> np.ndarray:
@@ -305,7 +327,7 @@ def _exact_p(a: np.ndarray, b: np.ndarray, observed: float) -> float:
 
 def _rank_statistic(a: np.ndarray, b: np.ndarray) -> RankTest:
     """Brunner–Munzel with its t approximation, and Cliff's delta."""
-    sa, sb = np.sort(a), np.sort(b)
+    sa, sb = ascending(a), ascending(b)
     na, nb = sa.size, sb.size
     pa = placements(sa, sb)  # sorted needles: cache-friendly, and order does not matter below
     pb = placements(sb, sa)

@@ -144,3 +144,22 @@ def test_compare_is_reproducible_with_its_seed() -> None:
     a, b = rng.normal(0, 1, 500) + 5, rng.normal(0, 1, 500) + 5
     assert compare(a, b, 99).median_diff_ci == compare(a, b, 99).median_diff_ci
     assert compare(a, b, 99, seed=1).median_diff_ci != compare(a, b, 99, seed=2).median_diff_ci
+
+
+@pytest.mark.parametrize("n", [2, 3, 11, 12])
+def test_median_se_of_odd_and_even_samples_agrees_with_scipy_bootstrap(n: int) -> None:
+    # each resample's median is drawn from its order statistics' law, not from m values:
+    # even n averages the two middle ones, which a wrong law for the second would miss
+    x = np.random.default_rng(n).exponential(2.0, n)
+    ours = median_se(x, np.random.default_rng(5), 20_000, 10_000)
+    theirs = stats.bootstrap((x,), np.median, n_resamples=20_000, random_state=6).standard_error
+    assert ours == pytest.approx(theirs, rel=0.04)
+
+
+@pytest.mark.parametrize("m", [100, 101])
+def test_m_out_of_n_median_se_agrees_with_resampling_m_values(m: int) -> None:
+    x = np.random.default_rng(12).normal(0, 1, 3000)
+    ours = median_se(x, np.random.default_rng(5), 20_000, m)
+    idx = np.random.default_rng(3).integers(0, x.size, (20_000, m))
+    direct = np.std(np.median(x[idx], axis=1), ddof=1) * math.sqrt(m / x.size)
+    assert ours == pytest.approx(direct, rel=0.04)
