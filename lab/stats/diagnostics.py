@@ -26,7 +26,7 @@ from scipy import stats
 
 from lab.stats.descriptive import check_confidence, margin_of_error
 
-THEIL_SEN_MAX_POINTS = 600  # Theil–Sen is O(n²) (sorts n²/2 slopes): above this, evenly spaced points
+THEIL_SEN_MAX_POINTS = 600  # Theil–Sen sorts n²/2 slopes: above this, evenly spaced points
 KENDALL_MAX_POINTS = 100_000  # plenty to see a drift; keeps a million-sample arm under 0.1 s
 WARMUP_ALERT_P = 0.001
 
