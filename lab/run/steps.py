@@ -83,9 +83,15 @@ class SteppedRunners(JournalIngest):
             return False
         if guest.stepping == iteration and self.clock.monotonic() - guest.heard_at >= STATUS_EVERY:
             # Silent for long: a long iteration, or a guest gone without closing the
-            # connection (destroyed: no reset ever comes). Its journal says which; a read
-            # that fails is a GuestError, and with_guest waits for the guest from there.
+            # connection (destroyed: no reset ever comes). Its host's libvirt says whether
+            # it still runs: if not, nothing can answer, and a read of its journal over the
+            # dead connection would wait out the request's bound (60 s) to learn it. Then
+            # its journal says which; a read that fails is a GuestError, and with_guest
+            # waits for the guest from there.
             guest.heard_at = self.clock.monotonic()
+            down = self.domain_down(guest)
+            if down is not None:
+                raise GuestError(f"{guest.record.name} does not answer: {down}")
             self.ingest(guest)
         return guest.stepping == iteration
 

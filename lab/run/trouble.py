@@ -28,6 +28,11 @@ class GuestTrouble(RunState):
 
     def why_lost(self, guest: GuestProgress, err: GuestError) -> str:
         """Why ``guest`` does not answer, as far as its host's libvirt can tell."""
+        return self.domain_down(guest) or f"SSH fails: {err.message}"
+
+    def domain_down(self, guest: GuestProgress) -> str | None:
+        """Why no answer can come from ``guest``, as its host's libvirt tells: its domain is
+        gone, replaced or not running. None when it runs, or when no libvirt can tell."""
         import libvirt  # deferred: loaded already wherever a hypervisor is at hand
 
         try:
@@ -36,14 +41,14 @@ class GuestTrouble(RunState):
         except libvirt.libvirtError as lookup:
             if lookup.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
                 return "its domain no longer exists (destroyed and undefined: `lab down`, or virsh)"
-            return f"SSH fails: {err.message}"
+            return None
         except Exception:  # no hypervisor at hand: SSH's word is all there is
-            return f"SSH fails: {err.message}"
+            return None
         if guest.domain_uuid is not None and uuid != guest.domain_uuid:
             return "it was replaced by another guest of the same name (a new `lab up`)"
         if not active:
             return "its domain is not running (`lab status`)"
-        return f"SSH fails: {err.message}"
+        return None
 
     def check_failures(self, guest: GuestProgress) -> None:
         if guest.failed_attempts > self.plan.max_failures:

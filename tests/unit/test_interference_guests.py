@@ -23,6 +23,7 @@ from lab.core.config import config_from_mapping
 from lab.core.errors import ConfigError, GuestError, UsageError
 from lab.core.hostexec import Result
 from lab.run.controller import Controller, GuestLost
+from lab.run.schedules import STATUS_EVERY
 from tests.unit.fakeguest import NAMES, FakeChannel, FakeRunnerGuest, make_controller
 
 DOMAIN = """<domain type='test'><name>{name}</name><memory>1024</memory>
@@ -173,6 +174,86 @@ def test_why_a_guest_is_gone_is_read_from_libvirt(tmp_path: Path) -> None:
         )
     finally:
         dom.undefine()
+
+
+class HungChannel(FakeChannel):
+    """A stepped runner's channel that takes lines and, once its guest hangs, answers none."""
+
+    def send_line(self, line: str) -> None:
+        assert isinstance(self.guest, HungGuest)
+        if not self.guest.hung:
+            super().send_line(line)
+
+
+class HungGuest(FakeRunnerGuest):
+    """Destroyed after a few steps without closing the connection (no reset ever comes, as
+    on the real pair): its channel answers nothing, a request over the connection open when
+    it went waits out its 60 s bound before it fails, and a new connection fails at once."""
+
+    def __init__(self, name: str, clock: ManualClock) -> None:
+        super().__init__(name, per_read=2)
+        self.clock, self.hung, self.dead_connection, self.bounded = clock, False, False, 0
+
+    def on_step(self) -> None:
+        if not self.hung and self.steps >= 4:
+            self.hung = self.dead_connection = True
+
+    def _call(self) -> None:
+        if not self.hung:
+            return
+        if self.dead_connection:
+            self.bounded += 1
+            self.clock.sleep(60)
+        raise GuestError(f"{self.name}: SSH to 198.18.0.7 failed: No route to host")
+
+    def run(
+        self, argv: Sequence[str], *, check: bool = True, timeout: float | None = None,
+        sudo: bool = False,
+    ) -> Result:  # fmt: skip
+        self._call()
+        return super().run(argv, check=check, timeout=timeout, sudo=sudo)
+
+    def open_channel(self, argv: Sequence[str]) -> FakeChannel:
+        self._call()
+        super().open_channel(argv)
+        return HungChannel(self)
+
+    def read_bytes(self, remote: str, offset: int, size: int) -> bytes | None:
+        self._call()
+        return super().read_bytes(remote, offset, size)
+
+    def close(self) -> None:
+        self.dead_connection = False
+
+
+def test_a_silent_stepped_guest_whose_domain_is_gone_is_not_read_over_its_dead_connection(
+    tmp_path: Path,
+) -> None:
+    """Silent for STATUS_EVERY mid-step: libvirt is asked first. With the domain gone no
+    answer can come, so the guest is lost from then on, instead of a journal read over the
+    dead connection waiting out the request's 60 s bound before the guest timeout starts."""
+    clock = ManualClock()
+    hung = HungGuest(NAMES[1], clock)
+    guests = {NAMES[0]: FakeRunnerGuest(NAMES[0], per_read=5), NAMES[1]: hung}
+    controller, _ = make_controller(
+        tmp_path, guests, 30, schedule="sync", clock=clock, poll_interval=1.0
+    )
+    controller.ctx.__dict__["libvirt"] = libvirt.open("test:///default")  # no such domain
+    controller.plan.guest_timeout = 20.0
+    controller.wait = lambda _guests, seconds: clock.sleep(seconds)  # type: ignore[method-assign]
+    warnings: list[str] = []
+    controller.ctx.warn = warnings.append  # type: ignore[method-assign]
+    start = clock.t
+    with pytest.raises(GuestLost) as caught:
+        controller.run()
+    waited = clock.t - start
+    assert hung.bounded == 0, "a request went over the dead connection"
+    assert STATUS_EVERY + 20 <= waited < STATUS_EVERY + 20 + 10
+    assert "its domain no longer exists" in caught.value.message
+    assert [w for w in warnings if "unreachable" in w] == [
+        f"{NAMES[1]} unreachable, will retry for up to 20 s, then the run stops (status 4):"
+        " its domain no longer exists (destroyed and undefined: `lab down`, or virsh)"
+    ]
 
 
 def test_the_guest_timeout_comes_from_lab_toml_or_the_command_line() -> None:
