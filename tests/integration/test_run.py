@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import json
-import signal
 import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -59,44 +55,6 @@ def attempts(db: Path, workload: str) -> list[tuple[str, int, int, int]]:
             " WHERE r.workload = ? ORDER BY g.name, i.iteration, i.attempt",
             (workload,),
         ).fetchall()
-
-
-def test_killed_controller_resumes_to_exactly_n(pair: Pair, tmp_path: Path) -> None:
-    db = tmp_path / "lab.db"
-    args = [
-        sys.executable,
-        "-m",
-        "lab",
-        "run",
-        "sysbench-memory",
-        "--n",
-        "20",
-        "--db",
-        str(db),
-        *TIMED_SYSBENCH,
-    ]
-    proc = subprocess.Popen(
-        args, env=pair.lab.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        time.sleep(0.5)
-        if (
-            db.exists()
-            and sum(len(v) for v in samples(db, "sysbench-memory", "throughput_mib_s").values())
-            >= 4
-        ):
-            break
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    before = samples(db, "sysbench-memory", "throughput_mib_s")
-    assert sum(len(v) for v in before.values()) < 40, "the run ended before it could be killed"
-    pair.lab("run", "sysbench-memory", "--n", "20", "--db", str(db), *TIMED_SYSBENCH)
-    after = samples(db, "sysbench-memory", "throughput_mib_s")
-    for name in ("lab-thp", "lab-shp1g"):
-        assert [i for i, _ in after[name]] == list(range(1, 21))
-    with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
 @pytest.mark.parametrize("schedule", ["sync", "alternate"])

@@ -28,6 +28,7 @@ pytestmark = pytest.mark.integration
 
 SIZING = ("--vcpus", "1", "--memory", "1G", "--reserve-host-cpus", "0")
 SYSBENCH_3S = ("-p", "time=3", "-p", "total_size=1000G", "-p", "block_size=1M")
+SYSBENCH_2S = ("-p", "time=2", "-p", "total_size=1000G", "-p", "block_size=1M")
 METRIC = "throughput_mib_s"
 QEMU_CONF = Path("/etc/libvirt/qemu.conf")
 
@@ -213,7 +214,7 @@ def test_both_pairs_run_at_once_into_one_store_tagged_by_host(
     loop_pair: LoopPair, tmp_path: Path
 ) -> None:
     db = tmp_path / "two.db"
-    n = 5
+    n = 3
     lab = loop_pair.lab
     done = lab("run", "sysbench-memory", "--n", str(n), *SYSBENCH_3S, "--study", "two",
                "--db", str(db))  # fmt: skip
@@ -292,10 +293,10 @@ def test_a_host_that_drops_off_does_not_stop_the_other_and_resumes(
     db = tmp_path / "cut.db"
     # Four TCG guests on two CPUs starve the controller and the hop too: a remote guest's
     # samples may be stored many iterations late, so the run is long enough to cut it early.
-    n = 16
+    n = 10
     # concurrent: each pair at its own pace (sync's barrier would hold the local pair for the
     # remote one)
-    argv = [sys.executable, "-m", "lab", "run", "sysbench-memory", "--n", str(n), *SYSBENCH_3S,
+    argv = [sys.executable, "-m", "lab", "run", "sysbench-memory", "--n", str(n), *SYSBENCH_2S,
             "--study", "cut", "--db", str(db), "--schedule", "concurrent"]  # fmt: skip
     log = tmp_path / "run.err"
     with open(log, "w") as err:
