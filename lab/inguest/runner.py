@@ -14,6 +14,7 @@ import math
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from lab.inguest import backing
 from lab.inguest.child import ITERATION, Child, Children, boot_id
@@ -31,6 +32,14 @@ from lab.parsers import tools
 # counters of a 25 ms iteration say little anyway (they count the whole guest, the runner's
 # own work included).
 BACKING_EVERY_S = 0.5
+
+
+@dataclass
+class Tally:
+    """A start's attempts so far, by outcome."""
+
+    ok: int = 0
+    failed: int = 0
 
 
 class Runner:
@@ -149,7 +158,7 @@ class Runner:
         finally:  # a result held for the next line is written even if a bug ends the start
             journal.flush()
 
-    def _begin(self, journal: JournalFile) -> tuple[History, list[int]] | None:
+    def begin(self, journal: JournalFile) -> tuple[History, list[int]] | None:
         """A start's first steps: the ``start`` line, what a killed runner left ended and
         recorded, then the setup command. The history and the iterations to do; None if
         the setup command failed (the runner gave up)."""
@@ -177,27 +186,50 @@ class Runner:
 
     def _serve(self, journal: JournalFile) -> int:
         spec, children = self.spec, self.children
-        begun = self._begin(journal)
+        begun = self.begin(journal)
         if begun is None:
             return 1
         history, todo = begun
-        first, last = spec.start_iteration, spec.end_iteration
-        ok = failed = 0
+        tally = Tally()
         for iteration in todo:
-            attempt = history.next_attempt(iteration, spec.attempt_base)
-            entry = None if children.stop_requested else self.iteration(journal, iteration, attempt)
+            if children.stop_requested:
+                break
+            entry = self.attempt(journal, history, iteration, tally)
             if entry is None:
                 break
-            journal.entry(entry)
-            history.last_attempt[iteration] = attempt
-            ok, failed = ok + entry.ok, failed + (not entry.ok)
-            limit = spec.max_failures
-            if limit and failed >= limit and not children.stop_requested:
-                journal.event("gave_up", iteration=iteration, attempt=attempt,
-                              failures=failed, error=entry.error)  # fmt: skip
+            if self.gives_up(journal, entry, tally):
                 return 1
         if children.stop_requested:
-            journal.event("stopped", ok=ok, failed=failed)
+            journal.event("stopped", ok=tally.ok, failed=tally.failed)
             return 0
-        journal.event("done", ok=ok, failed=failed, start_iteration=first, end_iteration=last)
+        first, last = spec.start_iteration, spec.end_iteration
+        journal.event("done", ok=tally.ok, failed=tally.failed, start_iteration=first,
+                      end_iteration=last)  # fmt: skip
         return 0
+
+    def attempt(
+        self, journal: JournalFile, history: History, iteration: int, tally: Tally
+    ) -> JournalEntry | None:
+        """One attempt at ``iteration`` (numbered after the journal's last), journalled and
+        counted; None when the runner was stopped before its command began. The detached
+        runner and the stepped one both take their attempts here."""
+        attempt = history.next_attempt(iteration, self.spec.attempt_base)
+        entry = self.iteration(journal, iteration, attempt)
+        if entry is None:
+            return None
+        journal.entry(entry)
+        history.last_attempt[iteration] = attempt
+        if entry.ok:
+            history.ok.add(iteration)
+        tally.ok, tally.failed = tally.ok + entry.ok, tally.failed + (not entry.ok)
+        return entry
+
+    def gives_up(self, journal: JournalFile, entry: JournalEntry, tally: Tally) -> bool:
+        """Whether this start's failures reached the spec's ``max_failures`` (journalled as
+        ``gave_up``): the controller then decides what happens to the run."""
+        limit = self.spec.max_failures
+        if not limit or tally.failed < limit or self.children.stop_requested:
+            return False
+        journal.event("gave_up", iteration=entry.iteration, attempt=entry.attempt,
+                      failures=tally.failed, error=entry.error)  # fmt: skip
+        return True

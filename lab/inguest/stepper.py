@@ -29,7 +29,7 @@ import select
 from collections.abc import Callable
 
 from lab.inguest.journalfile import JournalFile
-from lab.inguest.runner import Runner
+from lab.inguest.runner import Runner, Tally
 
 IDLE_WAKE_S = 0.5  # how often a runner waiting for a step looks whether it was stopped
 
@@ -76,15 +76,14 @@ class Steps:
 
     def _serve(self, journal: JournalFile) -> int:
         runner = self.runner
-        spec, children = runner.spec, runner.children
-        begun = runner._begin(journal)
+        begun = runner.begin(journal)
         if begun is None:
             journal.flush()
             self.say(_answer({"event": "gave_up", "error": "setup command failed"}))
             return 1
         history, _ = begun
         self.say(_answer({"ready": True, "pid": os.getpid()}))
-        ok = failed = 0
+        tally = Tally()
         while (line := self.next_line()) is not None and line != "end":
             word, _, number = line.partition(" ")
             if word != "go" or not number.isdigit():
@@ -94,24 +93,15 @@ class Steps:
             if iteration in history.ok:
                 self.say(_answer({"skipped": iteration}))
                 continue
-            attempt = history.next_attempt(iteration, spec.attempt_base)
-            entry = self.runner.iteration(journal, iteration, attempt)
+            entry = runner.attempt(journal, history, iteration, tally)
             if entry is None:  # stopped before the command began
                 break
-            journal.entry(entry)
             journal.flush()  # the kernel holds it before the controller hears of it
-            history.last_attempt[iteration] = attempt
-            if entry.ok:
-                history.ok.add(iteration)
-            ok, failed = ok + entry.ok, failed + (not entry.ok)
             self.say(entry.line())
-            limit = spec.max_failures
-            if limit and failed >= limit and not children.stop_requested:
-                journal.event("gave_up", iteration=iteration, attempt=attempt,
-                              failures=failed, error=entry.error)  # fmt: skip
+            if runner.gives_up(journal, entry, tally):
                 self.say(_answer({"event": "gave_up", "error": entry.error}))
                 return 1
-        journal.event("stopped", ok=ok, failed=failed)
+        journal.event("stopped", ok=tally.ok, failed=tally.failed)
         return 0
 
 
