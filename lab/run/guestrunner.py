@@ -17,6 +17,9 @@ from lab.run.shipping import runner_zipapp
 # Python in the guest writes the spec from its argument; write_text closes the file, so a
 # full disk fails the command (a bare open().write() lost the error at exit, leaving it empty).
 WRITE_SPEC = "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text(sys.argv[2])"
+# $1 renamed to $2 in folder $3, each step on disk before the next (coreutils' sync FILE is
+# an fsync of that file; of a folder, of its entries).
+DURABLE_RENAME = 'sync "$1" && mv -f "$1" "$2" && sync "$3"'
 
 
 class GuestRunner:
@@ -72,14 +75,23 @@ class GuestRunner:
         return ["python3", app, command, "--dir", folder, "--run-key", self.key, *extra]
 
     def install(self) -> None:
-        """Copy this version of the runner in, unless the guest has it (SFTP, no process)."""
-        target = f"{self.folder}/{self.app.name}"
-        if self.shell.read_bytes(target, 0, 0) is not None:
+        """Copy this version of the runner in, unless the guest has it whole (SFTP, no
+        process).
+
+        Whole: its last byte is there. A guest reset within half a minute of the copy kept
+        the rename but not the data (ext4 writes it back later), and the runner, an empty
+        file, then ended without a word at every start until the run gave up. So the copy
+        is written to disk (``sync FILE``: its fsync) before it is renamed, and the rename
+        after it, and a short one is copied again."""
+        target, size = f"{self.folder}/{self.app.name}", len(self.app.data)
+        last = self.shell.read_bytes(target, size - 1, 1)
+        self.shell.forget(target)  # no handle kept on a file this may replace
+        if last is not None and len(last) == 1:
             return
         self.shell.run(["mkdir", "-p", self.folder])
         partial = f"{target}.part"  # renamed once whole: a copy cut short is never run
         self.shell.put_bytes(self.app.data, partial)
-        self.shell.run(["mv", "-f", partial, target])
+        self.shell.run(["sh", "-c", DURABLE_RENAME, "sh", partial, target, self.folder])
 
     def status(self) -> dict[str, Any]:
         out = self.shell.run(self.argv("status"), timeout=60).stdout
