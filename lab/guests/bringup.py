@@ -49,9 +49,13 @@ POLL_S = 0.2
 Phase = Callable[[str, str], None]  # (guest name, what it is doing now)
 
 # One fixed script (no user input in it) reporting what the guest runs as.
+# Read once cloud-init is done; then the guest's first-boot files (its SSH host keys, the
+# lab's key, sshd's settings) are written to disk: a guest reset within half a minute of
+# `lab up` kept their names and lost their data (ext4 writes back later), and its sshd never
+# came back (seen on the real pair: a run waited 300 s for it, then stopped).
 FACTS_SCRIPT = (
     "uname -r; cat /sys/kernel/mm/transparent_hugepage/enabled; nproc;"
-    " awk '/^MemTotal:/ {print $2}' /proc/meminfo; cat /proc/sys/kernel/random/boot_id"
+    " awk '/^MemTotal:/ {print $2}' /proc/meminfo; cat /proc/sys/kernel/random/boot_id; sync"
 )
 
 
