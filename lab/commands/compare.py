@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from lab.commands.options import THRESHOLD_HELP, selection
@@ -17,9 +16,7 @@ from lab.commands.storeoptions import (
 from lab.core.context import Context
 
 if TYPE_CHECKING:
-    from lab.app.analyse import AnalyseRequest
-    from lab.stats.analysis import MetricComparison
-    from lab.stats.sweep import SweepComparison
+    from lab.app.analyse import AnalyseRequest, Analysis
 
 
 def register(subparsers: Any) -> None:
@@ -116,9 +113,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         print_by_host(ctx.out, analyse_by_host(ctx, request(args)), args.format)
         return 0
     analysis = analyse(ctx, request(args))
-    comparisons = analysis.comparisons
     detail = args.detail or bool(args.workload and args.metric)
-    print_comparisons(ctx, comparisons, args.format, detail, analysis.sweeps)
+    print_comparisons(ctx, analysis, args.format, detail)
     from lab.app.environment import environment_report  # deferred, as above
 
     said = environment_report(ctx, selection(args))
@@ -127,18 +123,17 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     for line in said.warnings:
         ctx.warn(line)
     if args.fail_on == "worse":
-        fail_on_worse(comparisons, analysis.sweeps)
+        fail_on_worse(analysis)
     return 0
 
 
-def fail_on_worse(
-    comparisons: Sequence[MetricComparison], sweeps: Sequence[SweepComparison] = ()
-) -> None:
+def fail_on_worse(analysis: Analysis) -> None:
     from lab.app.analyse import WorseVerdict  # deferred, as above
     from lab.report.summary import worse
     from lab.report.sweeps import per_value
 
-    found = worse([*comparisons, *(c for s in sweeps for c in per_value(s))])
+    per_sweep_value = [c for s in analysis.sweeps for c in per_value(s)]
+    found = worse([*analysis.comparisons, *per_sweep_value])
     if found:
         named = "; ".join(f"{r.workload} · {r.metric}: {r.change}" for r in found)
         raise WorseVerdict(
@@ -156,18 +151,14 @@ def request(args: argparse.Namespace) -> AnalyseRequest:
     )  # fmt: skip
 
 
-def print_comparisons(
-    ctx: Context,
-    comparisons: Sequence[MetricComparison],
-    form: str,
-    detail: bool = True,
-    sweeps: Sequence[SweepComparison] = (),
-) -> None:
+def print_comparisons(ctx: Context, analysis: Analysis, form: str, detail: bool = True) -> None:
     """The comparisons as ``--format`` says: table (the summary, then with ``detail`` the
     full tables), markdown, json or csv; each sweep as its table, after them."""
     # deferred: heavy (scipy)
     from lab.report import formats
     from lab.report import sweeps as sweep_format
+
+    comparisons, sweeps = analysis.comparisons, analysis.sweeps
 
     if form == "table":
         formats.print_summary(ctx.out, comparisons)
