@@ -1,5 +1,7 @@
-"""``lab plan --sweep``'s action: the samples per value a sweep's verdicts need, from a pilot;
-and ``lab plan --from-store``'s boots × iterations per boot, from a pilot of several boots.
+"""``lab plan``'s actions: the samples per variant a verdict needs, from a standard deviation
+given or from a pilot in the store (:func:`make_plans`), with ``--from-store`` also the boots ×
+iterations per boot of a pilot of several boots; and with ``--sweep``, the samples per value
+a sweep's verdicts need, from a pilot sweep (:func:`plan_sweep_values`).
 
 A pilot sweep (a few iterations per value) gives each value its own standard deviation, mean
 and autocorrelation, and, unless an effect is given, its own difference between the twins:
@@ -11,26 +13,36 @@ correction: with m values, Holm's strictest step (and Bonferroni's) reads each p
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lab.app.analyse import Selection, selected_sweeps
+from lab.app.analyse import Selection, refuse_pooling, selected_sweeps, store_path
+from lab.app.pilot import pilot_spread
+from lab.app.runs import find_run
 from lab.core.context import Context
 from lab.core.errors import UsageError
 from lab.core.sweeps import label
+from lab.stats import bootplan, planning
 from lab.stats.descriptive import check_confidence
-from lab.stats.verdict import Threshold, parse_percent
+from lab.stats.verdict import Threshold, parse_percent, parse_threshold
 from lab.store import Store
 from lab.store.order import variant_order
 
 if TYPE_CHECKING:
-    from lab.stats.bootplan import BootPlan
+    from lab.stats.bootplan import BootPlan as BootPlan  # re-exported: what lab plan prints
     from lab.stats.discard import WarmupCut
-    from lab.stats.planning import Plan
-    from lab.stats.series import Series
+    from lab.stats.planning import Goal
+    from lab.stats.planning import Plan as Plan  # re-exported: what lab plan prints
+    from lab.stats.series import Direction, Series
+
+# What lab plan prints with its plans, named here for the command (which reaches no lower):
+FORMULA = planning.FORMULA  # of the samples per variant
+CURVE = planning.CURVE  # the power curve: P(verdict) at these multiples of the planned n
+BOOT_FORMULA = bootplan.FORMULA  # of boots × iterations per boot
 
 
 @dataclass(frozen=True)
@@ -244,3 +256,160 @@ def _warmup_per_boot(cut: WarmupCut | None) -> float:
         return 0.0
     boots = sum(a.boots for a in cut.arms)
     return sum(len(a.discarded) for a in cut.arms) / boots if boots else 0.0
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """``lab plan`` (but ``--sweep``): one plan from ``sd``, or with ``from_store`` one per
+    workload and metric of the pilot in the store, and the pilot's boots plans."""
+
+    selection: Selection  # with from_store: db, study, workload, metric
+    run: str | None = None  # with from_store: one run's key, or a unique prefix of one
+    from_store: bool = False
+    sd: float | None = None  # without from_store: needed
+    effect: str | None = None  # "2%" of the mean, or in the metric's unit; None: see question
+    threshold: str = "1%"
+    goal: str | None = None  # "superiority" or "equivalence"; None: from the effect
+    mean: float | None = None  # None with from_store: the first arm's
+    confidence: float = 99.99
+    power: float = 0.9
+    direction: Direction = "lower"  # with from_store: each metric's own
+    autocorrelation: float = 0.0  # with from_store: the pilot's
+    iteration_time: float | None = None  # with from_store, None: the pilot's median
+    reboot_cost: float | None = None  # the boots plans': None, the pilot's (else 60 s)
+    iteration_cost: float | None = None  # the boots plans': None, iteration_time's
+
+
+PlanRow = tuple[str, int | None, "Plan"]  # name ("" for --sd), samples already stored, plan
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    rows: list[PlanRow]  # a plan per workload and metric of the pilot, or the one of --sd
+    boot_plans: list[MetricBootPlan]  # with from_store: the pilot's, where it has boots
+
+
+def question(
+    goal: str | None, threshold: str, effect: str | None
+) -> tuple[Goal | None, Threshold, str]:
+    """The goal (None: derive it), the threshold (of the mean, or in units), and the effect's
+    text (None: 2%, or 0% when the goal is equivalence)."""
+    planned = planning.Goal(goal) if goal else None
+    text = effect or ("0%" if planned == planning.Goal.EQUIVALENCE else "2%")
+    return planned, parse_threshold(threshold, "--threshold"), text
+
+
+def _effect_delta(effect: str, mean: float | None, where: str) -> float:
+    """``--effect`` as a value in the metric's unit: a percentage of ``mean`` (refused
+    without one, saying ``where``), or a finite number as given."""
+    if effect.strip().endswith("%"):
+        if mean is None:
+            raise UsageError(
+                f"a percentage effect ({effect}) needs the mean{where}",
+                hint="Pass --mean M, or give --effect in the metric's unit",
+            )
+        return parse_percent(effect, "effect") * abs(mean)
+    try:
+        value = float(effect)
+    except ValueError:
+        raise UsageError(f"cannot read effect {effect!r}", hint="e.g. --effect 1% or 0.5") from None
+    if not math.isfinite(value):
+        raise UsageError(
+            f"--effect {effect} is not a finite number", hint="e.g. --effect 1% or 0.5"
+        )
+    return value
+
+
+def make_plans(ctx: Context, request: PlanRequest) -> PlanResult:
+    """``lab plan``: the plan of the ``sd`` given, or with ``from_store`` the plans of the
+    pilot in the store and its boots plans."""
+    if request.from_store:
+        return PlanResult(_plans_from_store(ctx, request), _boot_plans(ctx, request))
+    if request.sd is None:
+        raise UsageError("lab plan needs --sd", hint="Or use --from-store after a pilot run")
+    goal, threshold, effect = question(request.goal, request.threshold, request.effect)
+    delta = _effect_delta(effect, request.mean, "")
+    found = planning.plan_samples(request.sd, delta, request.confidence, request.power,
+                                  request.autocorrelation, request.iteration_time,
+                                  threshold=threshold, mean=request.mean, goal=goal,
+                                  direction=request.direction)  # fmt: skip
+    return PlanResult([("", None, found)], [])
+
+
+def _boot_plans(ctx: Context, request: PlanRequest) -> list[MetricBootPlan]:
+    """The boots plans of the pilot in the store (:func:`plan_boots_from_store`); none, with
+    a warning, for samples lab compare would refuse (runs that differ)."""
+    goal, threshold, effect = question(request.goal, request.threshold, request.effect)
+    boots = BootPlanRequest(
+        request.selection, threshold, effect, request.confidence, request.power,
+        goal.value if goal else None, request.reboot_cost,
+        request.iteration_cost if request.iteration_cost is not None else request.iteration_time,
+    )  # fmt: skip
+    try:
+        return plan_boots_from_store(ctx, boots)
+    except UsageError as err:  # samples lab compare would refuse (runs that differ)
+        ctx.warn(f"no boots plan: {err.message}")
+        return []
+
+
+def _plans_from_store(ctx: Context, request: PlanRequest) -> list[PlanRow]:
+    """A plan per workload and metric of the pilot in the store: its pooled sd, lag-1
+    autocorrelation, mean and median iteration unless the request gives them."""
+    selection = request.selection
+    study, workload = selection.study, selection.workload
+    with Store.open(store_path(ctx, selection), create=False) as store:
+        # runs that differ are never pooled, here as in lab compare: a pooled σ, lag-1
+        # correlation and n would plan from two-peaked data
+        run = find_run(store, request.run, study).key if request.run is not None else None
+        if run is None:
+            refuse_pooling(store, Selection(study=study, workload=workload))
+        series = store.values(workload=workload, metric=selection.metric, study=study, run=run)
+        swept = (
+            {(sw.study, sw.workload) for sw in store.sweeps(study) if sw.runs}
+            if run is None
+            else set()
+        )
+        order = variant_order(store, study)
+        for one_study, one_workload in sorted(swept & {(s.study, s.workload) for s in series}):
+            ctx.warn(f"{one_workload} in study {one_study} is a sweep, whose values are never"
+                     " pooled: plan it value by value with lab plan --sweep")  # fmt: skip
+        series = [s for s in series if (s.study, s.workload) not in swept]
+        times = {s.workload: store.iteration_seconds(s.workload, study, run) for s in series}
+    if not series:
+        raise UsageError(
+            "no samples in the store to plan from" + (" but a sweep's" if swept else ""),
+            hint="Plan a sweep with lab plan --sweep"
+            if swept
+            else "Run a short pilot (lab run) or import one (lab import), or pass --sd",
+        )
+    groups: dict[tuple[str, str], list[Series]] = {}
+    for s in series:
+        groups.setdefault((s.workload, s.metric), []).append(s)
+    goal, threshold, effect = question(request.goal, request.threshold, request.effect)
+    rows: list[PlanRow] = []
+    for (one_workload, metric), arms in sorted(groups.items()):
+        arms.sort(key=lambda s: order.index(s.variant) if s.variant in order else len(order))
+        usable = [a for a in arms if a.values.size >= 3]
+        if not usable:
+            ctx.warn(f"{one_workload} · {metric}: fewer than 3 samples per variant, skipped")
+            continue
+        spread = pilot_spread([a.values for a in usable])
+        pooled_sd, r = spread.sd, spread.r
+        mean = request.mean if request.mean is not None else float(usable[0].values.mean())
+        seconds = times.get(one_workload)
+        per_iteration = request.iteration_time
+        if per_iteration is None and seconds is not None and seconds.size:
+            per_iteration = float(np.median(seconds))
+        where = f"{one_workload} · {metric}"
+        try:
+            found = planning.plan_samples(
+                pooled_sd, _effect_delta(effect, mean, f" of {where}"), request.confidence,
+                request.power, min(r, 0.99), per_iteration, threshold=threshold, mean=mean,
+                goal=goal, direction=usable[0].direction,
+            )  # fmt: skip
+        except UsageError as err:
+            raise UsageError(f"{where}: {err.message}", hint=err.hint) from None
+        rows.append((f"{one_workload} · {metric}", spread.n, found))
+    if not rows:
+        raise UsageError("no metric has 3 samples per variant yet", hint="Run a longer pilot")
+    return rows

@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import csv
-import io
-import json
-import math
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from lab.commands.options import THRESHOLD_HELP, selection
@@ -21,10 +16,7 @@ from lab.commands.storeoptions import (
 from lab.core.context import Context
 
 if TYPE_CHECKING:
-    from lab.app.analyse import AnalyseRequest
-    from lab.stats.analysis import MetricComparison
-    from lab.stats.blocked import BlockedDifference
-    from lab.stats.sweep import SweepComparison
+    from lab.app.analyse import AnalyseRequest, Analysis
 
 
 def register(subparsers: Any) -> None:
@@ -115,14 +107,14 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         analyse,
         analyse_by_host,
     )
+    from lab.report.formats import print_by_host  # deferred: heavy (scipy)
 
     if args.by == "host":
-        _print_by_host(ctx, analyse_by_host(ctx, request(args)), args.format)
+        print_by_host(ctx.out, analyse_by_host(ctx, request(args)), args.format)
         return 0
     analysis = analyse(ctx, request(args))
-    comparisons = analysis.comparisons
     detail = args.detail or bool(args.workload and args.metric)
-    print_comparisons(ctx, comparisons, args.format, detail, analysis.sweeps)
+    print_comparisons(ctx, analysis, args.format, detail)
     from lab.app.environment import environment_report  # deferred, as above
 
     said = environment_report(ctx, selection(args))
@@ -131,18 +123,17 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     for line in said.warnings:
         ctx.warn(line)
     if args.fail_on == "worse":
-        fail_on_worse(comparisons, analysis.sweeps)
+        fail_on_worse(analysis)
     return 0
 
 
-def fail_on_worse(
-    comparisons: Sequence[MetricComparison], sweeps: Sequence[SweepComparison] = ()
-) -> None:
+def fail_on_worse(analysis: Analysis) -> None:
     from lab.app.analyse import WorseVerdict  # deferred, as above
     from lab.report.summary import worse
     from lab.report.sweeps import per_value
 
-    found = worse([*comparisons, *(c for s in sweeps for c in per_value(s))])
+    per_sweep_value = [c for s in analysis.sweeps for c in per_value(s)]
+    found = worse([*analysis.comparisons, *per_sweep_value])
     if found:
         named = "; ".join(f"{r.workload} · {r.metric}: {r.change}" for r in found)
         raise WorseVerdict(
@@ -160,18 +151,14 @@ def request(args: argparse.Namespace) -> AnalyseRequest:
     )  # fmt: skip
 
 
-def print_comparisons(
-    ctx: Context,
-    comparisons: Sequence[MetricComparison],
-    form: str,
-    detail: bool = True,
-    sweeps: Sequence[SweepComparison] = (),
-) -> None:
+def print_comparisons(ctx: Context, analysis: Analysis, form: str, detail: bool = True) -> None:
     """The comparisons as ``--format`` says: table (the summary, then with ``detail`` the
     full tables), markdown, json or csv; each sweep as its table, after them."""
     # deferred: heavy (scipy)
     from lab.report import formats
     from lab.report import sweeps as sweep_format
+
+    comparisons, sweeps = analysis.comparisons, analysis.sweeps
 
     if form == "table":
         formats.print_summary(ctx.out, comparisons)
@@ -190,145 +177,6 @@ def print_comparisons(
         ctx.out.file.write(formats.markdown(comparisons))
         ctx.out.file.write("".join(sweep_format.markdown(sweep) for sweep in sweeps))
     elif form == "json":
-        ctx.out.file.write(_json(comparisons, sweeps) + "\n")
+        ctx.out.file.write(formats.comparison_json(comparisons, sweeps) + "\n")
     else:
-        ctx.out.file.write(
-            formats.as_csv(comparisons) + _paired_csv(comparisons) + _placement_csv(comparisons)
-            + _boots_csv(comparisons)
-            + _warmup_csv(comparisons) + _sweep_csv(sweeps)
-        )  # fmt: skip
-
-
-def _sweep_csv(sweeps: Sequence[SweepComparison]) -> str:
-    """Rows of each sweep's table in the long CSV layout (no header)."""
-    from lab.report.sweeps import csv_rows  # deferred: heavy (scipy)
-
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    for sweep in sweeps:
-        writer.writerows(csv_rows(sweep))
-    return buf.getvalue()
-
-
-def _json(comparisons: Sequence[MetricComparison], sweeps: Sequence[SweepComparison] = ()) -> str:
-    """``formats.as_json`` with a ``paired`` list where the paired analysis ran, a
-    ``placement`` object where the CPU sets were swapped, the ``warmup`` of each arm, and a
-    ``hosts`` object (as ``--by host`` gives) where the arms ran on several hosts."""
-    # deferred: heavy (scipy)
-    from lab.report import formats
-    from lab.report.boots import boots_data
-    from lab.report.sweeps import as_json_data as sweep_json
-    from lab.report.tables import paired_data, placement_data
-    from lab.report.warmup import warmup_data
-    from lab.stats.blocked import as_dict
-
-    data = formats.as_json_data(comparisons)
-    for entry, c in zip(data, comparisons, strict=True):
-        if c.paired:
-            entry["paired"] = paired_data(c)
-        if c.placement is not None:
-            entry["placement"] = placement_data(c)
-        if c.warmup is not None:
-            entry["warmup"] = warmup_data(c.warmup)
-        if c.hosts is not None:
-            entry["hosts"] = as_dict(c.hosts)
-        if c.boots is not None:
-            entry["boots"] = boots_data(c.boots)
-    data += [sweep_json(sweep) for sweep in sweeps]  # objects with a "sweep" key
-    return json.dumps(data, indent=2, ensure_ascii=False)
-
-
-def _paired_csv(comparisons: Sequence[MetricComparison]) -> str:
-    """Rows of the ``paired`` table in the long CSV layout of ``formats.as_csv`` (no header)."""
-    from lab.report.tables import PAIRED_ROWS  # deferred: heavy (scipy)
-
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    for c in comparisons:
-        head = (c.study, c.workload, c.metric, c.unit, c.direction, c.subset)
-        for q in c.paired:
-            for row in PAIRED_ROWS:
-                value = row.get(q)
-                if isinstance(value, float):
-                    value = repr(value) if math.isfinite(value) else ""
-                writer.writerow((*head, "paired", f"{q.b} vs {q.a}", row.key, value))
-    return buf.getvalue()
-
-
-def _placement_csv(comparisons: Sequence[MetricComparison]) -> str:
-    """Rows of the ``placement`` table in the long CSV layout (no header)."""
-    from lab.report.tables import PLACEMENT_ROWS  # deferred: heavy (scipy)
-
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    for c in comparisons:
-        q = c.placement
-        if q is None:
-            continue
-        head = (c.study, c.workload, c.metric, c.unit, c.direction, c.subset)
-        for row in PLACEMENT_ROWS:
-            value = row.get(q)
-            if isinstance(value, float):
-                value = repr(value) if math.isfinite(value) else ""
-            writer.writerow((*head, "placement", f"{q.b} vs {q.a}", row.key,
-                             "" if value is None else value))  # fmt: skip
-    return buf.getvalue()
-
-
-def _boots_csv(comparisons: Sequence[MetricComparison]) -> str:
-    """Rows of the Boots tables in the long CSV layout (no header): "boots" per arm, "boot
-    means" per pair read from them."""
-    from lab.report.boots import boots_data  # deferred: heavy (scipy)
-
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    for c in comparisons:
-        if c.boots is None:
-            continue
-        head = (c.study, c.workload, c.metric, c.unit, c.direction, c.subset)
-        data = boots_data(c.boots)
-        writer.writerow((*head, "boots", "", "unit", data["unit"]))
-        for arm in data["arms"]:
-            for key, value in arm.items():
-                if key != "arm":
-                    writer.writerow((*head, "boots", arm["arm"], key,
-                                     "" if value is None else value))  # fmt: skip
-        for pair in data["pairs"]:
-            subject = f"{pair['b']} vs {pair['a']}"
-            for key, value in pair.items():
-                if key not in ("a", "b"):
-                    writer.writerow((*head, "boot means", subject, key,
-                                     "" if value is None else value))  # fmt: skip
-    return buf.getvalue()
-
-
-def _warmup_csv(comparisons: Sequence[MetricComparison]) -> str:
-    """Rows of the Warm-up table in the long CSV layout (no header); iterations as '1–2'."""
-    from lab.report.warmup import warmup_csv_rows  # deferred: heavy (scipy)
-
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    for c in comparisons:
-        if c.warmup is None:
-            continue
-        head = (c.study, c.workload, c.metric, c.unit, c.direction, c.subset)
-        for subject, key, value in warmup_csv_rows(c.warmup):
-            writer.writerow((*head, "warmup", subject, key, value))
-    return buf.getvalue()
-
-
-def _print_by_host(ctx: Context, results: Sequence[BlockedDifference], form: str) -> None:
-    # deferred: heavy (scipy)
-    from lab.core.text import cell
-    from lab.report.formats import rich_table  # deferred: heavy (scipy), as the rest
-    from lab.report.hosts import host_note, host_table
-    from lab.report.tables import TableData
-    from lab.stats.blocked import as_dict
-
-    if form == "json":
-        ctx.out.file.write(json.dumps([as_dict(r) for r in results], indent=2) + "\n")
-        return
-    for r in results:
-        unit = f" ({r.unit})" if r.unit else ""
-        ctx.out.print(rich_table(TableData(*host_table(r, f"{r.workload} · {r.metric}{unit}"))))
-        ctx.out.print(cell(host_note(r)))
+        ctx.out.file.write(formats.comparison_csv(comparisons, sweeps))

@@ -14,8 +14,8 @@ from lab.commands.guestoptions import (
 )
 from lab.commands.show import print_prepared
 from lab.core.context import Context
+from lab.core.hugepages import DEFAULT_HUGEPAGES
 from lab.core.text import cell
-from lab.host.hugepages import DEFAULT_HUGEPAGES
 
 if TYPE_CHECKING:
     from lab.app.prepare import PrepareHostsRequest

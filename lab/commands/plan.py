@@ -15,10 +15,7 @@ from lab.core.context import Context
 from lab.core.text import cell
 
 if TYPE_CHECKING:
-    from lab.app.plan import MetricBootPlan
-    from lab.stats.bootplan import BootPlan
-    from lab.stats.planning import Goal, Plan
-    from lab.stats.verdict import Threshold
+    from lab.app.plan import BootPlan, MetricBootPlan, Plan, PlanRequest, PlanRow
 
 
 def register(subparsers: Any) -> None:
@@ -101,28 +98,6 @@ def format_duration(seconds: float | None) -> str:
     return "–" if seconds is None else units.format_duration(seconds)
 
 
-def _delta(effect: str, mean: float | None, where: str) -> float:
-    from lab.core.errors import UsageError
-    from lab.stats.verdict import parse_percent
-
-    if effect.strip().endswith("%"):
-        if mean is None:
-            raise UsageError(
-                f"a percentage effect ({effect}) needs the mean{where}",
-                hint="Pass --mean M, or give --effect in the metric's unit",
-            )
-        return parse_percent(effect, "effect") * abs(mean)
-    try:
-        value = float(effect)
-    except ValueError:
-        raise UsageError(f"cannot read effect {effect!r}", hint="e.g. --effect 1% or 0.5") from None
-    if not math.isfinite(value):
-        raise UsageError(
-            f"--effect {effect} is not a finite number", hint="e.g. --effect 1% or 0.5"
-        )
-    return value
-
-
 # option -> (its value must be above 0, what it is): inf, nan and (where marked) 0 or less
 # mean nothing to a plan; each is refused naming its option before anything is computed.
 _NUMBERS = {
@@ -159,28 +134,30 @@ _EXAMPLES = {"sd": "0.8", "mean": "42.5", "iteration_time": "30", "confidence": 
              "iteration_cost": "30"}  # fmt: skip
 
 
+def request(args: argparse.Namespace) -> PlanRequest:
+    from lab.app.analyse import Selection  # deferred: the parser is built for every command
+    from lab.app.plan import PlanRequest
+
+    selection = Selection(db=args.db, study=args.study, workload=args.workload,
+                          metric=args.metric)  # fmt: skip
+    return PlanRequest(
+        selection, args.run_key, args.from_store, args.sd, args.effect, args.threshold,
+        args.goal, args.mean, args.confidence, args.power, args.direction,
+        args.autocorrelation, args.iteration_time, args.reboot_cost, args.iteration_cost,
+    )  # fmt: skip
+
+
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from rich.table import Table
 
-    from lab.core.errors import UsageError
-    from lab.stats.planning import CURVE, FORMULA, plan_samples
+    # deferred: heavy (scipy, through the planning)
+    from lab.app.plan import CURVE, FORMULA, make_plans
 
     check_numbers(args)
     if args.sweep_key is not None:
         return _run_sweep(args, ctx)
-    rows: list[tuple[str, int | None, Plan]] = []  # name, samples already stored, plan
-    boot_plans: list[MetricBootPlan] = []
-    if args.from_store:
-        rows = _from_store(args, ctx)
-        boot_plans = _boot_plans(args, ctx)
-    else:
-        if args.sd is None:
-            raise UsageError("lab plan needs --sd", hint="Or use --from-store after a pilot run")
-        goal, threshold, effect = _question(args)
-        plan = plan_samples(args.sd, _delta(effect, args.mean, ""), args.confidence, args.power,
-                            args.autocorrelation, args.iteration_time, threshold=threshold,
-                            mean=args.mean, goal=goal, direction=args.direction)  # fmt: skip
-        rows.append(("", None, plan))
+    result = make_plans(ctx, request(args))
+    rows, boot_plans = result.rows, result.boot_plans
     if args.json:
         ctx.out.out(plans_json(rows, FORMULA, boot_plans), highlight=False)
         return 0
@@ -224,33 +201,12 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
-def _boot_plans(args: argparse.Namespace, ctx: Context) -> list[MetricBootPlan]:
-    """The boots plans of the pilot in the store (``lab.app.plan.plan_boots_from_store``)."""
-    from lab.app.analyse import Selection
-    from lab.app.plan import BootPlanRequest, plan_boots_from_store
-    from lab.core.errors import UsageError
-
-    goal, threshold, effect = _question(args)
-    selection = Selection(db=args.db, study=args.study, workload=args.workload,
-                          metric=args.metric)  # fmt: skip
-    request = BootPlanRequest(
-        selection, threshold, effect, args.confidence, args.power,
-        goal.value if goal else None, args.reboot_cost,
-        args.iteration_cost if args.iteration_cost is not None else args.iteration_time,
-    )  # fmt: skip
-    try:
-        return plan_boots_from_store(ctx, request)
-    except UsageError as err:  # samples lab compare would refuse (runs that differ)
-        ctx.warn(f"no boots plan: {err.message}")
-        return []
-
-
 def _print_boot_plans(ctx: Context, found: list[MetricBootPlan]) -> None:
     """A table of boots × iterations per boot, a column per workload · metric, when the pilot
     has several boots per arm; else one line saying why there is none."""
     from rich.table import Table
 
-    from lab.stats.bootplan import FORMULA
+    from lab.app.plan import BOOT_FORMULA
 
     planned = [p for p in found if p.plan is not None]
     for p in found:
@@ -259,7 +215,8 @@ def _print_boot_plans(ctx: Context, found: list[MetricBootPlan]) -> None:
                           highlight=False)  # fmt: skip
     if not planned:
         return
-    table = Table(title=cell(f"boots × iterations per boot: {FORMULA}"), title_justify="left")
+    table = Table(title=cell(f"boots × iterations per boot: {BOOT_FORMULA}"),
+                  title_justify="left")  # fmt: skip
     table.add_column("", no_wrap=True)
     for p in planned:
         table.add_column(cell(f"{p.workload} · {p.metric}"), justify="right")
@@ -320,20 +277,6 @@ def _why(plan: Plan) -> str:
     return f'planned for "{plan.verdict}" ({reason}): {needs}'
 
 
-def _question(args: argparse.Namespace) -> tuple[Goal | None, Threshold, str]:
-    """The goal (None: derive it), the threshold (of the mean, or in units), and the effect's
-    text."""
-    from lab.stats.planning import Goal
-    from lab.stats.verdict import parse_threshold
-
-    goal = Goal(args.goal) if args.goal else None
-    effect = args.effect or ("0%" if goal == Goal.EQUIVALENCE else "2%")
-    return goal, parse_threshold(args.threshold, "--threshold"), effect
-
-
-PlanRow = tuple[str, int | None, Any]  # name, samples already stored, Plan
-
-
 def plans_json(rows: list[PlanRow], formula: str, boot_plans: Sequence[Any] = ()) -> str:
     """The plans as ``lab plan --json`` prints them: the formula, then one object a plan,
     and with a pilot of several boots, its boots plans."""
@@ -350,7 +293,7 @@ def plans_json(rows: list[PlanRow], formula: str, boot_plans: Sequence[Any] = ()
     ]
     data: dict[str, Any] = {"formula": formula, "plans": plans}
     if boot_plans:
-        from lab.stats.bootplan import FORMULA as BOOT_FORMULA
+        from lab.app.plan import BOOT_FORMULA  # deferred: heavy (scipy)
 
         data["boot_formula"] = BOOT_FORMULA
         data["boot_plans"] = [_boot_plan_data(p) for p in boot_plans]
@@ -381,10 +324,9 @@ def _run_sweep(args: argparse.Namespace, ctx: Context) -> int:
     from rich.table import Table
 
     from lab.app.analyse import Selection
-    from lab.app.plan import SweepPlanRequest, plan_sweep_values
-    from lab.stats.planning import FORMULA
+    from lab.app.plan import FORMULA, SweepPlanRequest, plan_sweep_values, question
 
-    goal, threshold, _ = _question(args)
+    goal, threshold, _ = question(args.goal, args.threshold, args.effect)
     selection = Selection(db=args.db, study=args.study, workload=args.workload,
                           metric=args.metric, sweep=args.sweep_key or None)  # fmt: skip
     request = SweepPlanRequest(selection, threshold, args.confidence, args.power, args.effect,
@@ -431,70 +373,3 @@ def _run_sweep(args: argparse.Namespace, ctx: Context) -> int:
         remark += "; durations need --iteration-time (or iteration times in the store)"
     ctx.out.print(cell(remark), highlight=False)
     return 0
-
-
-def _from_store(args: argparse.Namespace, ctx: Context) -> list[PlanRow]:
-    import numpy as np
-
-    from lab.app.analyse import Selection, refuse_pooling
-    from lab.app.pilot import pilot_spread
-    from lab.app.runs import find_run
-    from lab.app.stores import open_store
-    from lab.core.errors import UsageError
-    from lab.stats.planning import plan_samples
-    from lab.store.order import variant_order
-
-    with open_store(args, ctx, create=False) as store:
-        # runs that differ are never pooled, here as in lab compare: a pooled σ, lag-1
-        # correlation and n would plan from two-peaked data
-        run = find_run(store, args.run_key, args.study).key if args.run_key is not None else None
-        if run is None:
-            refuse_pooling(store, Selection(study=args.study, workload=args.workload))
-        series = store.values(workload=args.workload, metric=args.metric, study=args.study, run=run)
-        swept = (
-            {(sw.study, sw.workload) for sw in store.sweeps(args.study) if sw.runs}
-            if run is None
-            else set()
-        )
-        order = variant_order(store, args.study)
-        for study, workload in sorted(swept & {(s.study, s.workload) for s in series}):
-            ctx.warn(f"{workload} in study {study} is a sweep, whose values are never pooled:"
-                     " plan it value by value with lab plan --sweep")  # fmt: skip
-        series = [s for s in series if (s.study, s.workload) not in swept]
-        times = {s.workload: store.iteration_seconds(s.workload, args.study, run) for s in series}
-    if not series:
-        raise UsageError(
-            "no samples in the store to plan from" + (" but a sweep's" if swept else ""),
-            hint="Plan a sweep with lab plan --sweep"
-            if swept
-            else "Run a short pilot (lab run) or import one (lab import), or pass --sd",
-        )
-    groups: dict[tuple[str, str], list[Any]] = {}
-    for s in series:
-        groups.setdefault((s.workload, s.metric), []).append(s)
-    goal, threshold, effect = _question(args)
-    rows: list[PlanRow] = []
-    for (workload, metric), arms in sorted(groups.items()):
-        arms.sort(key=lambda s: order.index(s.variant) if s.variant in order else len(order))
-        usable = [a for a in arms if a.values.size >= 3]
-        if not usable:
-            ctx.warn(f"{workload} · {metric}: fewer than 3 samples per variant, skipped")
-            continue
-        spread = pilot_spread([a.values for a in usable])
-        pooled_sd, r = spread.sd, spread.r
-        mean = args.mean if args.mean is not None else float(usable[0].values.mean())
-        seconds = times.get(workload)
-        per_iteration = args.iteration_time
-        if per_iteration is None and seconds is not None and seconds.size:
-            per_iteration = float(np.median(seconds))
-        where = f"{workload} · {metric}"
-        try:
-            plan = plan_samples(pooled_sd, _delta(effect, mean, f" of {where}"), args.confidence,
-                                args.power, min(r, 0.99), per_iteration, threshold=threshold,
-                                mean=mean, goal=goal, direction=usable[0].direction)  # fmt: skip
-        except UsageError as err:
-            raise UsageError(f"{where}: {err.message}", hint=err.hint) from None
-        rows.append((f"{workload} · {metric}", spread.n, plan))
-    if not rows:
-        raise UsageError("no metric has 3 samples per variant yet", hint="Run a longer pilot")
-    return rows

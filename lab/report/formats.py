@@ -19,17 +19,28 @@ from rich.console import Console, Group
 from rich.table import Table
 
 from lab.core.text import cell, shown
+from lab.report.boots import boots_data
+from lab.report.hosts import host_note, host_table
 from lab.report.summary import HEADER, STYLES, boot_notes, family_note, summary_rows
+from lab.report.sweeps import as_json_data as sweep_json
+from lab.report.sweeps import csv_rows as sweep_csv_rows
 from lab.report.tables import (
     DIAGNOSTIC_ROWS,
     DIFFERENCE_ROWS,
+    PAIRED_ROWS,
+    PLACEMENT_ROWS,
     SUMMARY_ROWS,
     TableData,
     block_tables,
     blocks,
     notes,
+    paired_data,
+    placement_data,
 )
+from lab.report.warmup import warmup_csv_rows, warmup_data
 from lab.stats.analysis import MetricComparison
+from lab.stats.blocked import BlockedDifference, as_dict
+from lab.stats.sweep import SweepComparison
 
 FORMATS = ("table", "markdown", "json", "csv")
 
@@ -218,3 +229,129 @@ def _csv(value: Any) -> Any:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return ""
     return repr(value) if isinstance(value, float) else value
+
+
+def comparison_json(
+    comparisons: Sequence[MetricComparison], sweeps: Sequence[SweepComparison] = ()
+) -> str:
+    """``lab compare --format json``: :func:`as_json` with a ``paired`` list where the paired
+    analysis ran, a ``placement`` object where the CPU sets were swapped, the ``warmup`` of
+    each arm, and a ``hosts`` object (as ``--by host`` gives) where the arms ran on several
+    hosts; then an object per sweep."""
+    data = as_json_data(comparisons)
+    for entry, c in zip(data, comparisons, strict=True):
+        if c.paired:
+            entry["paired"] = paired_data(c)
+        if c.placement is not None:
+            entry["placement"] = placement_data(c)
+        if c.warmup is not None:
+            entry["warmup"] = warmup_data(c.warmup)
+        if c.hosts is not None:
+            entry["hosts"] = as_dict(c.hosts)
+        if c.boots is not None:
+            entry["boots"] = boots_data(c.boots)
+    data += [sweep_json(sweep) for sweep in sweeps]  # objects with a "sweep" key
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def comparison_csv(
+    comparisons: Sequence[MetricComparison], sweeps: Sequence[SweepComparison] = ()
+) -> str:
+    """``lab compare --format csv``: :func:`as_csv`, then the rows of the paired, placement,
+    boots and warm-up tables and of each sweep's table, in the same long layout."""
+    return (
+        as_csv(comparisons) + _paired_csv(comparisons) + _placement_csv(comparisons)
+        + _boots_csv(comparisons) + _warmup_csv(comparisons) + _sweep_csv(sweeps)
+    )  # fmt: skip
+
+
+def _sweep_csv(sweeps: Sequence[SweepComparison]) -> str:
+    """Rows of each sweep's table in the long CSV layout (no header)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    for sweep in sweeps:
+        writer.writerows(sweep_csv_rows(sweep))
+    return buf.getvalue()
+
+
+def _paired_csv(comparisons: Sequence[MetricComparison]) -> str:
+    """Rows of the ``paired`` table in the long CSV layout of :func:`as_csv` (no header)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    for c in comparisons:
+        head = (c.study, c.workload, c.metric, c.unit, c.direction, c.subset)
+        for q in c.paired:
+            for row in PAIRED_ROWS:
+                value = row.get(q)
+                if isinstance(value, float):
+                    value = repr(value) if math.isfinite(value) else ""
+                writer.writerow((*head, "paired", f"{q.b} vs {q.a}", row.key, value))
+    return buf.getvalue()
+
+
+def _placement_csv(comparisons: Sequence[MetricComparison]) -> str:
+    """Rows of the ``placement`` table in the long CSV layout (no header)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    for c in comparisons:
+        q = c.placement
+        if q is None:
+            continue
+        head = (c.study, c.workload, c.metric, c.unit, c.direction, c.subset)
+        for row in PLACEMENT_ROWS:
+            value = row.get(q)
+            if isinstance(value, float):
+                value = repr(value) if math.isfinite(value) else ""
+            writer.writerow((*head, "placement", f"{q.b} vs {q.a}", row.key,
+                             "" if value is None else value))  # fmt: skip
+    return buf.getvalue()
+
+
+def _boots_csv(comparisons: Sequence[MetricComparison]) -> str:
+    """Rows of the Boots tables in the long CSV layout (no header): "boots" per arm, "boot
+    means" per pair read from them."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    for c in comparisons:
+        if c.boots is None:
+            continue
+        head = (c.study, c.workload, c.metric, c.unit, c.direction, c.subset)
+        data = boots_data(c.boots)
+        writer.writerow((*head, "boots", "", "unit", data["unit"]))
+        for arm in data["arms"]:
+            for key, value in arm.items():
+                if key != "arm":
+                    writer.writerow((*head, "boots", arm["arm"], key,
+                                     "" if value is None else value))  # fmt: skip
+        for pair in data["pairs"]:
+            subject = f"{pair['b']} vs {pair['a']}"
+            for key, value in pair.items():
+                if key not in ("a", "b"):
+                    writer.writerow((*head, "boot means", subject, key,
+                                     "" if value is None else value))  # fmt: skip
+    return buf.getvalue()
+
+
+def _warmup_csv(comparisons: Sequence[MetricComparison]) -> str:
+    """Rows of the Warm-up table in the long CSV layout (no header); iterations as '1–2'."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    for c in comparisons:
+        if c.warmup is None:
+            continue
+        head = (c.study, c.workload, c.metric, c.unit, c.direction, c.subset)
+        for subject, key, value in warmup_csv_rows(c.warmup):
+            writer.writerow((*head, "warmup", subject, key, value))
+    return buf.getvalue()
+
+
+def print_by_host(console: Console, results: Sequence[BlockedDifference], form: str) -> None:
+    """``lab compare --by host``: per workload and metric, B − A within each host and the
+    hosts combined, as a table and its note; or, with ``form`` json, every result's fields."""
+    if form == "json":
+        console.file.write(json.dumps([as_dict(r) for r in results], indent=2) + "\n")
+        return
+    for r in results:
+        unit = f" ({r.unit})" if r.unit else ""
+        console.print(rich_table(TableData(*host_table(r, f"{r.workload} · {r.metric}{unit}"))))
+        console.print(cell(host_note(r)))

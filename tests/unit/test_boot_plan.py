@@ -101,6 +101,40 @@ def plan_json(capsys: pytest.CaptureFixture[str], db: Path, *extra: str) -> dict
     return found
 
 
+def test_lab_plan_prints_what_its_action_plans(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``lab plan --from-store`` renders lab.app.plan.make_plans' result and plans nothing
+    itself: its JSON holds, row for row, the action's plans and boots plans for the same
+    options; and the action refuses a plan without --sd or a pilot."""
+    from lab.app.analyse import Selection
+    from lab.app.plan import PlanRequest, make_plans
+    from lab.core.config import Config
+    from lab.core.context import Context
+    from lab.core.errors import UsageError
+
+    db = tmp_path / "pilot.db"
+    pilot(db, 5)
+    ctx = Context(config=Config())
+    result = make_plans(ctx, PlanRequest(Selection(db=str(db)), from_store=True, reboot_cost=30.0))
+    assert main(["plan", "--from-store", "--db", str(db), "--reboot-cost", "30", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    ((name, stored, plan),) = result.rows
+    assert (name, stored) == ("w · t", 5 * 10)  # the pilot's one metric, each arm's samples
+    assert [(p["name"], p["stored_fewest"], p["n"], p["sd"]) for p in printed["plans"]] == [
+        (name, stored, plan.n, plan.sd)
+    ]
+    (boots,) = result.boot_plans
+    assert boots.plan is not None and boots.plan.reboot.source == "--reboot-cost"
+    (shown,) = printed["boot_plans"]
+    assert (shown["plan"]["boots"], shown["plan"]["per_boot"]) == (
+        boots.plan.boots,
+        boots.plan.per_boot,
+    )
+    with pytest.raises(UsageError, match="needs --sd"):
+        make_plans(ctx, PlanRequest(Selection(db=str(db))))
+
+
 def test_the_reboot_cost_is_the_pilots_gap_between_boots_unless_given(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -284,6 +284,28 @@ def test_swapped_cpu_sets_give_the_variant_and_the_placement_effect_apart(
     assert "| Variant effect (B − A), CPU sets balanced |" in md
 
 
+def test_json_and_csv_are_lab_report_s_rendering_of_the_analysis(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command only renders: its JSON and CSV are, byte for byte, what
+    lab.report.formats makes of lab.app.analyse's Analysis for the same options, the paired
+    and placement tables included."""
+    from lab.app.analyse import AnalyseRequest, Selection, analyse
+    from lab.core.config import Config
+    from lab.core.context import Context
+    from lab.report.formats import comparison_csv, comparison_json
+
+    db = placement_store(tmp_path / "placed.db", n=60)
+    request = AnalyseRequest(Selection(db=str(db)), paired="synced")  # lab compare's defaults
+    analysis = analyse(Context(config=Config()), request)
+    _, out, _ = run(capsys, "compare", "--db", str(db), "--format", "json")
+    assert out == comparison_json(analysis.comparisons, analysis.sweeps) + "\n"
+    assert {"paired", "placement"} <= set(json.loads(out)[0])
+    _, text, _ = run(capsys, "compare", "--db", str(db), "--format", "csv")
+    assert text == comparison_csv(analysis.comparisons, analysis.sweeps)
+    assert {"paired", "placement"} <= {r["table"] for r in csv.DictReader(io.StringIO(text))}
+
+
 def test_without_placement_labels_the_output_is_as_before(
     db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
