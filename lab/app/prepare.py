@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from lab.core.context import Context
+from lab.core.hugepages import DEFAULT_HUGEPAGES
 from lab.guests.sites import chosen_sites
 from lab.host.facts import parse_hugepages_option
-from lab.host.hugepages import DEFAULT_HUGEPAGES
 from lab.host.prepare import PrepareRequest, prepare_host, release_host
 
 

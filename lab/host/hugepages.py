@@ -14,7 +14,6 @@ from pathlib import Path
 
 from lab.core.errors import RequirementError
 from lab.core.hostexec import Host
-from lab.core.hugepages import DEFAULT_HUGEPAGES as DEFAULT_HUGEPAGES  # lab.app.prepare's
 from lab.core.units import format_kib
 from lab.host.facts import Pool, numa_nodes
 
