@@ -117,7 +117,7 @@ def plan_sweep_values(ctx: Context, request: SweepPlanRequest) -> list[ValuePlan
                     if request.effect is None:
                         delta, source = better * float(b.mean() - a.mean()), "pilot"
                     else:
-                        delta, source = _delta(request.effect, mean), "--effect"
+                        delta, source = _effect_delta(request.effect, mean, ""), "--effect"
                     try:
                         plan = plan_samples(
                             sd, delta, level, request.power, min(r1, 0.99), per_iteration,
@@ -136,16 +136,6 @@ def plan_sweep_values(ctx: Context, request: SweepPlanRequest) -> list[ValuePlan
 def _without(base: ValuePlan, why: str, source: str = "pilot") -> ValuePlan:
     return ValuePlan(base.sweep, base.value, base.metric, base.stored, base.family, base.level,
                      None, why, source)  # fmt: skip
-
-
-def _delta(effect: str, mean: float) -> float:
-    """The effect as a value in the metric's unit: a percentage of A's mean, or as given."""
-    if effect.strip().endswith("%"):
-        return parse_percent(effect, "effect") * abs(mean)
-    try:
-        return float(effect)
-    except ValueError:
-        raise UsageError(f"cannot read effect {effect!r}", hint="e.g. --effect 1% or 0.5") from None
 
 
 @dataclass(frozen=True)
@@ -239,7 +229,7 @@ def plan_boots_from_store(ctx: Context, request: BootPlanRequest) -> list[Metric
         mean = float(arms[0].values.mean())
         try:
             plan = plan_boots(
-                between, within, _delta(request.effect, mean), reboot, iteration,
+                between, within, _effect_delta(request.effect, mean, ""), reboot, iteration,
                 request.confidence, request.power, threshold=request.threshold, mean=mean,
                 goal=Goal(request.goal) if request.goal else None,
             )  # fmt: skip
@@ -340,8 +330,10 @@ def _boot_plans(ctx: Context, request: PlanRequest) -> list[MetricBootPlan]:
     """The boots plans of the pilot in the store (:func:`plan_boots_from_store`); none, with
     a warning, for samples lab compare would refuse (runs that differ)."""
     goal, threshold, effect = question(request.goal, request.threshold, request.effect)
+    # the run asked for, as the rows' plans read it: without it, every run's boots
     boots = BootPlanRequest(
-        request.selection, threshold, effect, request.confidence, request.power,
+        replace(request.selection, run=request.run), threshold, effect, request.confidence,
+        request.power,
         goal.value if goal else None, request.reboot_cost,
         request.iteration_cost if request.iteration_cost is not None else request.iteration_time,
     )  # fmt: skip

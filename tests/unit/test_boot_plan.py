@@ -68,12 +68,14 @@ def pilot(
     reboot: float = 45.0,
     stamps: bool = True,
     warmup: str | None = None,
+    key: str = "s/w",
+    params: dict[str, Any] | None = None,
 ) -> None:
     """Two twins, ``boots`` boots of ``per_boot`` iterations of 2 s, ``reboot`` s between."""
     rng = np.random.default_rng(11)
     with Store.open(path) as store:
         study = store.ensure_study("s")
-        run = store.ensure_run(study, "s/w", "w", {}, "sync", boots * per_boot,
+        run = store.ensure_run(study, key, "w", params or {}, "sync", boots * per_boot,
                                [MetricInfo("t", "s", "lower")])  # fmt: skip
         for variant, mean in (("thp", 100.0), ("shp1g", 97.0)):
             guest = store.ensure_guest(study, f"lab-{variant}", variant)
@@ -185,3 +187,20 @@ def test_a_boots_warmup_is_part_of_the_cost_of_a_boot(
     plan = found["plan"]
     assert plan["reboot_cost_s"] == pytest.approx(45.0 + 3 * 2.0)
     assert "+ 3 warm-up iterations a boot" in plan["reboot_cost_from"]
+
+
+def test_the_boots_plan_of_one_run_reads_that_run_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two runs of the workload that differ (never pooled): with --run, the boots plan is
+    that run's, as the plan's rows are; without, there is none, and the warning says why."""
+    db = tmp_path / "lab.db"
+    pilot(db, boots=4, key="s/w-a", params={"size": "1G"})
+    pilot(db, boots=3, key="s/w-b", params={"size": "2G"})
+    found = plan_json(capsys, db, "--effect", "3%", "--run", "s/w-a")
+    assert found["pilot_boots"] == {"thp": 4, "shp1g": 4}
+    assert main(["plan", "--from-store", "--db", str(db), "--effect", "3%", "--run", "s/w-b",
+                 "--json"]) == 0  # fmt: skip
+    assert json.loads(capsys.readouterr().out)["boot_plans"][0]["pilot_boots"] == {
+        "thp": 3, "shp1g": 3
+    }  # fmt: skip
