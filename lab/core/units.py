@@ -182,3 +182,18 @@ def format_timestamp(stamp: float) -> str:
     except (OverflowError, ValueError, OSError):  # past year 9999: the number as it is
         return f"{stamp:g} s since the epoch"
     return moment.isoformat(timespec="seconds")
+
+
+def iso_timestamp(stamp: float | None) -> str | None:
+    """A moment (epoch seconds) as every JSON output writes it: ISO 8601 in local time with
+    its offset, as text does, but to the microsecond (``2026-11-27T12:00:05.709594+01:00``),
+    so that a program reads the stored epoch back within 1 µs. None (JSON null) for no moment
+    and for one no date can hold (not finite, past year 9999): a string that is no ISO 8601
+    would break every reader of the document."""
+    if stamp is None:
+        return None
+    try:
+        moment = datetime.datetime.fromtimestamp(stamp, datetime.UTC).astimezone()
+    except (OverflowError, ValueError, OSError):
+        return None
+    return moment.isoformat(timespec="microseconds")
