@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from lab.core.config import Config
 from lab.core.errors import UsageError
+from lab.core.units import iso_timestamp
 from lab.guests.variants import variants_for
 from lab.run.environment import changes, latest, twin_differences
 from lab.store import Store
@@ -45,7 +46,15 @@ class RunSummary:
         return "incomplete"
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "guests": [asdict(g) for g in self.guests], "state": self.state}
+        """As ``lab runs --json`` prints it: its moments in ISO 8601 (``iso_timestamp``)."""
+        guests = [
+            {**asdict(g), "first": iso_timestamp(g.first), "last": iso_timestamp(g.last)}
+            for g in self.guests
+        ]
+        return {
+            **asdict(self), "created": iso_timestamp(self.created), "guests": guests,
+            "state": self.state,
+        }  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -68,7 +77,7 @@ class RunDetail:
             "metrics": list(self.metrics),
             "warmup": self.warmup,
             "placements": self.placements,
-            "failures": [asdict(f) for f in self.failures],
+            "failures": [{**asdict(f), "started": iso_timestamp(f.started)} for f in self.failures],
             "command": self.command,
             "environment": self.environment,
             "environment_changes": list(self.environment_changes),

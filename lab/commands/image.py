@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import datetime
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +13,7 @@ from rich.table import Table
 from lab.commands.show import print_built
 from lab.core.context import Context
 from lab.core.text import cell
+from lab.core.units import format_timestamp, iso_timestamp
 
 if TYPE_CHECKING:
     from lab.app.image import BuildRequest
@@ -98,8 +101,8 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
                 "folder": str(image.directory),
                 "kind": image.manifest.get("kind"),
                 "boot": image.manifest.get("boot"),
-                "built_at": image.manifest.get("built_at"),
-                "imported_at": image.manifest.get("imported_at"),
+                "built_at": _moment(image.manifest.get("built_at"), iso_timestamp),
+                "imported_at": _moment(image.manifest.get("imported_at"), iso_timestamp),
                 "disk_file_bytes": image.manifest.get("sizes", {}).get("disk_file_bytes"),
             }
             for image in images
@@ -118,12 +121,23 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
             str(manifest.get("kind", "?")),
             str(manifest.get("boot", "?")),
             image.hash[:12],
-            str(manifest.get("built_at") or manifest.get("imported_at") or "?"),
+            str(_moment(manifest.get("built_at") or manifest.get("imported_at"),
+                        format_timestamp) or "?"),
             f"{size / 1024**2:.0f} MiB",
             str(image.directory),
         )))  # fmt: skip
     ctx.out.print(table)
     return 0
+
+
+def _moment(recorded: Any, written: Callable[[float], str | None]) -> Any:
+    """A manifest's moment (ISO 8601 in UTC, to the second, as lab.images records it) as the
+    output writes every moment (``written``: local time with its offset); a value that is no
+    moment (a hand-edited manifest's) as it is."""
+    try:
+        return written(datetime.datetime.fromisoformat(recorded).timestamp())
+    except (TypeError, ValueError):
+        return recorded
 
 
 def run_prune(args: argparse.Namespace, ctx: Context) -> int:

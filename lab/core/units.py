@@ -164,14 +164,53 @@ def format_measure(value: float, margin: float, unit: str) -> str:
     return f"{_plain(value, decimals)} ± {_plain(margin, decimals)}{suffix}"
 
 
+# From a million on, a ratio or a percentage is written as 1.2e+56, not digit by digit: below
+# it the fixed form has at most six digits before its decimals, read at a glance and no
+# wider than the compact form by more than three characters (a table's column fits either);
+# past it the reader counts digits, and those past the second say nothing (such a value comes
+# from an interval of a handful of samples, or a count near zero).
+COMPACT_FROM = 1e6
+MAX_MANTISSA_DIGITS = 6
+
+
+def fixed_or_compact(
+    value: float, decimals: int, half_width: float = math.nan, *, tiny: bool = True
+) -> str:
+    """``value`` with ``decimals`` decimals, or compact (``1.2e+56``) when it is COMPACT_FROM
+    or more in size, or (``tiny``) so small that those decimals would show none of its
+    digits. A compact value has the significant digits that show ``half_width`` (its
+    interval's), at least two; ``n/a`` when it is not finite."""
+    if not math.isfinite(value):
+        return "n/a"
+    rounded = abs(round(value, decimals))
+    if rounded < COMPACT_FROM and (rounded != 0 or value == 0 or not tiny):
+        return f"{value:.{decimals}f}"
+    digits = 2
+    if math.isfinite(half_width) and half_width > 0:
+        shown = math.floor(math.log10(abs(value))) - math.floor(math.log10(half_width)) + 1
+        digits = max(digits, min(MAX_MANTISSA_DIGITS, shown))
+    return f"{value:.{digits - 1}e}"
+
+
 def format_ratio(ratio: float, low: float, high: float) -> tuple[str, str]:
     """A ratio and its interval as hyperfine and pyperf print them: ``("1.05×", "[1.03,
     1.07]")``, with the digits the interval's width gives: one significant digit of its
-    half-width, and at least two decimals."""
+    half-width, and at least two decimals. A huge or tiny one is compact (``3.4e+07×``,
+    ``[3.3e+07, 3.5e+07]``: :func:`fixed_or_compact`)."""
     if not all(map(math.isfinite, (ratio, low, high))):
         return (f"{ratio:.3g}×" if math.isfinite(ratio) else "n/a"), ""
-    decimals = max(2, decimals_for_width((high - low) / 2) - 1)
-    return f"{ratio:.{decimals}f}×", f"[{low:.{decimals}f}, {high:.{decimals}f}]"
+    half_width = (high - low) / 2
+    decimals = max(2, decimals_for_width(half_width) - 1)
+    low_text, high_text = (fixed_or_compact(end, decimals, half_width) for end in (low, high))
+    return f"{fixed_or_compact(ratio, decimals, half_width)}×", f"[{low_text}, {high_text}]"
+
+
+def format_percent(value: float) -> str:
+    """A change in percent for a table: signed, two decimals (``+4.82``), compact from a
+    million (``+1.2e+56``: a count's change from near zero); a tiny one reads ``+0.00``, the
+    change the two decimals can tell. ``n/a`` when not finite."""
+    text = fixed_or_compact(value, 2, tiny=False)
+    return text if text == "n/a" or text.startswith("-") else f"+{text}"
 
 
 def format_timestamp(stamp: float) -> str:
@@ -182,3 +221,18 @@ def format_timestamp(stamp: float) -> str:
     except (OverflowError, ValueError, OSError):  # past year 9999: the number as it is
         return f"{stamp:g} s since the epoch"
     return moment.isoformat(timespec="seconds")
+
+
+def iso_timestamp(stamp: float | None) -> str | None:
+    """A moment (epoch seconds) as every JSON output writes it: ISO 8601 in local time with
+    its offset, as text does, but to the microsecond (``2026-11-27T12:00:05.709594+01:00``),
+    so that a program reads the stored epoch back within 1 µs. None (JSON null) for no moment
+    and for one no date can hold (not finite, past year 9999): a string that is no ISO 8601
+    would break every reader of the document."""
+    if stamp is None:
+        return None
+    try:
+        moment = datetime.datetime.fromtimestamp(stamp, datetime.UTC).astimezone()
+    except (OverflowError, ValueError, OSError):
+        return None
+    return moment.isoformat(timespec="microseconds")

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lab.core.units import format_percent
 from lab.report.boots import arm_table, pair_table
 from lab.report.hosts import host_note, host_table
 from lab.report.warmup import warmup_notes, warmup_table
@@ -213,7 +214,7 @@ def format_value(value: Value, kind: str, decimals: int) -> str:
     if kind == "value":
         return f"{value:,.{decimals}f}"
     if kind == "pct":
-        return f"{value:+.2f}"
+        return format_percent(value)  # a change from near zero: 1.2e+56, not 57 digits
     if kind == "p":
         return "< 1e-300" if value == 0 else f"{value:.3g}"
     if kind == "expect":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,11 @@ def test_runs_lists_each_run_with_its_progress(
         ("lab-thp", 3, 1),
         ("lab-shp1g", 3, 0),
     ]
-    assert one["guests"][0]["first"] == 101.0 and one["guests"][0]["last"] == 103.5
+    first, last = one["guests"][0]["first"], one["guests"][0]["last"]  # ISO 8601 moments
+    assert (
+        datetime.fromisoformat(first).timestamp(),
+        datetime.fromisoformat(last).timestamp(),
+    ) == (101.0, 103.5)
     assert eight["state"] == "stopped early" and eight["stopped"] == "the verdict was reached"
     code, out, _ = lab(capsys, "runs", "--db", str(db))
     assert code == 0 and "threads=8" in out and "stopped early" in out
