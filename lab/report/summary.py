@@ -10,10 +10,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lab.core.units import format_measure, format_ratio
+from lab.core.units import format_measure, format_percent, format_ratio
 from lab.stats.analysis import ALL, Arm, MetricComparison, Pair
 from lab.stats.difference import mean_margin
-from lab.stats.verdict import Outcome, format_percent
+from lab.stats.verdict import Outcome
 
 HEADER = ("workload", "metric", "A", "B", "change (B vs A)", "verdict")
 STYLES = {  # on a terminal: better green, worse red, equivalent plain, inconclusive dim

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from lab.core.errors import UsageError
+from lab.core.units import format_percent
 from lab.stats.series import Direction
 
 _PERCENT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(%?)\s*$")
@@ -286,9 +287,3 @@ def _judge(
 
 def _format_units(value: float) -> str:
     return f"{value:+.4g}"
-
-
-def format_percent(value: float) -> str:
-    """A percentage for a sentence: two decimals, or three digits when it is huge (with two
-    samples at 99.99 % an interval can reach 10^50 %)."""
-    return f"{value:+.2f}" if abs(value) < 1e4 else f"{value:+.3g}"
