@@ -134,3 +134,29 @@ def test_sigterm_stops_the_command_being_timed(guest: GuestDir) -> None:
     assert stopped["ok"] is False and "stopped" in stopped["error"]
     channel.close()
     assert guest.events("term")[-1] == "stopped"
+
+
+def test_an_attempt_a_restart_interrupted_is_durable_when_the_stepper_is_ready(
+    guest: GuestDir,
+) -> None:
+    """The attempt a guest reset cut short is journalled as failed by the next start, and is
+    behind a ``synced`` line by its ``ready``: the controller reads no further than the last
+    one, and no answer carries this attempt. It was read nowhere when the run's last step
+    followed (its run ended with the attempt missing from the store)."""
+    from lab.inguest.journal import durable_length, read_journal
+
+    guest.dir.mkdir()
+    old_boot = "00000000-0000-0000-0000-000000000000"
+    lines = [{"v": 1, "event": "start", "time": 100.0},
+             {"v": 1, "event": "begin", "time": 101.5, "iteration": 2, "attempt": 1,
+              "boot_id": old_boot}]  # fmt: skip
+    journal = guest.dir / "reset.journal"
+    journal.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    channel = stepper(guest, "reset")
+    assert answer(channel)["ready"] is True
+    data = journal.read_bytes()
+    durable = read_journal(data[: durable_length(data)].decode())
+    failed = [r for r in durable if isinstance(r, JournalEntry)]
+    assert [(r.iteration, r.attempt, r.ok) for r in failed] == [(2, 1, False)]
+    channel.send_line("end")
+    channel.close()
