@@ -154,14 +154,31 @@ def _plain(value: float, decimals: int) -> str:
 def format_measure(value: float, margin: float, unit: str) -> str:
     """``value ± margin unit`` as people read it: ``2.66 ± 0.40 Gbit/s``, ``30.0 ± 1.2 ms``:
     a prefix from the value, the digits the margin's width gives (two significant digits of
-    it). A value past 10^6 of its shown unit (no prefix fits) keeps its thousands commas."""
+    it). A value past 10^6 of its shown unit (no prefix fits) keeps its thousands commas up
+    to MEASURE_COMPACT_FROM (``4,299,993 KiB``); past it, or so small that MAX_DECIMALS show
+    none of its digits, value and margin are compact (``1.2e+56 ± 3.4e+55 %``)."""
     factor, shown = scale_for(value, unit)
     value, margin = value / factor, margin / factor
     decimals = decimals_for_width(margin, value)
     suffix = f" {shown}" if shown else ""
+    if _needs_compact(value, decimals):
+        if not math.isfinite(margin):
+            return f"{compact(value)}{suffix}"
+        return f"{compact(value, margin)} ± {compact(margin, margin)}{suffix}"
     if not math.isfinite(margin):
         return f"{_plain(value, decimals)}{suffix}"
     return f"{_plain(value, decimals)} ± {_plain(margin, decimals)}{suffix}"
+
+
+MEASURE_COMPACT_FROM = 1e12  # a measure's digits, thousands commas and all, up to here
+
+
+def _needs_compact(value: float, decimals: int) -> bool:
+    """Whether ``value`` shown with ``decimals`` is past reading: a dozen digits or more, or
+    not one of its digits (1e-50 at six decimals reads 0.000000)."""
+    if not math.isfinite(value) or value == 0:
+        return False
+    return abs(value) >= MEASURE_COMPACT_FROM or round(value, decimals) == 0
 
 
 # From a million on, a ratio or a percentage is written as 1.2e+56, not digit by digit: below
@@ -185,6 +202,12 @@ def fixed_or_compact(
     rounded = abs(round(value, decimals))
     if rounded < COMPACT_FROM and (rounded != 0 or value == 0 or not tiny):
         return f"{value:.{decimals}f}"
+    return compact(value, half_width)
+
+
+def compact(value: float, half_width: float = math.nan) -> str:
+    """``value`` as ``1.2e+56``: the significant digits that show ``half_width`` (its
+    interval's), at least two."""
     digits = 2
     if math.isfinite(half_width) and half_width > 0:
         shown = math.floor(math.log10(abs(value))) - math.floor(math.log10(half_width)) + 1

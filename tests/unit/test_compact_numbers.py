@@ -101,3 +101,15 @@ def test_compare_writes_a_count_from_near_zero_compact(tmp_path: Path) -> None:
     assert ratio, out
     assert float(ratio[2]) <= float(ratio[1]) <= float(ratio[3])
     assert re.search(r"Change relative to A \(%\) +│ +\+[0-9.]+e\+52 │", out), out
+
+
+def test_a_measure_past_a_dozen_digits_or_below_six_decimals_is_compact() -> None:
+    from lab.core.units import format_measure
+
+    # a unit that takes no prefix keeps its commas while they can still be read...
+    assert format_measure(4_299_993, 2_000, "KiB") == "4,299,993 ± 2,000 KiB"
+    # ...not past them, nor when six decimals would show none of the value's digits
+    assert format_measure(1.234e56, 3.4e55, "%") == "1.2e+56 ± 3.4e+55 %"
+    assert format_measure(1.0e-50, 1.0e-51, "KiB") == "1.0e-50 ± 1.0e-51 KiB"
+    assert format_measure(-2.5e-9, math.inf, "%") == "-2.5e-09 %"
+    assert format_measure(0.0, 0.0, "%") == "0 ± 0 %"
