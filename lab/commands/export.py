@@ -1,4 +1,5 @@
-"""``lab export``: every sample with its context, as CSV or JSON lines, for other tools."""
+"""``lab export``: every sample with its context, and every failed attempt, as CSV, JSON lines
+or Parquet, for other tools and for ``lab import``."""
 
 from __future__ import annotations
 
@@ -14,11 +15,14 @@ def register(subparsers: Any) -> None:
         "export", help="write every sample with its context as CSV, JSON lines or Parquet",
         description="Write every stored sample, one per row, with its study, run, workload,"
         " parameters, schedule, variant, guest, host, iteration, attempt, metric, unit, direction,"
-        " value, start and end time, source, boot and CPU placement. As JSON lines, each run's"
+        " value, start and end time, source, boot and CPU placement; and every failed attempt,"
+        " a row with ok 0, no metric and no value, but its exit status, wall, user and sys"
+        " times and error (samples have ok 1). As JSON lines, each run's"
         " recorded environment comes first, one line per host and guest and start (\"record\":"
-        " \"environment\"). `lab import` reads either back into the same runs, boots and"
-        " placements (and, from JSON lines, environment). Parquet (--out only) is for pandas"
-        " and polars, and needs pyarrow: pip install './[parquet]' in lab's checkout.",
+        " \"environment\"). `lab import` reads either back into the same runs, boots,"
+        " placements and failed attempts (and, from JSON lines, environment). Parquet (--out"
+        " only) is for pandas and polars, and needs pyarrow: pip install './[parquet]' in"
+        " lab's checkout.",
     )  # fmt: skip
     parser.add_argument("--format", choices=("csv", "jsonl", "parquet"), default="csv",
                         help="output format (default: csv)")  # fmt: skip
@@ -33,6 +37,8 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     import contextlib
     import sys
+    from collections.abc import Iterator
+    from operator import itemgetter
 
     from lab.app.runs import find_run
     from lab.app.stores import open_store
@@ -46,6 +52,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         write_jsonl,
         write_parquet,
     )
+    from lab.store.export import BATCH, ExportBatch
 
     if args.format == "parquet":
         if not args.out:
@@ -53,21 +60,31 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                 "Parquet is written to a file, not to standard output", hint="Pass --out FILE"
             )
         require_parquet()
+    failed = 0  # failed attempts among the rows: those with no value
+
+    def batches(size: int = BATCH) -> Iterator[ExportBatch]:
+        nonlocal failed
+        value = itemgetter(5)
+        for batch in store.export_batches(**selected, size=size):
+            failed += list(map(value, batch.rows)).count(None)
+            yield batch
+
     with open_store(args, ctx, create=False) as store:
         run = find_run(store, args.run_key, args.study).key if args.run_key is not None else None
         selected = {"workload": args.workload, "study": args.study, "run": run}
         if args.format == "parquet":
             with replacing(args.out, store=store.path) as path:
-                count = write_parquet(path, store.export_batches(**selected, size=PARQUET_BATCH))
+                count = write_parquet(path, batches(PARQUET_BATCH))
         else:
             # a file is written whole or not at all (lab.core.outputs); stdout streams
             target = writing(args.out, store=store.path) if args.out else None
             with target or contextlib.nullcontext(sys.stdout) as out:
                 if args.format == "jsonl":
                     environment_lines(out, store, args.study, args.workload, run)
-                    count = write_jsonl(out, store.export_batches(**selected))
+                    count = write_jsonl(out, batches())
                 else:
-                    count = write_csv(out, store.export_batches(**selected))
+                    count = write_csv(out, batches())
     if args.out:
-        ctx.note(f"wrote {count:,} sample(s) to {args.out}")
+        what = f"{count - failed:,} sample(s), {failed:,} failed attempt(s)"
+        ctx.note(f"wrote {count:,} row(s) ({what}) to {args.out}")
     return 0
