@@ -37,8 +37,6 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     import contextlib
     import sys
-    from collections.abc import Iterator
-    from operator import itemgetter
 
     from lab.app.runs import find_run
     from lab.app.stores import open_store
@@ -46,13 +44,13 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from lab.core.outputs import replacing, writing
     from lab.report.export import (
         PARQUET_BATCH,
+        Tally,
         environment_lines,
         require_parquet,
         write_csv,
         write_jsonl,
         write_parquet,
     )
-    from lab.store.export import BATCH, ExportBatch
 
     if args.format == "parquet":
         if not args.out:
@@ -60,31 +58,24 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                 "Parquet is written to a file, not to standard output", hint="Pass --out FILE"
             )
         require_parquet()
-    failed = 0  # failed attempts among the rows: those with no value
-
-    def batches(size: int = BATCH) -> Iterator[ExportBatch]:
-        nonlocal failed
-        value = itemgetter(5)
-        for batch in store.export_batches(**selected, size=size):
-            failed += list(map(value, batch.rows)).count(None)
-            yield batch
-
     with open_store(args, ctx, create=False) as store:
         run = find_run(store, args.run_key, args.study).key if args.run_key is not None else None
         selected = {"workload": args.workload, "study": args.study, "run": run}
         if args.format == "parquet":
             with replacing(args.out, store=store.path) as path:
-                count = write_parquet(path, batches(PARQUET_BATCH))
+                batches = Tally(store.export_batches(**selected, size=PARQUET_BATCH))
+                count = write_parquet(path, batches)
         else:
             # a file is written whole or not at all (lab.core.outputs); stdout streams
             target = writing(args.out, store=store.path) if args.out else None
+            batches = Tally(store.export_batches(**selected))
             with target or contextlib.nullcontext(sys.stdout) as out:
                 if args.format == "jsonl":
                     environment_lines(out, store, args.study, args.workload, run)
-                    count = write_jsonl(out, batches())
+                    count = write_jsonl(out, batches)
                 else:
-                    count = write_csv(out, batches())
+                    count = write_csv(out, batches)
     if args.out:
-        what = f"{count - failed:,} sample(s), {failed:,} failed attempt(s)"
+        what = f"{count - batches.failed:,} sample(s), {batches.failed:,} failed attempt(s)"
         ctx.note(f"wrote {count:,} row(s) ({what}) to {args.out}")
     return 0

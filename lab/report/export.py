@@ -15,8 +15,9 @@ import io
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from json.encoder import encode_basestring
+from operator import itemgetter
 from pathlib import Path
 from typing import IO, Any
 
@@ -25,6 +26,21 @@ from lab.store import EXPORT_COLUMNS, Store
 from lab.store.export import ExportBatch
 
 PARQUET_BATCH = 20_000  # rows per row group: 212 MiB peak, 96 of them pyarrow (325 at 100,000)
+
+
+class Tally:
+    """Batches handed on as they come, the failed attempts among their rows (those with no
+    value) counted in ``failed``: what ``lab export`` says it wrote."""
+
+    def __init__(self, batches: Iterable[ExportBatch]) -> None:
+        self.batches = batches
+        self.failed = 0
+
+    def __iter__(self) -> Iterator[ExportBatch]:
+        value = itemgetter(5)
+        for batch in self.batches:
+            self.failed += list(map(value, batch.rows)).count(None)
+            yield batch
 
 
 def environment_lines(out: IO[str], store: Store, study: str | None, workload: str | None,
