@@ -203,7 +203,7 @@ def write_parquet(path: Path, batches: Iterable[ExportBatch]) -> int:
             size = len(batch.rows)
             shared = [pa.repeat(pa.scalar(value, text), size) for value in batch.context]
             columns = zip(*batch.rows, strict=True)
-            own = [pa.array(column, kind) for column, kind in zip(columns, types[7:], strict=True)]
+            own = [pa.array(column, kind) for column, kind in zip(columns, types[8:], strict=True)]
             writer.write_table(pa.Table.from_arrays(shared + own, schema=schema))
             count += size
     return count
