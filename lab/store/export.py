@@ -24,6 +24,7 @@ from typing import Any
 from lab.store.records import ExportRow
 
 BATCH = 10_000  # rows handed out at a time
+SAMPLE_TAIL = (1, None, None, None, None, None)  # a sample's ok, exit_status, wall ... error
 
 _PAIRS = (
     "SELECT st.name, r.key, r.workload, r.params, r.schedule, g.variant, g.name, g.host, r.id,"
@@ -35,7 +36,7 @@ _PAIRS = (
 )
 _ROWS = (
     "SELECT s.iteration, i.attempt, s.metric, m.unit, m.direction, s.value, i.started, i.ended,"
-    " i.source, i.boot_id, {placement}, 1, NULL, NULL, NULL, NULL, NULL"
+    " i.source, i.boot_id, {placement}"
     " FROM sample s JOIN metric m ON m.run_id = s.run_id AND m.name = s.metric"
     " JOIN iteration i ON i.run_id = s.run_id AND i.guest_id = s.guest_id"
     " AND i.iteration = s.iteration AND i.ok = 1{join}"
@@ -63,9 +64,10 @@ _FAILED = (
 @dataclass(frozen=True)
 class ExportBatch:
     """Samples and failed attempts of one run on one guest. ``context`` holds the first eight
-    of ``EXPORT_COLUMNS`` (study to host), each row the other eighteen (iteration to error):
-    a sample's ``ok`` is 1 and its last five are None; a failed attempt's ``ok`` is 0 and its
-    metric, unit, direction and value are None."""
+    of ``EXPORT_COLUMNS`` (study to host). A sample's row holds the next twelve (iteration
+    to cpus): its ``ok`` is 1 and the rest None (``SAMPLE_TAIL``), which SQLite is not asked
+    for, a sixth of the reading. A failed attempt's row holds all eighteen (iteration to
+    error): its ``ok`` is 0 and its metric, unit, direction and value are None."""
 
     context: tuple[Any, ...]
     rows: list[tuple[Any, ...]]

@@ -227,3 +227,21 @@ def test_a_failed_attempts_row_that_cannot_be_stored_is_a_malformed_line() -> No
         ' "error": "tail\\n", "source": null}\n', "f.jsonl", {},
     ).failed  # fmt: skip
     assert (line.error, line.source, line.started) == ("tail\n", None, None)
+
+
+def test_parquet_holds_the_failed_attempts_typed(tmp_path: Path) -> None:
+    """Batches of samples only, of samples and failed attempts, and of failed attempts only
+    (a run with no sample) are each written with every column."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    source, out = tmp_path / "source.db", tmp_path / "x.parquet"
+    disturbed_study(source)
+    export(source, out, "parquet")
+    table = pq.read_table(out)
+    assert table.column_names == list(EXPORT_COLUMNS)
+    types = {name: str(table.schema.field(name).type) for name in ("ok", "exit_status", "wall")}
+    assert types == {"ok": "int64", "exit_status": "int64", "wall": "double"}
+    with Store.open(source, create=False) as store:
+        want = [tuple(getattr(r, c) for c in EXPORT_COLUMNS) for r in store.export_rows()]
+    got = list(zip(*(table.column(c).to_pylist() for c in EXPORT_COLUMNS), strict=True))
+    assert got == want and len(got) == 10
+    assert [r[EXPORT_COLUMNS.index("ok")] for r in got].count(0) == 4
