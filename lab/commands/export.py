@@ -1,4 +1,5 @@
-"""``lab export``: every sample with its context, as CSV or JSON lines, for other tools."""
+"""``lab export``: every sample with its context, and every failed attempt, as CSV, JSON lines
+or Parquet, for other tools and for ``lab import``."""
 
 from __future__ import annotations
 
@@ -14,11 +15,14 @@ def register(subparsers: Any) -> None:
         "export", help="write every sample with its context as CSV, JSON lines or Parquet",
         description="Write every stored sample, one per row, with its study, run, workload,"
         " parameters, schedule, variant, guest, host, iteration, attempt, metric, unit, direction,"
-        " value, start and end time, source, boot and CPU placement. As JSON lines, each run's"
+        " value, start and end time, source, boot and CPU placement; and every failed attempt,"
+        " a row with ok 0, no metric and no value, but its exit status, wall, user and sys"
+        " times and error (samples have ok 1). As JSON lines, each run's"
         " recorded environment comes first, one line per host and guest and start (\"record\":"
-        " \"environment\"). `lab import` reads either back into the same runs, boots and"
-        " placements (and, from JSON lines, environment). Parquet (--out only) is for pandas"
-        " and polars, and needs pyarrow: pip install './[parquet]' in lab's checkout.",
+        " \"environment\"). `lab import` reads either back into the same runs, boots,"
+        " placements and failed attempts (and, from JSON lines, environment). Parquet (--out"
+        " only) is for pandas and polars, and needs pyarrow: pip install './[parquet]' in"
+        " lab's checkout.",
     )  # fmt: skip
     parser.add_argument("--format", choices=("csv", "jsonl", "parquet"), default="csv",
                         help="output format (default: csv)")  # fmt: skip
@@ -40,6 +44,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from lab.core.outputs import replacing, writing
     from lab.report.export import (
         PARQUET_BATCH,
+        Tally,
         environment_lines,
         require_parquet,
         write_csv,
@@ -58,16 +63,19 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         selected = {"workload": args.workload, "study": args.study, "run": run}
         if args.format == "parquet":
             with replacing(args.out, store=store.path) as path:
-                count = write_parquet(path, store.export_batches(**selected, size=PARQUET_BATCH))
+                batches = Tally(store.export_batches(**selected, size=PARQUET_BATCH))
+                count = write_parquet(path, batches)
         else:
             # a file is written whole or not at all (lab.core.outputs); stdout streams
             target = writing(args.out, store=store.path) if args.out else None
+            batches = Tally(store.export_batches(**selected))
             with target or contextlib.nullcontext(sys.stdout) as out:
                 if args.format == "jsonl":
                     environment_lines(out, store, args.study, args.workload, run)
-                    count = write_jsonl(out, store.export_batches(**selected))
+                    count = write_jsonl(out, batches)
                 else:
-                    count = write_csv(out, store.export_batches(**selected))
+                    count = write_csv(out, batches)
     if args.out:
-        ctx.note(f"wrote {count:,} sample(s) to {args.out}")
+        what = f"{count - batches.failed:,} sample(s), {batches.failed:,} failed attempt(s)"
+        ctx.note(f"wrote {count:,} row(s) ({what}) to {args.out}")
     return 0

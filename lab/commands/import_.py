@@ -22,7 +22,10 @@ def register(subparsers: Any) -> None:
         " time, sysbench, iperf3)",
         description="Import samples into the store. CSV and JSONL need the columns variant,"
         " workload, metric and value (optional: iteration, timestamp, unit, direction, guest,"
-        " host, study); raw files are appended bash `time` output, sysbench memory reports,"
+        " host, study; a row with ok 0, as `lab export` writes a failed attempt, is stored as"
+        " that failed attempt, with its iteration, attempt, exit_status, wall, user, sys,"
+        " error, source and boot); raw files are appended bash `time` output, sysbench"
+        " memory reports,"
         " or iperf3 client text or -J output, and need --variant. hyperfine --export-json"
         " (each command a variant), pyperf's JSON and pytest-benchmark's JSON (run with"
         " --benchmark-save-data; each benchmark a workload) carry every run's time, and GNU"
@@ -98,6 +101,15 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             + f": {n}"
             for (study, workload, variant, guest), n in sorted(summary.groups.items())
         )  # fmt: skip
+        if summary.failed_read:
+            parts.append(
+                f"{summary.failed} failed attempt(s) restored"
+                + (
+                    f", {kept} already stored"
+                    if (kept := summary.failed_read - summary.failed)
+                    else ""
+                )
+            )
         if summary.already:
             parts.append(f"{summary.already} sample(s) imported before, skipped")
         if summary.duplicates:

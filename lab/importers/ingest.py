@@ -11,6 +11,10 @@ before has only what was appended since stored; a file rewritten in place is rea
 Each input is read inside a savepoint of its own, so that the same bytes found at its end
 leave nothing behind.
 
+The failed attempts of a CSV or JSONL that ``lab export`` wrote (rows with ``ok`` 0) are
+stored once the input's samples are, each with its own iteration, attempt, source and the
+rest (``Bulk.insert_failed``); an attempt the store holds is left as it was.
+
 Every input is read line by line (:mod:`lab.importers.inputs`) and its samples are stored
 :data:`BATCH` at a time, all inputs inside one transaction (``Store.bulk``): memory holds a
 batch, not a file, and an import that fails, or is killed, leaves the store as it was.
@@ -48,6 +52,7 @@ from lab.importers.records import (
     BadLine,
     Context,
     Environment,
+    Failed,
     Item,
     Row,
     Rows,
@@ -57,7 +62,7 @@ from lab.importers.records import (
 )
 from lab.importers.tabular import Defaults, csv_samples, jsonl_samples
 from lab.store import Direction, MetricInfo, Store
-from lab.store.bulk import Bulk, Mark
+from lab.store.bulk import Bulk, FailedRow, Mark
 from lab.store.records import is_evidence
 
 __all__ = ["ImportOptions", "ImportSummary", "MalformedInputError", "detect_format", "import_file"]
@@ -92,6 +97,8 @@ class ImportSummary:
     stored: int = 0  # new iterations stored
     already: int = 0  # samples whose file:line is already in the store (skipped)
     duplicates: int = 0  # iterations whose number was already stored (left as they were)
+    failed: int = 0  # failed attempts stored (lab export's rows with ok 0)
+    failed_read: int = 0  # failed attempts read from the file
     bad: list[BadLine] = field(default_factory=list)  # the first malformed lines skipped
     bad_count: int = 0  # every malformed line skipped
     groups: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
@@ -294,6 +301,8 @@ class _Import:
                 reading.malformed.add(item)
             elif isinstance(item, Environment):
                 reading.environments.append(item)
+            elif isinstance(item, Failed):
+                reading.failure(item)
             else:
                 reading.sample(item)
         reading.end()
@@ -406,6 +415,8 @@ class _Reading:
         self.lanes: dict[Context, _Lane] = {}
         self.batch = Batch(source.source)
         self.environments: list[Environment] = []  # stored at the end, once the runs are
+        # failed attempts by target: stored at the end, once the samples are (Bulk.insert_failed)
+        self.failures: dict[Target, list[Failed]] = {}
 
     def sample(self, sample: Sample) -> None:
         self.read += 1
@@ -430,6 +441,12 @@ class _Reading:
                        self.malformed, mark)  # fmt: skip
         if self.batch.size >= BATCH:
             self.flush()
+
+    def failure(self, failed: Failed) -> None:
+        """A failed attempt, kept for :meth:`end`; its group's run and guest are made now."""
+        self.summary.failed_read += 1
+        target = self.route(failed.sample()).target
+        self.failures.setdefault(target, []).append(failed)
 
     def rows(self, rows: list[Row]) -> None:
         """Rows of a table, each a sample of one metric, stored as :meth:`sample` stores a
@@ -519,6 +536,12 @@ class _Reading:
     def end(self) -> ImportSummary:
         """Store what is left, and the summary; or the error of an input that failed."""
         self.flush()
+        for target, failures in self.failures.items():
+            rows: list[FailedRow] = [
+                (*f[6:15], f.error, f.source, f.placement, f.cpus) for f in failures
+            ]
+            self.summary.failed += self.run.bulk.insert_failed(target.run_id, target.guest_id, rows)
+            target.high = max(target.high, *(f.iteration for f in failures))
         for record in self.environments:
             if not self.run.bulk.add_environment(
                 record.run, record.scope, record.name, record.facts, record.recorded
@@ -528,7 +551,7 @@ class _Reading:
         summary, malformed = self.summary, self.malformed
         summary.read = self.read
         malformed.check()
-        if not self.read:
+        if not self.read and not self.failures:
             raise UsageError(
                 f"no samples found in {self.planned.input.name} (read as {self.planned.format})",
                 hint="Check the file, or pass --format if it was detected wrongly",

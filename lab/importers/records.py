@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -91,6 +91,42 @@ class Rows:
             yield context.sample(line, value, iteration, started)
 
 
+class Failed(NamedTuple):
+    """A failed attempt, as ``lab export`` writes it (``ok`` 0, no metric, no value): what the
+    store's iteration table holds of it, and the group it belongs to (as a Sample's)."""
+
+    line: int
+    variant: str
+    workload: str
+    guest: str | None
+    host: str | None
+    study: str | None
+    iteration: int
+    attempt: int
+    started: float | None
+    ended: float | None
+    wall: float | None
+    user: float | None
+    sys: float | None
+    exit_status: int | None
+    boot: str | None
+    placement: str | None
+    cpus: str | None
+    error: str | None  # the iteration table's output_tail
+    source: str | None
+    run: str | None = None
+    params: str | None = None
+    schedule: str | None = None
+
+    def sample(self) -> Sample:
+        """Its group as a Sample with no metric, for whoever routes samples by their group."""
+        return Sample(
+            self.line, {}, self.variant, self.workload, self.guest, self.host, self.study,
+            self.iteration, self.started, run=self.run, params=self.params,
+            schedule=self.schedule,
+        )  # fmt: skip
+
+
 @dataclass(frozen=True)
 class BadLine:
     line: int
@@ -110,7 +146,8 @@ class Environment:
     recorded: float | None
 
 
-Item = Sample | Rows | BadLine | Environment  # what a reader yields, in the order of the lines
+# what a reader yields, in the order of the lines
+Item = Sample | Rows | BadLine | Environment | Failed
 
 
 @dataclass(frozen=True)
@@ -120,6 +157,7 @@ class Parsed:
     format: str
     samples: list[Sample]
     bad: list[BadLine]
+    failed: list[Failed] = field(default_factory=list)
 
 
 def collect(fmt: str, items: Iterable[Item]) -> Parsed:
@@ -132,6 +170,8 @@ def collect(fmt: str, items: Iterable[Item]) -> Parsed:
             parsed.samples.extend(item.samples())
         elif isinstance(item, Sample):
             parsed.samples.append(item)
+        elif isinstance(item, Failed):
+            parsed.failed.append(item)
     return parsed
 
 

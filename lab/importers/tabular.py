@@ -6,7 +6,12 @@ run: run (its key), params (its parameters, a JSON object), schedule, boot (any 
 the boot an iteration ran in), placement (own or swapped: ``lab run --swap-every``) and cpus
 (the host CPU of each vCPU in it, "3,4"). Each run of a file is kept apart, so an export
 imports back as the same runs (a run the store holds keeps its own schedule). The other
-columns ``lab export`` adds (attempt, ended, source) are accepted and ignored.
+columns ``lab export`` adds to a sample's row (attempt, ended, source, ok, exit_status, wall,
+user, sys, error) are accepted and ignored.
+
+A row whose ``ok`` is 0 is a failed attempt as ``lab export`` writes it: no metric and no
+value, but its iteration and attempt (both required), start, end, source, boot, placement,
+exit status, times and error, each stored as it was (:class:`Failed`).
 
 :func:`csv_samples` (blocks of lines) and :func:`jsonl_samples` (lines) read as the input comes
 and yield each row's sample (a CSV's as Rows, several at a time) or malformed line in turn;
@@ -45,6 +50,7 @@ from lab.importers.records import (
     BadLine,
     Context,
     Environment,
+    Failed,
     Item,
     Parsed,
     Row,
@@ -59,7 +65,10 @@ OPTIONAL = (
     "params", "boot", "placement", "cpus", "schedule",
 )  # fmt: skip
 IGNORED = ("attempt", "ended", "source")
-KNOWN = REQUIRED + OPTIONAL + IGNORED
+FAILURE = ("ok", "exit_status", "wall", "user", "sys", "error")  # of a failed attempt's row
+KNOWN = REQUIRED + OPTIONAL + IGNORED + FAILURE
+FAILED = "0"  # the ok of a failed attempt's row
+VERBATIM = ("error", "source")  # a failed attempt's texts, kept with their blanks
 NAMES = (
     "variant", "workload", "metric", "guest", "host", "study", "unit", "run", "boot", "cpus",
     "schedule",
@@ -89,7 +98,74 @@ def _timestamp(text: str) -> float:
 
 def _fields(defaults: Defaults) -> dict[str, str | None]:
     """A row's fields before its values: the command line's, else None."""
-    return {key: defaults.get(key) for key in REQUIRED + OPTIONAL}
+    return {key: defaults.get(key) for key in KNOWN}
+
+
+def _number(fields: Mapping[str, str | None], key: str) -> float | None:
+    text = fields[key]
+    if text is None:
+        return None
+    try:
+        number = float(text)
+    except ValueError:
+        raise RowError(f"{key} {shown(text)} is not a number") from None
+    problem = value_problem(number)
+    if problem is not None:
+        raise RowError(f"{key}: {problem}")
+    return number
+
+
+def _whole(fields: Mapping[str, str | None], key: str) -> int | None:
+    text = fields[key]
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise RowError(f"{key} {shown(text)} is not a whole number") from None
+
+
+def _time(fields: Mapping[str, str | None], key: str) -> float | None:
+    text = fields[key]
+    if text is None:
+        return None
+    stamp = _timestamp(text)
+    problem = time_problem(stamp)
+    if problem is not None:
+        raise RowError(problem)
+    return stamp
+
+
+def _failed(fields: Mapping[str, str | None], line: int) -> Failed:
+    """A failed attempt from one row's fields (``ok`` 0): as :func:`_sample` reads a sample,
+    with no metric and no value but an iteration and an attempt."""
+    variant, workload = fields["variant"], fields["workload"]
+    if not (variant and workload):
+        missing = [key for key in ("variant", "workload") if not fields[key]]
+        raise RowError(f"a failed attempt (ok 0) with no {', '.join(missing)}")
+    if fields["metric"] is not None or fields["value"] is not None:
+        raise RowError("a failed attempt (ok 0) has a metric or a value; it has no sample")
+    problem = _names_problem(fields)
+    if problem is not None:
+        raise RowError(problem)
+    iteration, attempt = _whole(fields, "iteration"), _whole(fields, "attempt")
+    if iteration is None or attempt is None:
+        raise RowError("a failed attempt (ok 0) with no iteration or no attempt")
+    for number in (iteration, attempt):
+        problem = iteration_problem(number)
+        if problem is not None:
+            raise RowError(problem)
+    exit_status = _whole(fields, "exit_status")
+    if exit_status is not None and not -(2**63) <= exit_status < 2**63:
+        raise RowError(f"exit_status {exit_status} is out of range")
+    return Failed(
+        line, variant, workload, fields["guest"], fields["host"], fields["study"], iteration,
+        attempt, _time(fields, "timestamp" if fields["timestamp"] else "started"),
+        _time(fields, "ended"),
+        _number(fields, "wall"), _number(fields, "user"), _number(fields, "sys"), exit_status,
+        fields["boot"], fields["placement"], fields["cpus"], fields["error"], fields["source"],
+        fields["run"], fields["params"], fields["schedule"],
+    )  # fmt: skip
 
 
 def _sample(fields: Mapping[str, str | None], line: int) -> Sample:
@@ -175,15 +251,21 @@ def params_problem(text: str) -> str | None:
     return None
 
 
-def _row_sample(row: Mapping[str, Any], line: int, blank: Mapping[str, str | None]) -> Sample:
-    """A Sample from one JSON row; ``blank`` holds the defaults of what it leaves empty."""
+def _row_sample(
+    row: Mapping[str, Any], line: int, blank: Mapping[str, str | None]
+) -> Sample | Failed:
+    """A Sample (or a failed attempt) from one JSON row; ``blank`` holds the defaults of what
+    it leaves empty."""
     fields = dict(blank)
     for key, value in row.items():
         if value is not None and key in fields:
+            if key in VERBATIM and isinstance(value, str):
+                fields[key] = value
+                continue
             text = json.dumps(value) if isinstance(value, dict) else str(value).strip()
             if text:
                 fields[key] = text
-    return _sample(fields, line)
+    return _failed(fields, line) if fields["ok"] == FAILED else _sample(fields, line)
 
 
 def _check_columns(columns: list[str], where: str) -> None:
@@ -224,7 +306,8 @@ class _Columns:
         self.iteration = at.get("iteration")
         self.timestamp = at.get("timestamp")
         self.started = at.get("started")
-        varying = ("value", "iteration", "timestamp", "started", *IGNORED)
+        self.ok = at.get("ok")
+        varying = ("value", "iteration", "timestamp", "started", *IGNORED, *FAILURE)
         self.context_at = [i for i, name in enumerate(columns) if name not in varying]
         # a column named twice: the last non-empty one counts, which only _sample knows
         self.usable = self.value is not None and len(at) == len(columns)
@@ -272,8 +355,8 @@ class _Columns:
         if not self.usable:
             return None
         columns = self.split(lines)
-        if columns is None:
-            return None
+        if columns is None or (self.ok is not None and FAILED in columns[self.ok]):
+            return None  # a failed attempt among them: row by row
         count = len(lines)
         keys: list[tuple[str, ...]] = (
             list(zip(*[columns[i] for i in self.context_at], strict=True))
@@ -438,6 +521,7 @@ def _row_by_row(reader: Any, lines: _Lines, end: int, layout: _Columns) -> Itera
     columns, blank, width = layout.columns, layout.blank, layout.width
     usable, contexts, key = layout.usable, layout.contexts, layout.key
     value_at, iteration_at = layout.value or 0, layout.iteration
+    ok_at = layout.ok
     timestamp_at, started_at = layout.timestamp, layout.started
     rows: list[Row] = []
     line = lines.count  # the last line of the last row read
@@ -452,7 +536,7 @@ def _row_by_row(reader: Any, lines: _Lines, end: int, layout: _Columns) -> Itera
             line = lines.count
             continue
         line = lines.count
-        if usable and len(row) == width:
+        if usable and len(row) == width and (ok_at is None or row[ok_at].strip() != FAILED):
             raw = key(row)
             context = contexts.get(raw, _UNSEEN)
             if context is _UNSEEN:
@@ -480,7 +564,7 @@ def _row_by_row(reader: Any, lines: _Lines, end: int, layout: _Columns) -> Itera
         item = _csv_row(row, columns, blank, line)
         if isinstance(item, Sample):
             rows.append(_as_row(item))
-        elif item is not None:
+        elif item is not None:  # a failed attempt or a malformed line, in the lines' order
             if rows:
                 yield Rows(rows)
                 rows = []
@@ -491,8 +575,9 @@ def _row_by_row(reader: Any, lines: _Lines, end: int, layout: _Columns) -> Itera
 
 def _csv_row(
     row: list[str], columns: list[str], blank: Mapping[str, str | None], line: int
-) -> Sample | BadLine | None:
-    """One CSV row read field by field: its sample, why it is malformed, or None (blank)."""
+) -> Sample | Failed | BadLine | None:
+    """One CSV row read field by field: its sample (or failed attempt), why it is malformed,
+    or None (blank)."""
     if len(row) > len(columns):
         return BadLine(line, f"{len(row) - len(columns)} more field(s) than the header has")
     fields = dict(blank)
@@ -500,12 +585,12 @@ def _csv_row(
     for key, value in zip(columns, row, strict=False):  # a short row: the rest defaults
         text = value.strip()
         if text:
-            fields[key] = text
+            fields[key] = value if key in VERBATIM else text
             filled = True
     if not filled:
         return None
     try:
-        return _sample(fields, line)
+        return _failed(fields, line) if fields["ok"] == FAILED else _sample(fields, line)
     except RowError as err:
         return BadLine(line, str(err))
 

@@ -1,4 +1,5 @@
-"""``lab export``'s formats: every sample with its context, as CSV, JSON lines or Parquet.
+"""``lab export``'s formats: every sample with its context, as CSV, JSON lines or Parquet,
+and every failed attempt, a row with no metric and no value (``ok`` 0).
 
 Each writes the store's export a batch at a time (``Store.export_batches``): memory holds a
 batch whatever the store's size, and a row is formatted from the tuple SQLite handed back,
@@ -14,16 +15,33 @@ import io
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from json.encoder import encode_basestring
+from operator import itemgetter
 from pathlib import Path
 from typing import IO, Any
 
 from lab.core.errors import UsageError
 from lab.store import EXPORT_COLUMNS, Store
-from lab.store.export import ExportBatch
+from lab.store.export import SAMPLE_TAIL, ExportBatch
 
+WIDTH = 12  # a sample's row, iteration to cpus (then SAMPLE_TAIL)
 PARQUET_BATCH = 20_000  # rows per row group: 212 MiB peak, 96 of them pyarrow (325 at 100,000)
+
+
+class Tally:
+    """Batches handed on as they come, the failed attempts among their rows (those with no
+    value) counted in ``failed``: what ``lab export`` says it wrote."""
+
+    def __init__(self, batches: Iterable[ExportBatch]) -> None:
+        self.batches = batches
+        self.failed = 0
+
+    def __iter__(self) -> Iterator[ExportBatch]:
+        value = itemgetter(5)
+        for batch in self.batches:
+            self.failed += list(map(value, batch.rows)).count(None)
+            yield batch
 
 
 def environment_lines(out: IO[str], store: Store, study: str | None, workload: str | None,
@@ -49,26 +67,32 @@ _NEEDS_QUOTES = re.compile(r'[",\r\n]')
 
 
 def write_csv(out: IO[str], batches: Iterable[ExportBatch]) -> int:
-    """A header, then one row per sample, each as ``csv.writer`` writes it; returns the number
-    of samples. What a batch shares and each metric's three columns are encoded once: a row is
-    then its numbers and its source (through the csv module only where the source needs
-    quoting), about half the time ``writerows`` takes for all sixteen columns."""
+    """A header, then one row per sample or failed attempt, each as ``csv.writer`` writes it;
+    returns the number of rows. What a batch shares and each metric's three columns are
+    encoded once: a sample's row is then its numbers and its source (through the csv module
+    only where the source needs quoting), about half the time ``writerows`` takes for all its
+    columns. A failed attempt's row (few of them) goes through the csv module whole."""
     out.write(_csv_line(EXPORT_COLUMNS) + "\n")
+    tail = "," + _csv_line(SAMPLE_TAIL)
     count = 0
     for batch in batches:
         head = _csv_line(batch.context)
         metrics: dict[tuple[str, str | None, str | None], str] = {}
-        marks: dict[tuple[str | None, str | None, str | None], str] = {}
+        marks: dict[tuple[Any, ...], str] = {}
         lines = []
         last, written = None, ""  # an iteration's source, as its first sample wrote it
         for row in batch.rows:
             iteration, attempt, metric, unit, direction, value, started, ended, source = row[:9]
+            if value is None:  # a failed attempt: no sample
+                lines.append(f"{head},{_csv_line(row)}\n")
+                last = None
+                continue
             named = metrics.get((metric, unit, direction))
             if named is None:
                 named = metrics[(metric, unit, direction)] = _csv_line((metric, unit, direction))
             mark = marks.get(row[9:])
             if mark is None:  # the boot and placement: few of them, each encoded once
-                mark = marks[row[9:]] = _csv_line(row[9:])
+                mark = marks[row[9:]] = _csv_line(row[9:]) + tail
             # the samples of an iteration follow each other and share its source, which an
             # import of several lines makes "path:2,3,4": quoted once, not once a sample
             if source is None:
@@ -102,20 +126,31 @@ def _json(value: Any) -> str:
     return repr(value)
 
 
+def _members(keys: Iterable[str], values: Iterable[Any]) -> str:
+    """``"key": value, ...`` of a JSON object, as ``json.dumps`` writes them."""
+    return ", ".join(
+        f"{encode_basestring(k)}: {_json(v)}" for k, v in zip(keys, values, strict=True)
+    )
+
+
 def write_jsonl(out: IO[str], batches: Iterable[ExportBatch]) -> int:
-    """One JSON object per sample, its keys in EXPORT_COLUMNS' order, as ``json.dumps`` of
-    the row would write it; returns the number of samples. The row's numbers and source are
-    formatted inline, as ``json.dumps`` does (``repr`` of a finite float, else null)."""
+    """One JSON object per sample or failed attempt, its keys in EXPORT_COLUMNS' order, as
+    ``json.dumps`` of the row would write it; returns the number of rows. A sample's numbers
+    and source are formatted inline, as ``json.dumps`` does (``repr`` of a finite float, else
+    null)."""
     finite, string = math.isfinite, encode_basestring
     count = 0
     for batch in batches:
         shared = zip(EXPORT_COLUMNS[:8], batch.context, strict=True)
         head = "".join(f'"{key}": {_json(value)}, ' for key, value in shared)
         metrics: dict[tuple[str, str | None, str | None], str] = {}
-        marks: dict[tuple[str | None, str | None, str | None], str] = {}
+        marks: dict[tuple[Any, ...], str] = {}
         lines = []
         for row in batch.rows:
             iteration, attempt, metric, unit, direction, value, started, ended, source = row[:9]
+            if value is None:  # a failed attempt: no sample
+                lines.append(f"{{{head}{_members(EXPORT_COLUMNS[8:], row)}}}\n")
+                continue
             named = metrics.get((metric, unit, direction))
             if named is None:
                 named = metrics[(metric, unit, direction)] = (
@@ -123,11 +158,8 @@ def write_jsonl(out: IO[str], batches: Iterable[ExportBatch]) -> int:
                     f' "direction": {_json(direction)}'
                 )
             mark = marks.get(row[9:])
-            if mark is None:
-                boot, placement, cpus = row[9:]
-                mark = marks[row[9:]] = (
-                    f'"boot": {_json(boot)}, "placement": {_json(placement)}, "cpus": {_json(cpus)}'
-                )
+            if mark is None:  # the boot and placement: few of them, each encoded once
+                mark = marks[row[9:]] = _members(EXPORT_COLUMNS[17:], row[9:] + SAMPLE_TAIL)
             begun = "null" if started is None or not finite(started) else repr(started)
             over = "null" if ended is None or not finite(ended) else repr(ended)
             lines.append(
@@ -155,21 +187,31 @@ def require_parquet() -> None:
 
 def write_parquet(path: Path, batches: Iterable[ExportBatch]) -> int:
     """One row group per batch, the columns typed (strings, int64, float64); returns the
-    number of samples. pandas reads it with ``pd.read_parquet``, polars with ``pl.read_parquet``."""
+    number of rows (samples and failed attempts). pandas reads it with ``pd.read_parquet``,
+    polars with ``pl.read_parquet``."""
     require_parquet()
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     text, integer, real = pa.string(), pa.int64(), pa.float64()
-    types = (text,) * 8 + (integer, integer, text, text, text, real, real, real) + (text,) * 4
+    types = (
+        (text,) * 8 + (integer, integer, text, text, text, real, real, real) + (text,) * 4
+        + (integer, integer, real, real, real, text)
+    )  # fmt: skip
     schema = pa.schema(list(zip(EXPORT_COLUMNS, types, strict=True)))
     count = 0
     with pq.ParquetWriter(str(path), schema) as writer:
         for batch in batches:
-            size = len(batch.rows)
+            rows, size = batch.rows, len(batch.rows)
             shared = [pa.repeat(pa.scalar(value, text), size) for value in batch.context]
-            columns = zip(*batch.rows, strict=True)
-            own = [pa.array(column, kind) for column, kind in zip(columns, types[7:], strict=True)]
+            if any(len(row) > WIDTH for row in rows):  # failed attempts: every row whole
+                rows = [row if len(row) > WIDTH else row + SAMPLE_TAIL for row in rows]
+            columns = zip(*rows, strict=True)
+            kinds = types[8 : 8 + len(rows[0])]
+            own = [pa.array(column, kind) for column, kind in zip(columns, kinds, strict=True)]
+            if len(rows[0]) == WIDTH:  # samples only: ok 1, the rest null
+                own.append(pa.repeat(pa.scalar(1, integer), size))
+                own += [pa.nulls(size, kind) for kind in types[8 + WIDTH + 1 :]]
             writer.write_table(pa.Table.from_arrays(shared + own, schema=schema))
             count += size
     return count

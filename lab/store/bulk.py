@@ -14,6 +14,11 @@ merged:
 Iterations that this bulk write made are told by their rowid: above the largest there was
 when it began, since SQLite gives a new row the largest rowid plus one, and the transaction
 (BEGIN IMMEDIATE) keeps every other writer out until it ends.
+
+Failed attempts (``lab export``'s rows with ``ok`` 0) go in as they were, with
+:meth:`Bulk.insert_failed`, once their input's samples are in: a successful attempt that this
+bulk write made (always attempt 1) of an iteration that failed first is renumbered after its
+failed attempts, as ``lab run`` numbers them.
 """
 
 from __future__ import annotations
@@ -32,6 +37,12 @@ Key = tuple[int, int, int]  # run id, guest id, iteration
 Mark = tuple[str | None, str | None, str | None]
 # (run id, guest id, iteration, line, started, metrics): one sample as read, numbered
 Numbered = tuple[int, int, int, int, float | None, dict[str, float]]
+# (iteration, attempt, started, ended, wall, user, sys, exit status, boot id, output tail,
+# source, placement, cpus): one failed attempt, as the iteration table holds it
+FailedRow = tuple[
+    int, int, float | None, float | None, float | None, float | None, float | None,
+    int | None, str | None, str | None, str | None, str | None, str | None,
+]  # fmt: skip
 
 
 @dataclass
@@ -167,6 +178,36 @@ class Bulk:
             " SELECT run_id, guest_id, iteration, ?, ? FROM iteration" + where,
             [(m[1], m[2], run_id, guest_id, a, b) for m, a, b in spans if m[1] is not None],
         )
+
+    def insert_failed(self, run_id: int, guest_id: int, attempts: Sequence[FailedRow]) -> int:
+        """Failed attempts of one run's guest, each with its own number and fields; returns
+        how many were new (an attempt already stored is left as it was). A successful
+        attempt 1 that this bulk write made of an iteration whose attempt 1 failed becomes
+        the attempt after its last failed one; the placement of an iteration that has none
+        is the one its failed attempt gives."""
+        last: dict[int, int] = {}
+        for row in attempts:
+            last[row[0]] = max(last.get(row[0], 0), row[1])
+        first = {row[0] for row in attempts if row[1] == 1}
+        self._conn.executemany(
+            "UPDATE OR IGNORE iteration SET attempt = ? WHERE run_id = ? AND guest_id = ?"
+            " AND iteration = ? AND attempt = 1 AND ok = 1 AND rowid > ?",
+            [(last[n] + 1, run_id, guest_id, n, self._mark) for n in sorted(first)],
+        )
+        before = self._conn.total_changes
+        self._conn.executemany(
+            "INSERT OR IGNORE INTO iteration(run_id, guest_id, iteration, attempt, ok, started,"
+            " ended, wall, user, sys, exit_status, boot_id, output_tail, source)"
+            " VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(run_id, guest_id, *row[:11]) for row in attempts],
+        )
+        new = self._conn.total_changes - before
+        self._conn.executemany(
+            "INSERT OR IGNORE INTO placement(run_id, guest_id, iteration, label, cpus)"
+            " VALUES (?, ?, ?, ?, ?)",
+            [(run_id, guest_id, row[0], *row[11:]) for row in attempts if row[11] is not None],
+        )
+        return new
 
     def add_environment(
         self, run_key: str, scope: str, name: str, facts: str, recorded: float | None

@@ -5,11 +5,18 @@ primary key (iteration, then metric), so SQLite sorts nothing; what a run and a 
 (study, run key, workload, parameters, variant, guest, host) is read once per pair, not with
 every row: each row is the tuple SQLite hands back and nothing more. 2,000,000 samples came
 out of one query sorted whole in 16 s; they come out of these in 4.
+
+A failed attempt (``ok`` 0) has no sample: it is a row of its own, with no metric, unit,
+direction or value, and what the iteration table holds of it (start, end, source, boot, exit
+status, times, the error and the end of the command's output). A pair's failed attempts are
+read by one more query (the ``iteration_boot`` index holds ``ok``: a seek to them, not a scan
+of every attempt) and put among its samples where (iteration, attempt) says, a batch at a time.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +24,7 @@ from typing import Any
 from lab.store.records import ExportRow
 
 BATCH = 10_000  # rows handed out at a time
+SAMPLE_TAIL = (1, None, None, None, None, None)  # a sample's ok, exit_status, wall ... error
 
 _PAIRS = (
     "SELECT st.name, r.key, r.workload, r.params, r.schedule, g.variant, g.name, g.host, r.id,"
@@ -43,12 +51,23 @@ _PLACED = _ROWS.format(
 )
 _UNPLACED = _ROWS.format(placement="NULL, NULL", join="")
 _ANY_PLACED = "SELECT EXISTS (SELECT 1 FROM placement WHERE run_id = ?1 AND guest_id = ?2)"
+# A pair's failed attempts, as rows of the same shape: no metric, unit, direction or value.
+_FAILED = (
+    "SELECT i.iteration, i.attempt, NULL, NULL, NULL, NULL, i.started, i.ended, i.source,"
+    " i.boot_id, p.label, p.cpus, 0, i.exit_status, i.wall, i.user, i.sys, i.output_tail"
+    " FROM iteration i LEFT JOIN placement p ON p.run_id = i.run_id"
+    " AND p.guest_id = i.guest_id AND p.iteration = i.iteration"
+    " WHERE i.run_id = ?1 AND i.guest_id = ?2 AND i.ok = 0 ORDER BY i.iteration, i.attempt"
+)
 
 
 @dataclass(frozen=True)
 class ExportBatch:
-    """Samples of one run on one guest. ``context`` holds the first eight of
-    ``EXPORT_COLUMNS`` (study to host), each row the other twelve (iteration to cpus)."""
+    """Samples and failed attempts of one run on one guest. ``context`` holds the first eight
+    of ``EXPORT_COLUMNS`` (study to host). A sample's row holds the next twelve (iteration
+    to cpus): its ``ok`` is 1 and the rest None (``SAMPLE_TAIL``), which SQLite is not asked
+    for, a sixth of the reading. A failed attempt's row holds all eighteen (iteration to
+    error): its ``ok`` is 0 and its metric, unit, direction and value are None."""
 
     context: tuple[Any, ...]
     rows: list[tuple[Any, ...]]
@@ -63,19 +82,58 @@ class Export:
         self, workload: str | None = None, study: str | None = None, run: str | None = None,
         size: int = BATCH,
     ) -> Iterator[ExportBatch]:  # fmt: skip
-        """Every sample with its context in (study, workload, run, variant, host, guest,
-        iteration, metric) order, ``size`` rows at most at a time."""
+        """Every sample and failed attempt with its context in (study, workload, run,
+        variant, host, guest, iteration, attempt, metric) order, ``size`` rows at most at a
+        time (a batch with failed attempts among its samples has them too)."""
         pairs = self._conn.execute(_PAIRS, (workload, study, run)).fetchall()
         for *context, run_id, guest_id in pairs:
+            shared = tuple(context)
+            failed = self._conn.execute(_FAILED, (run_id, guest_id)).fetchall()
             placed = self._conn.execute(_ANY_PLACED, (run_id, guest_id)).fetchone()[0]
             cursor = self._conn.execute(_PLACED if placed else _UNPLACED, (run_id, guest_id))
             while rows := cursor.fetchmany(size):
-                yield ExportBatch(tuple(context), rows)
+                if failed:
+                    rows, failed = _among(rows, failed)
+                yield ExportBatch(shared, rows)
+            if failed:  # after the last sample, or a pair with no sample
+                for start in range(0, len(failed), size):
+                    yield ExportBatch(shared, failed[start : start + size])
 
     def export_rows(
         self, workload: str | None = None, study: str | None = None, run: str | None = None
     ) -> Iterator[ExportRow]:
-        """Every sample with its context, in (study, workload, variant, guest, iteration) order."""
+        """Every sample and failed attempt with its context, in :meth:`export_batches`'
+        order."""
         for batch in self.export_batches(workload, study, run):
             for row in batch.rows:
                 yield ExportRow(*batch.context, *row)
+
+
+def _attempt(row: tuple[Any, ...]) -> tuple[int, int]:
+    return (row[0], row[1])
+
+
+def _among(
+    rows: list[tuple[Any, ...]], failed: list[tuple[Any, ...]]
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """A batch of samples with the failed attempts that come before its last sample put in
+    their place (by iteration, then attempt: an iteration's samples are one attempt's), and
+    the failed attempts left for later batches. Samples in order by (iteration, metric) are
+    in order by (iteration, attempt), so each place is found by bisection."""
+    last = _attempt(rows[-1])
+    if _attempt(failed[0]) > last:
+        return rows, failed
+    merged: list[tuple[Any, ...]] = []
+    at = 0
+    taken = 0
+    for attempt in failed:
+        key = _attempt(attempt)
+        if key > last:
+            break
+        place = bisect_right(rows, key, lo=at, key=_attempt)
+        merged += rows[at:place]
+        merged.append(attempt)
+        at = place
+        taken += 1
+    merged += rows[at:]
+    return merged, failed[taken:]

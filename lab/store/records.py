@@ -96,13 +96,15 @@ EXPORT_COLUMNS = (
     "study", "run", "workload", "params", "schedule", "variant", "guest", "host", "iteration",
     "attempt",
     "metric", "unit", "direction", "value", "started", "ended", "source", "boot", "placement",
-    "cpus",
+    "cpus", "ok", "exit_status", "wall", "user", "sys", "error",
 )  # fmt: skip
 
 
 @dataclass(frozen=True)
 class ExportRow:
-    """One sample with all its context, as ``lab export`` writes it."""
+    """One sample with all its context, as ``lab export`` writes it; or one failed attempt
+    (``ok`` 0), which has no metric, unit, direction or value but its exit status, times and
+    error (the iteration table's ``output_tail``: the error, then the end of the output)."""
 
     study: str
     run: str
@@ -114,16 +116,22 @@ class ExportRow:
     host: str
     iteration: int
     attempt: int
-    metric: str
-    unit: str
-    direction: str
-    value: float
+    metric: str | None
+    unit: str | None
+    direction: str | None
+    value: float | None
     started: float | None
     ended: float | None
     source: str | None
     boot: str | None = None  # the iteration's boot id
     placement: str | None = None  # its CPU placement ("own", "swapped"), if it had one
     cpus: str | None = None  # that placement's host CPU of each vCPU
+    ok: int = 1  # 1: a sample of a successful attempt; 0: a failed attempt, no sample
+    exit_status: int | None = None  # a failed attempt's: its command's exit status
+    wall: float | None = None  # a failed attempt's times (a sample's are its own metrics)
+    user: float | None = None
+    sys: float | None = None
+    error: str | None = None  # a failed attempt's error, then the end of its output
 
     def as_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in EXPORT_COLUMNS}

@@ -79,7 +79,9 @@ def test_failed_attempts_kept_without_samples(tmp_path: Path) -> None:
     assert store.completed_iterations(run, guest) == {1}
     assert store.next_attempt(run, guest, 1) == 3
     assert store.attempt_counts() == {("hp/sysbench", "lab-thp"): (1, 1)}
-    assert [r.value for r in store.export_rows()] == [5.0]
+    # the failed attempt is exported as a row of its own: no sample, its exit status and error
+    rows = [(r.attempt, r.ok, r.value, r.exit_status, r.error) for r in store.export_rows()]
+    assert rows == [(1, 0, None, 137, "Killed"), (2, 1, 5.0, None, None)]
 
 
 def test_undeclared_metric_and_non_finite_value_refused(tmp_path: Path) -> None:

@@ -34,11 +34,16 @@ def db(tmp_path: Path) -> Path:
 def test_csv_to_stdout(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["export", "--db", str(db)]) == 0
     rows = list(csv.DictReader(capsys.readouterr().out.splitlines()))
-    assert len(rows) == 4 and list(rows[0]) == list(EXPORT_COLUMNS)
-    first = rows[0]
+    assert len(rows) == 5 and list(rows[0]) == list(EXPORT_COLUMNS)
+    failed, first = rows[0], rows[1]  # the failed attempt 1 of iteration 1, then attempt 2
+    assert (failed["iteration"], failed["attempt"], failed["ok"], failed["exit_status"]) == (
+        "1", "1", "0", "1",
+    )  # fmt: skip
+    assert failed["metric"] == failed["value"] == ""
     assert (first["iteration"], first["attempt"], first["metric"], first["value"]) == (
         "1", "2", "r", "0.4",
     )  # fmt: skip
+    assert first["ok"] == "1" and first["exit_status"] == ""
     assert first["source"] == "loop.txt:3" and json.loads(first["params"]) == {"threads": 2}
 
 
@@ -46,11 +51,11 @@ def test_jsonl_to_file(db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[s
     out = tmp_path / "all.jsonl"
     assert main(["export", "--db", str(db), "--format", "jsonl", "--out", str(out)]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [(r["iteration"], r["metric"], r["value"]) for r in rows] == [
-        (1, "r", 0.4), (1, "t", 2.5), (2, "r", 0.5), (2, "t", 2.0),
+    assert [(r["iteration"], r["ok"], r["metric"], r["value"]) for r in rows] == [
+        (1, 0, None, None), (1, 1, "r", 0.4), (1, 1, "t", 2.5), (2, 1, "r", 0.5), (2, 1, "t", 2.0),
     ]  # fmt: skip
-    assert rows[2]["started"] is None and rows[0]["ended"] == 12.5
-    assert "wrote 4 sample(s)" in capsys.readouterr().err
+    assert rows[3]["started"] is None and rows[1]["ended"] == 12.5
+    assert "wrote 5 row(s) (4 sample(s), 1 failed attempt(s))" in capsys.readouterr().err
 
 
 def test_unwritable_out(db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -68,7 +73,7 @@ def test_jsonl_carries_each_runs_environment_and_import_reads_the_samples_back(
     first, *samples = [json.loads(line) for line in out.read_text().splitlines()]
     assert first["record"] == "environment" and first["run"] == "s/w"
     assert (first["scope"], first["name"], first["facts"]) == ("host", "local", {"kernel": "6.1"})
-    assert len(samples) == 4 and all("record" not in s for s in samples)
+    assert len(samples) == 5 and all("record" not in s for s in samples)
     again = tmp_path / "again.db"
     assert main(["import", str(out), "--db", str(again)]) == 0
     assert "skipped" not in capsys.readouterr().err  # no line refused: the environment is known
@@ -115,18 +120,19 @@ def test_csv_and_jsonl_are_what_the_csv_and_json_modules_write(awkward: Store) -
         want_jsonl.write(json.dumps(data, ensure_ascii=False) + "\n")
     for size in (1, 2, 1000):
         got_csv, got_jsonl = io.StringIO(), io.StringIO()
-        assert write_csv(got_csv, awkward.export_batches(size=size)) == 18
-        assert write_jsonl(got_jsonl, awkward.export_batches(size=size)) == 18
+        assert write_csv(got_csv, awkward.export_batches(size=size)) == 21  # 3 failed
+        assert write_jsonl(got_jsonl, awkward.export_batches(size=size)) == 21
         assert got_csv.getvalue() == want_csv.getvalue()
         assert got_jsonl.getvalue() == want_jsonl.getvalue()
 
 
 def test_rows_come_in_study_workload_run_variant_host_guest_iteration_order(awkward: Store) -> None:
     rows = [
-        (r.run, r.variant, r.host, r.guest, r.iteration, r.metric) for r in awkward.export_rows()
+        (r.run, r.variant, r.host, r.guest, r.iteration, r.attempt, r.metric or "")
+        for r in awkward.export_rows()
     ]
-    assert rows == sorted(rows) and rows[0] == ("k/0", "shp1g", "l", "z", 7, "t")
-    assert len(list(awkward.export_rows(run="k/1"))) == 15
+    assert rows == sorted(rows) and rows[0] == ("k/0", "shp1g", "l", "z", 7, 1, "t")
+    assert len(list(awkward.export_rows(run="k/1"))) == 18  # 15 samples, 3 failed attempts
     assert list(awkward.export_rows(study="nothing")) == []
 
 
