@@ -1,2 +1,3 @@
-"""How results are shown: tables (``tables``), text formats (``formats``), plots (``plots``),
-a sweep's table (``sweeps``) and the self-contained HTML study report (``html``)."""
+"""How results are shown: tables (``tables``), text formats (``formats``), plots (``plots``;
+a sweep's in ``sweepplot``, the memory backing's in ``backingplot``), a sweep's table
+(``sweeps``) and the self-contained HTML study report (``html``)."""

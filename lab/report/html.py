@@ -32,9 +32,11 @@ from lab.core.outputs import replacing, writing
 from lab.core.text import shown
 from lab.core.units import format_timestamp
 from lab.report import sweeps as sweep_table
+from lab.report.backingplot import backing_plot
 from lab.report.images import ImageSummary
-from lab.report.plots import backing_plot, figure_pngs, forest, png, sweep_plot
+from lab.report.plots import figure_pngs, forest, png
 from lab.report.summary import HEADER, family_note, summary_rows
+from lab.report.sweepplot import sweep_plot
 from lab.report.tables import TableData, block_tables, blocks, notes
 from lab.stats.analysis import ALL, MetricComparison, with_paired
 from lab.stats.paired import synced_workloads
@@ -151,7 +153,7 @@ def _backing_figures(
     meta: ReportMeta, out_dir: Path, embed: bool, backing: Mapping[str, Later[Drawn]]
 ) -> list[str]:
     """One figure per run that recorded ``backing.*`` sizes: what backed each twin's memory
-    over its iterations (``plots.backing_plot``), in the order of the runs' table."""
+    over its iterations (``backingplot.backing_plot``), in the order of the runs' table."""
     figures: list[str] = []
     names: set[str] = set()  # two keys can slug alike ("a/b", "a-b"): neither overwrites
     for run in meta.runs:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,16 +17,12 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
 from scipy import stats
 
 from lab.core import text
-from lab.core.sweeps import magnitude
 from lab.report import axes as axis_
-from lab.report.summary import WORDS, primary_change
+from lab.report.summary import primary_change
 from lab.stats.analysis import ALL, MetricComparison
-from lab.stats.sweep import SweepComparison
-from lab.stats.verdict import Outcome
 
 # Names in figures are data: "$x$" in a variant's name is not mathematics (and "$\\frac"
 # would fail the whole report). The lab's own labels use no mathtext.
@@ -43,7 +39,8 @@ def thin(values: np.ndarray, limit: int = MAX_POINTS) -> np.ndarray:
     return np.linspace(0, values.size - 1, limit).round().astype(np.int64)
 
 
-def _figure(width: float = 7.0, height: float = 4.0) -> tuple[Figure, Axes]:
+def new_figure(width: float = 7.0, height: float = 4.0) -> tuple[Figure, Axes]:
+    """A figure of ``width`` × ``height`` inches on the Agg canvas, and its one axes."""
     fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
     return fig, fig.add_subplot()
@@ -93,7 +90,7 @@ def _fd_count(values: np.ndarray, span: tuple[float, float]) -> int | None:
 
 
 def histogram(c: MetricComparison) -> tuple[Figure, str]:
-    fig, ax = _figure()
+    fig, ax = new_figure()
     everything = np.concatenate([a.values for a in c.arms])
     edges, rule = histogram_bins(everything)
     low, high = float(edges[0]), float(edges[-1])
@@ -152,7 +149,7 @@ def violin_stats(values: np.ndarray, points: int = VIOLIN_POINTS) -> dict[str, A
 
 
 def box_violin(c: MetricComparison) -> tuple[Figure, str]:
-    fig, ax = _figure()
+    fig, ax = new_figure()
     positions = np.arange(1, len(c.arms) + 1)
     parts = ax.violin([violin_stats(a.values) for a in c.arms], positions=positions,
                       showextrema=False, widths=0.8)  # fmt: skip
@@ -172,7 +169,7 @@ def box_violin(c: MetricComparison) -> tuple[Figure, str]:
 
 
 def run_order(c: MetricComparison) -> tuple[Figure, str]:
-    fig, ax = _figure(8.0, 4.0)
+    fig, ax = new_figure(8.0, 4.0)
     for i, arm in enumerate(c.arms):
         color = COLORS[i % len(COLORS)]
         idx = thin(arm.values)
@@ -201,7 +198,7 @@ def smoothed(iterations: np.ndarray, values: np.ndarray, bins: int = 50) -> tupl
 
 
 def qq(c: MetricComparison) -> tuple[Figure, str]:
-    fig, axes = _figure(4.0 * len(c.arms), 4.0)
+    fig, axes = new_figure(4.0 * len(c.arms), 4.0)
     fig.delaxes(axes)
     for i, arm in enumerate(c.arms):
         ax = fig.add_subplot(1, len(c.arms), i + 1)
@@ -229,7 +226,7 @@ def means(c: MetricComparison) -> tuple[Figure, str]:
     """Each arm's mean with its margin of error: bars from zero when zero is near (the
     bars' lengths then compare as the means do), points on an axis fitted to the means
     otherwise (a bar cut short of zero exaggerates the difference)."""
-    fig, ax = _figure(5.0, 4.0)
+    fig, ax = new_figure(5.0, 4.0)
     labels = [text.shown(a.label) for a in c.arms]
     values = np.array([a.summary.mean for a in c.arms], dtype=float)
     errors = np.nan_to_num(np.array([a.summary.margin for a in c.arms], dtype=float))
@@ -329,7 +326,7 @@ def _cut_caption(cut: Sequence[str]) -> str:
 
 
 def difference(c: MetricComparison) -> tuple[Figure, str]:
-    fig, ax = _figure(6.0, 1.4 + 0.6 * len(c.pairs))
+    fig, ax = new_figure(6.0, 1.4 + 0.6 * len(c.pairs))
     names = [text.shown(f"{p.b} vs {p.a}") for p in c.pairs]
     pct = np.array([p.difference.percent for p in c.pairs], dtype=float)
     ci = np.array([p.difference.percent_ci for p in c.pairs], dtype=float).reshape(-1, 2)
@@ -353,7 +350,7 @@ def forest(comparisons: Sequence[MetricComparison]) -> tuple[Figure, str]:
     interval or change far beyond the others is cut at the axis's end, labelled with its
     value, so that one absurd interval leaves the others readable."""
     rows = [(c, p) for c in comparisons if c.subset == ALL for p in c.pairs]
-    fig, ax = _figure(7.0, 1.4 + 0.5 * len(rows))
+    fig, ax = new_figure(7.0, 1.4 + 0.5 * len(rows))
     names, benefit, intervals = [], [], []
     for c, p in rows:
         sign = -1.0 if c.direction == "lower" else 1.0  # right is better for every metric
@@ -373,197 +370,6 @@ def forest(comparisons: Sequence[MetricComparison]) -> tuple[Figure, str]:
         " better (lower times, higher throughput); the grey band is the practical threshold."
     )
     return fig, caption + _cut_caption(cut)
-
-
-VERDICT_MARKS = {  # marker, colour, filled
-    Outcome.FASTER: ("o", "#1a7f37", True),
-    Outcome.SLOWER: ("v", "#b42318", True),
-    Outcome.EQUIVALENT: ("s", "#555555", True),
-    Outcome.INCONCLUSIVE: ("o", "#9a6700", False),
-}
-
-
-def sweep_plot(sweep: SweepComparison) -> tuple[Figure, str]:
-    """B's change in % of A at each value of the sweep's first key, with its interval, the
-    ±threshold band shaded, each value's verdict (in the family) as its marker, and the
-    crossing; a log axis for values that span a decade or more (sizes)."""
-    fig, ax = _figure(7.5, 4.2)
-    axis = sweep.axis
-    texts = [dict(v.point)[axis] for v in sweep.values]
-    sizes = [magnitude(t) for t in texts]
-    numeric = all(s is not None and s > 0 for s in sizes)
-    if numeric:
-        where = {t: float(s or 0) for t, s in zip(texts, sizes, strict=True)}
-        if max(where.values()) / min(where.values()) >= 10:
-            ax.set_xscale("log")
-    else:
-        where = {t: float(i) for i, t in enumerate(dict.fromkeys(texts))}
-    if sweep.threshold.relative:  # one in units has no place on an axis in %
-        t = sweep.threshold.value * 100
-        ax.axhspan(-t, t, color="#dddddd", label=f"±{t:g}% threshold")
-    ax.axhline(0, color="black", linewidth=0.8)
-    groups: dict[tuple[tuple[str, str], ...], list[Any]] = {}
-    for v in sweep.values:
-        groups.setdefault(tuple((k, x) for k, x in v.point if k != axis), []).append(v)
-    low, high = _sweep_span(sweep)
-    cut = 0
-    for i, (rest, members) in enumerate(groups.items()):
-        members.sort(key=lambda v: where[dict(v.point)[axis]])
-        x = np.array([where[dict(v.point)[axis]] for v in members])
-        pct = np.array([v.pair.difference.percent for v in members])
-        ci = np.array([v.pair.difference.percent_ci for v in members]).reshape(-1, 2)
-        color = COLORS[i % len(COLORS)]
-        name = ", ".join(f"{k}={x}" for k, x in rest)
-        ax.plot(x, pct, color=color, linewidth=1, alpha=0.6, label=text.shown(name) or None)
-        # An interval far wider than the changes (few samples, 99.99 %) is cut at the axis,
-        # its cut end an arrowhead, so the changes themselves stay readable.
-        shown_ci = np.clip(np.nan_to_num(ci, nan=0.0), low, high)
-        err = np.abs(np.vstack([pct - shown_ci[:, 0], shown_ci[:, 1] - pct]))
-        ax.errorbar(x, np.nan_to_num(pct), yerr=np.nan_to_num(err), fmt="none", ecolor=color,
-                    capsize=4, alpha=0.8)  # fmt: skip
-        for end, bound, arrow in ((1, high, "^"), (0, low, "v")):
-            beyond = (ci[:, end] > high) if end else (ci[:, end] < low)
-            cut += int(beyond.sum())
-            ax.plot(x[beyond], np.full(int(beyond.sum()), bound), marker=arrow,
-                    linestyle="none", color=color)  # fmt: skip
-        for xv, yv, v in zip(x, pct, members, strict=True):
-            marker, mark, filled = VERDICT_MARKS[v.verdict.outcome]
-            ax.plot([xv], [yv], marker=marker, markersize=9, linestyle="none",
-                    markeredgecolor=mark, markerfacecolor=mark if filled else "white")  # fmt: skip
-    shown = {v.verdict.outcome for v in sweep.values}
-    for outcome in (o for o in VERDICT_MARKS if o in shown):  # one legend entry each, in order
-        marker, mark, filled = VERDICT_MARKS[outcome]
-        ax.plot([], [], marker=marker, markersize=8, linestyle="none", markeredgecolor=mark,
-                markerfacecolor=mark if filled else "white", label=WORDS[outcome])  # fmt: skip
-    for crossing in sweep.crossings:
-        if crossing.value is not None:
-            ax.axvline(where[crossing.value], color="#1a7f37", linestyle=":", linewidth=1.2,
-                       label=text.shown(f"crossing: {axis}={crossing.value}"))  # fmt: skip
-    ax.set_xticks(
-        sorted(set(where.values())),
-        [text.shown(t) for t, _ in sorted(where.items(), key=lambda kv: kv[1])],
-    )
-    ax.minorticks_off()
-    ax.set_xlabel(text.shown(axis))
-    better = "lower" if sweep.direction == "lower" else "higher"
-    ax.set_ylabel(f"B vs A, % of A's mean ({better} is better)")
-    title = f"{sweep.metric}: {sweep.labels[1]} vs {sweep.labels[0]}"
-    ax.set_title(text.shown(title), fontsize="medium")
-    ax.legend(fontsize="small", loc="best")
-    caption = (
-        f"{sweep.labels[1]}'s change against {sweep.labels[0]} in % of {sweep.labels[0]}'s mean"
-        f" at each value of {axis}, with its {sweep.confidence * 100:g}% interval (each value's"
-        f" own run); the grey band is the practical threshold; each marker is the value's"
-        f" verdict, corrected with {sweep.correction.method} over the {len(sweep.values)}"
-        " values; the dotted line is the crossing, the smallest value where B is better"
-        " beyond the threshold."
-    )
-    ax.set_ylim(low, high)
-    if cut:
-        caption += (f" {cut} interval end{'s' if cut > 1 else ''} beyond the drawn range"
-                    " (arrowheads) are cut; the table has them.")  # fmt: skip
-    if numeric and ax.get_xscale() == "log":
-        caption += f" {axis} on a log axis."
-    return fig, caption
-
-
-def _sweep_span(sweep: SweepComparison) -> tuple[float, float]:
-    """The change axis: the changes and the threshold band with room around them, and the
-    intervals where they fit in three times that (beyond it an interval says little more
-    than "wide")."""
-    pct = [v.pair.difference.percent for v in sweep.values]
-    ends = [e for v in sweep.values for e in v.pair.difference.percent_ci]
-    t = sweep.threshold.value * 100 if sweep.threshold.relative else 0.0
-    finite = [p for p in pct if np.isfinite(p)] or [0.0]
-    low, high = min(*finite, -t, 0.0), max(*finite, t, 0.0)
-    room = max(high - low, 2 * t, 1.0)
-    limit_low, limit_high = low - 3 * room, high + 3 * room
-    drawn = [e for e in ends if np.isfinite(e) and limit_low <= e <= limit_high]
-    low, high = min([low, *drawn]), max([high, *drawn])
-    pad = 0.05 * (high - low or 1.0)
-    return low - pad, high + pad
-
-
-# What backed a twin's memory, by evidence metric (``backing.*`` in KiB): line style, what
-# the line is, and where it was read. Host side: the QEMU process's smaps, less TCG's code.
-BACKING_LINES = {
-    "backing.qemu_hugetlb_kib": ("-", "QEMU hugetlb pages", "host"),
-    "backing.qemu_anon_huge_kib": ("--", "QEMU transparent huge pages", "host"),
-    "backing.qemu_rss_kib": (":", "QEMU resident memory (RSS)", "host"),
-    "backing.guest_anon_huge_kib": ("-.", "guest AnonHugePages", "guest"),
-}
-OTHER_LINE = (0, (1, 4))  # an evidence metric in KiB the report does not know yet
-STYLE_WORDS = {"-": "solid", "--": "dashed", ":": "dotted", "-.": "dash-dot"}
-
-
-def backing_plot(
-    run: str,
-    series: Mapping[str, Mapping[str, tuple[np.ndarray, np.ndarray]]],
-    memory_kib: Mapping[str, int],
-) -> tuple[Figure, str]:
-    """What backed each twin's memory over run ``run``'s iterations, read after each one:
-    a colour per guest, a line style per kind (hugetlb, THP, RSS, the guest's own
-    AnonHugePages), so that a variant that lost its huge pages midway shows where.
-
-    ``series``: guest -> ``backing.*`` metric in KiB -> (iterations, values), as
-    ``Store.evidence_series`` reads them; ``memory_kib``: guest -> its RAM where recorded.
-    In % of each guest's RAM when every guest's is known (twins of different sizes compare
-    as shares), in MiB otherwise.
-    """
-    fig, ax = _figure(9.5, 4.2)
-    share = all(memory_kib.get(guest, 0) > 0 for guest in series)
-    iterations: set[int] = set()
-    for i, (guest, metrics) in enumerate(series.items()):
-        scale = 100.0 / memory_kib[guest] if share else 1.0 / 1024
-        for metric, (x, y) in sorted(metrics.items(), key=lambda kv: _kind_order(kv[0])):
-            style, what, _ = BACKING_LINES.get(metric, (OTHER_LINE, _metric_words(metric), ""))
-            ax.plot(x, y * scale, color=COLORS[i % len(COLORS)], linestyle=style,
-                    marker="." if x.size < 30 else None,
-                    label=text.shown(f"{guest}: {what}"))  # fmt: skip
-            iterations.update(x.tolist())
-    ax.set_xlabel("iteration")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # no iteration 2.5
-    ax.set_ylabel("% of the guest's RAM" if share else "MiB")
-    ax.set_ylim(bottom=0)
-    ax.set_title(text.shown(f"run {run}: what backed each twin's memory"), fontsize="medium")
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside: 8 lines
-    return fig, _backing_caption(run, series, share, len(iterations))
-
-
-def _kind_order(metric: str) -> tuple[int, str]:
-    """Known kinds in the order of ``BACKING_LINES`` (hugetlb first), then the others."""
-    kinds = list(BACKING_LINES)
-    return (kinds.index(metric) if metric in BACKING_LINES else len(kinds), metric)
-
-
-def _metric_words(metric: str) -> str:
-    return metric.removeprefix("backing.").removesuffix("_kib")
-
-
-def _backing_caption(
-    run: str, series: Mapping[str, Mapping[str, object]], share: bool, iterations: int
-) -> str:
-    """Says what each line of :func:`backing_plot` is and when it was read."""
-    present = {metric for metrics in series.values() for metric in metrics}
-    lines = [f"{STYLE_WORDS[style]}: {what}" for metric, (style, what, _) in BACKING_LINES.items()
-             if metric in present]  # fmt: skip
-    others = sorted(_metric_words(m) for m in present - BACKING_LINES.keys())
-    lines += [f"loosely dotted: {', '.join(others)}"] if others else []
-    sides = {BACKING_LINES[m][2] for m in present if m in BACKING_LINES}
-    read = []
-    if "host" in sides:
-        read.append("QEMU's lines are read on the host (its process's smaps, less TCG's"
-                    " translation buffer) after each iteration")  # fmt: skip
-    if "guest" in sides:
-        read.append("the guest's AnonHugePages by the guest itself (its kernel's count of"
-                    " anonymous huge pages, in /proc/vmstat) after each iteration")  # fmt: skip
-    unit = "in % of each guest's RAM" if share else "in MiB (a guest's RAM was not recorded)"
-    return (
-        f"What backed each twin's memory over run {run}'s {iterations:,} iterations, {unit}:"
-        f" one colour per guest ({', '.join(series)}); {'; '.join(lines)}. "
-        + ("; ".join(read) + ". " if read else "")
-        + "Evidence, not a verdict."
-    )
 
 
 PNG_OPTIONS = {"compress_level": 3}  # zlib's level: PIL's default (6) took longer, for 5 %

@@ -190,7 +190,7 @@ def test_the_report_has_the_sweep_table_its_plot_and_each_value_s_backing(
 
 
 def test_the_sweep_plot_marks_each_verdict_and_the_crossing() -> None:
-    from lab.report.plots import sweep_plot
+    from lab.report.sweepplot import sweep_plot
     from lab.stats.sweep import compare_sweep
     from tests.unit.test_sweep_stats import _family
 
@@ -226,7 +226,7 @@ def test_intervals_far_wider_than_the_changes_are_cut_at_the_axis_and_said_so() 
     import numpy as np
 
     from lab.core.sweeps import Axis, points
-    from lab.report.plots import sweep_plot
+    from lab.report.sweepplot import sweep_plot
     from lab.stats.analysis import analyse
     from lab.stats.sweep import compare_sweep
     from tests.unit.test_sweep_stats import ONE_PERCENT, _series
@@ -256,7 +256,7 @@ def test_a_sweep_whose_every_interval_is_cut_still_plots() -> None:
     import numpy as np
 
     from lab.core.sweeps import Axis, points
-    from lab.report.plots import sweep_plot
+    from lab.report.sweepplot import sweep_plot
     from lab.stats.analysis import analyse
     from lab.stats.sweep import compare_sweep
     from tests.unit.test_sweep_stats import ONE_PERCENT, _series

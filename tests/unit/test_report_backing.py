@@ -12,7 +12,7 @@ import pytest
 from matplotlib.axes import Axes
 
 from lab.cli import main
-from lab.report.plots import backing_plot
+from lab.report.backingplot import backing_plot
 from lab.store import IterationRecord, MetricInfo, Store
 
 PNG = b"\x89PNG\r\n\x1a\n"
