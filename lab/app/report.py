@@ -41,7 +41,8 @@ class ReportResult:
 
 def report(ctx: Context, request: ReportRequest) -> ReportResult:
     """Write the report of the samples ``request`` selects; returns where its page is."""
-    from lab.report.html import ReportMeta, render  # deferred: heavy (matplotlib, scipy)
+    from lab.report.html import render  # deferred: heavy (matplotlib, scipy)
+    from lab.report.metadata import ReportMeta
 
     selection = request.analysis.selection
     path = store_path(ctx, selection)

@@ -9,40 +9,30 @@ decoded, which is what the headless-browser test reads back.
 from __future__ import annotations
 
 import base64
-import difflib
-import html
 import io
-import json
-import multiprocessing
-import os
-import re
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 from matplotlib.figure import Figure
 
 from lab import __version__
 from lab.core.outputs import replacing, writing
-from lab.core.text import shown
-from lab.core.units import format_timestamp
 from lab.report import sweeps as sweep_table
 from lab.report.backingplot import backing_plot
-from lab.report.images import ImageSummary
+from lab.report.drawing import Drawn, Later, figure_pool, later
+from lab.report.markup import escape as _e
+from lab.report.markup import section, slug, table_html
+from lab.report.metadata import ReportMeta, metadata_html, when
 from lab.report.plots import figure_pngs, forest, png
 from lab.report.summary import HEADER, family_note, summary_rows
 from lab.report.sweepplot import sweep_plot
-from lab.report.tables import TableData, block_tables, blocks, notes
+from lab.report.tables import block_tables, blocks, notes
 from lab.stats.analysis import ALL, MetricComparison, with_paired
 from lab.stats.paired import synced_workloads
 from lab.stats.sweep import SweepComparison
-from lab.store import GuestRecord, MetricInfo, RunRecord, StudyRecord
-from lab.store.records import EvidenceSeries
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; padding: 0 1em; max-width: 1100px;
@@ -82,27 +72,6 @@ window.addEventListener('load', labCheckImages);
 """
 
 
-@dataclass(frozen=True)
-class ReportMeta:
-    store_path: str
-    studies: Sequence[StudyRecord]
-    guests: Sequence[GuestRecord]
-    runs: Sequence[RunRecord]
-    attempts: dict[tuple[str, str], tuple[int, int]]
-    images: Sequence[ImageSummary] = ()  # the base images the guests were cloned from
-    evidence: Sequence[str] = ()  # what backed each twin's memory (lab.app.environment)
-    warnings: Sequence[str] = ()  # twins that differ beyond their variant, a variant not in effect
-    environment: Mapping[str, Mapping[str, Mapping[str, str]]] = field(default_factory=dict)
-    """run key -> "host NAME" / "guest NAME" -> facts at the run's last start"""
-    sweep_backing: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    """a sweep's run key -> guest -> what backed its memory (``lab.run.backing.describe``)"""
-    backing_series: Mapping[str, EvidenceSeries] = field(default_factory=dict)
-    """run key -> guest -> ``backing.*`` metric in KiB -> (iterations, values), for the runs
-    that recorded any (``Store.evidence_series``)"""
-    guest_memory_kib: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
-    """run key -> guest -> its RAM in KiB at the run's last start, where recorded"""
-
-
 def _evidence_html(
     meta: ReportMeta, out_dir: Path, embed: bool, backing: Mapping[str, Later[Drawn]]
 ) -> str:
@@ -121,19 +90,13 @@ def _evidence_html(
                            for k, v in sorted(facts.items()))  # fmt: skip
             parts.append(f"<details><summary>run {_e(key)}: environment of {_e(name)}</summary>"
                          f"<table>{rows}</table></details>")  # fmt: skip
-    return _section('<h2 id="evidence">Evidence</h2>', parts)
-
-
-def _section(heading: str, parts: Sequence[str]) -> str:
-    """``heading`` and its parts, or nothing when there are none: no empty headings."""
-    parts = [part for part in parts if part]
-    return heading + "".join(parts) if parts else ""
+    return section('<h2 id="evidence">Evidence</h2>', parts)
 
 
 def _backing_pngs(meta: ReportMeta, pool: ProcessPoolExecutor | None) -> dict[str, Later[Drawn]]:
     """The backing figure of each run that recorded ``backing.*`` sizes, drawn by ``pool``."""
     return {
-        run.key: _later(
+        run.key: later(
             pool, _backing_png, run.key, series, dict(meta.guest_memory_kib.get(run.key, {}))
         )
         for run in meta.runs
@@ -160,8 +123,8 @@ def _backing_figures(
         if run.key not in backing:
             continue
         ((_, data, caption),) = backing[run.key].result()
-        name = f"backing-{_slug(run.key)}.png"
-        name = name if name not in names else f"backing-{_slug(run.key)}-{len(names)}.png"
+        name = f"backing-{slug(run.key)}.png"
+        name = name if name not in names else f"backing-{slug(run.key)}-{len(names)}.png"
         names.add(name)
         src = _png_src(data, out_dir, name, embed)
         figures.append(
@@ -169,31 +132,6 @@ def _backing_figures(
             f' {_e(run.key)}"><figcaption>{_e(caption)}</figcaption></figure>'
         )
     return figures
-
-
-def _e(text: object) -> str:
-    """Text for the page: HTML escaped, its control characters shown (``\\x1b``)."""
-    return html.escape(shown(text, lines=True))
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "x"
-
-
-def table_html(data: TableData) -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in data.header)
-    rows = []
-    for row in data.rows:
-        cls = ' class="verdict"' if row[0] == "Verdict" else ""
-        indent = ' class="sub"' if row[0].startswith(" ") else ""  # a detail of the row above
-        cells = [f"<td{indent}>{_e(row[0].strip())}</td>"]
-        extra = " " if row[0] == "Verdict" else ""  # the outcome names are CSS classes
-        cells += [f'<td class="n{extra}{_e(v) if extra else ""}">{_e(v)}</td>' for v in row[1:]]
-        rows.append(f"<tr{cls}>{''.join(cells)}</tr>")
-    return (
-        f"<table><caption>{_e(data.title)}</caption><thead><tr>{head}</tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>"
-    )
 
 
 def _image(fig: Figure, out_dir: Path, name: str, embed: bool) -> str:
@@ -212,35 +150,6 @@ def _png_src(data: bytes, out_dir: Path, name: str, embed: bool) -> str:
     return f"figures/{name}"
 
 
-# Each workload·metric's figures are drawn in worker processes while this one computes the
-# tables and writes the rest of the page: a figure costs a few tenths of a second of
-# matplotlib's layout and drawing whatever its samples, and the report has dozens. The
-# workers draw PNG bytes only; this process writes every file, so an error writing one
-# (a full disk) is raised here, as before. Forked: they start with matplotlib imported.
-PARALLEL_TASKS = 2  # below this many, everything is drawn here
-Drawn = list[tuple[str, bytes, str]]  # (name, PNG, caption) of each figure
-T = TypeVar("T")
-T_co = TypeVar("T_co", covariant=True)
-
-
-class Later(Protocol[T_co]):
-    def result(self) -> T_co: ...
-
-
-class _Here(Generic[T]):
-    """What a pool's future would give, computed here when it is asked for."""
-
-    def __init__(self, call: Callable[..., T], *args: Any) -> None:
-        self.call, self.args = call, args
-
-    def result(self) -> T:
-        return self.call(*self.args)
-
-
-def _later(pool: ProcessPoolExecutor | None, call: Callable[..., T], *args: Any) -> Later[T]:
-    return _Here(call, *args) if pool is None else pool.submit(call, *args)
-
-
 def _block_parts(block: Sequence[MetricComparison]) -> tuple[str, Drawn]:
     """A workload·metric's tables and notes (HTML) and figures: the statistics behind them
     and the drawing are a worker's, most of the report's time."""
@@ -249,23 +158,6 @@ def _block_parts(block: Sequence[MetricComparison]) -> tuple[str, Drawn]:
         '<ul class="note">' + "".join(f"<li>{_e(n)}</li>" for n in notes(block)) + "</ul>"
     )
     return "\n".join(tables), figure_pngs(_shown(block))
-
-
-@contextmanager
-def _figure_pool(count: int) -> Iterator[ProcessPoolExecutor | None]:
-    workers = min(count, len(os.sched_getaffinity(0)))
-    if (
-        count < PARALLEL_TASKS
-        or workers < 2
-        or "fork" not in multiprocessing.get_all_start_methods()
-    ):
-        yield None
-        return
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
-    try:
-        yield pool
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _summary_html(comparisons: Sequence[MetricComparison], out_dir: Path, embed: bool) -> str:
@@ -314,7 +206,7 @@ def _sweeps_html(
                 for row in sweep_table.rows(sweep)
             )  # fmt: skip
             fig, caption = sweep_plot(sweep)
-            name = f"sweep-{number:02d}-{i:02d}-{_slug(sweep.metric)}.png"
+            name = f"sweep-{number:02d}-{i:02d}-{slug(sweep.metric)}.png"
             src = _image(fig, out_dir, name, embed)
             parts.append(
                 f'<table class="sweep"><caption>{_e(sweep.title)}</caption><thead><tr>{head}'
@@ -366,132 +258,13 @@ def _block_html(
     tables, figures = parts_of.result()
     parts = [f'<h2 id="b{index}">{_e(first.study)}: {_e(first.title)}</h2>', tables]
     for name, data, caption in figures:
-        file = f"{index:02d}-{_slug(first.workload)}-{_slug(first.metric)}-{name}.png"
+        file = f"{index:02d}-{slug(first.workload)}-{slug(first.metric)}-{name}.png"
         src = _png_src(data, out_dir, file, embed)
         parts.append(
             f'<figure><img src="{_e(src)}" alt="{_e(name)} of {_e(first.title)}">'
             f"<figcaption>{_e(caption)}</figcaption></figure>"
         )
     return "\n".join(parts)
-
-
-def _json_block(data: object) -> str:
-    return f"<pre>{_e(json.dumps(data, indent=2, sort_keys=True))}</pre>"
-
-
-def _metadata_html(meta: ReportMeta) -> str:
-    parts = ['<h2 id="metadata">The study\'s metadata</h2>']
-    parts.append(
-        "<table><caption>Studies</caption><tr><th>study</th><th>description</th>"
-        "<th>study file</th><th>hash</th><th>created</th></tr>"
-        + "".join(
-            f"<tr><td>{_e(s.name)}</td><td>{_e(s.description)}</td><td>{_study_file_link(s)}"
-            f"</td><td>{_e((s.study_hash or '–')[:16])}</td><td>{_e(_when(s.created))}</td></tr>"
-            for s in meta.studies
-        )
-        + "</table>"
-    )
-    parts.extend(_study_file_html(s) for s in meta.studies if s.study_file)
-    parts.extend(_image_html(image) for image in meta.images)
-    parts.append(
-        "<table><caption>Runs</caption><tr><th>study</th><th>run</th><th>workload</th>"
-        "<th>parameters</th><th>metrics</th><th>target n</th></tr>"
-        + "".join(
-            f"<tr><td>{_e(r.study)}</td><td>{_e(r.key)}</td><td>{_e(r.workload)}</td>"
-            f"<td><code>{_e(json.dumps(r.params, sort_keys=True))}</code></td>"
-            f"<td>{_e(', '.join(_metric_text(m) for m in r.metrics))}</td>"
-            f"<td class=n>{_e(r.target_n if r.target_n is not None else '–')}</td></tr>"
-            for r in meta.runs
-        )
-        + "</table>"
-    )
-    rows = []
-    for (run, guest), (ok, failed) in sorted(meta.attempts.items()):
-        rows.append(f"<tr><td>{_e(run)}</td><td>{_e(guest)}</td><td class=n>{ok:,}</td>"
-                    f"<td class=n>{failed:,}</td></tr>")  # fmt: skip
-    parts.append(
-        "<table><caption>Attempts (failed ones are kept, never silently dropped)</caption>"
-        "<tr><th>run</th><th>guest</th><th>succeeded</th><th>failed</th></tr>"
-        + "".join(rows) + "</table>"
-    )  # fmt: skip
-    for g in meta.guests:
-        found = [f"<details><summary>{title}</summary>{_json_block(facts)}</details>"
-                 for title, facts in (("Host facts", g.host_facts), ("Guest facts", g.guest_facts))
-                 if facts]  # fmt: skip
-        if g.domain_xml:
-            found.append(
-                f"<details><summary>Domain XML</summary><pre>{_e(g.domain_xml)}</pre></details>"
-            )
-        who = f"Guest {_e(g.name)} ({_e(g.variant)} on {_e(g.host)}, study {_e(g.study)})"
-        if not found:  # an imported guest: who it is, and no empty heading
-            parts.append(f"<p>{who}: no facts or domain XML recorded.</p>")
-        parts.append(_section(f"<h3>{who}</h3>", found))
-    parts.extend(_xml_diffs(meta.guests))
-    return "\n".join(parts)
-
-
-def _study_file_link(study: StudyRecord) -> str:
-    if not study.study_file:
-        return "–"
-    return f'<a href="#study-file-{_e(_slug(study.name))}">stored (below)</a>'
-
-
-def _study_file_html(study: StudyRecord) -> str:
-    """The study file the study was run from, exactly as it was, with its sha256."""
-    return (
-        f'<h3 id="study-file-{_e(_slug(study.name))}">Study file of {_e(study.name)}</h3>'
-        f"<p>sha256 <code>{_e(study.study_hash or '–')}</code> (of the text below)</p>"
-        f"<pre>{_e(study.study_file)}</pre>"
-    )
-
-
-def _image_html(image: ImageSummary) -> str:
-    """A base image: its name and hash, and from its manifest the kernel, packages, trims."""
-    name = _e(image.name or "(unnamed)")
-    head = f"<h3>Base image {name}</h3><p>hash <code>{_e(image.hash)}</code>"
-    if not image.manifest_found:
-        return head + " (its manifest is not in this host's image cache)</p>"
-    packages = image.packages if image.packages is not None else "–"
-    parts = [
-        head + (f": {_e(image.description)}" if image.description else "") + "</p>",
-        "<table><caption>Image manifest</caption>"
-        f"<tr><td>kernel</td><td>{_e(image.kernel or '–')}</td></tr>"
-        f"<tr><td>packages</td><td class=n>{_e(packages)}</td></tr></table>",
-    ]
-    if image.trims:
-        items = "".join(
-            f"<li>{_e(why)}" + (f" <code>{_e(run)}</code>" if run else "") + "</li>"
-            for why, run in image.trims
-        )
-        parts.append(
-            f"<p>Trims (left out of or turned off in the image, and why):</p><ul>{items}</ul>"
-        )
-    return "".join(parts)
-
-
-def _xml_diffs(guests: Sequence[GuestRecord]) -> list[str]:
-    """The domain XML of each guest against the study's first guest: what the variant changed."""
-    out = []
-    by_study: dict[str, list[GuestRecord]] = {}
-    for g in sorted(guests, key=lambda g: g.id):
-        if g.domain_xml:
-            by_study.setdefault(g.study, []).append(g)
-    for members in by_study.values():
-        base = members[0]
-        for other in members[1:]:
-            diff = difflib.unified_diff(
-                (base.domain_xml or "").splitlines(), (other.domain_xml or "").splitlines(),
-                fromfile=base.name, tofile=other.name, lineterm="",
-            )  # fmt: skip
-            out.append(
-                f"<h3>Domain XML: {_e(base.name)} → {_e(other.name)}</h3>"
-                f"<pre>{_e(chr(10).join(diff)) or '(identical)'}</pre>"
-            )
-    return out
-
-
-def _when(stamp: float | None) -> str:
-    return "–" if stamp is None else format_timestamp(stamp)
 
 
 def _synced(c: MetricComparison, meta: ReportMeta) -> bool:
@@ -538,21 +311,21 @@ def render(
         for i, b in enumerate(grouped)
     ]  # fmt: skip
     backing_runs = sum(1 for run in meta.runs if meta.backing_series.get(run.key))
-    with _figure_pool(len(grouped) + backing_runs) as pool:
+    with figure_pool(len(grouped) + backing_runs) as pool:
         backing = _backing_pngs(meta, pool)  # the largest first
-        drawn = [_later(pool, _block_parts, b) for b in grouped]
+        drawn = [later(pool, _block_parts, b) for b in grouped]
         body = [
             f"<h1>lab report: {_e(', '.join(s.name for s in meta.studies) or 'no study')}</h1>",
-            f'<p class="note">Generated {_e(_when(time.time()))} by lab {_e(__version__)} from'
+            f'<p class="note">Generated {_e(when(time.time()))} by lab {_e(__version__)} from'
             f" <code>{_e(meta.store_path)}</code>.</p>",
             _summary_html(comparisons, out_dir, embed),
             _sweeps_html(sweeps, meta, out_dir, embed),
             _evidence_html(meta, out_dir, embed, backing),
-            _section(
+            section(
                 "<h2>Verdicts</h2>", ["<ul>" + "".join(verdicts) + "</ul>" if verdicts else ""]
             ),
             *(_block_html(i, grouped[i], out_dir, embed, d) for i, d in enumerate(drawn)),
-            _metadata_html(meta),
+            metadata_html(meta),
         ]
     page = (
         '<!DOCTYPE html>\n<html lang="en" data-images="pending"><head><meta charset="utf-8">'
@@ -564,7 +337,3 @@ def render(
     with writing(index, store=Path(meta.store_path)) as handle:  # whole, never over the store
         handle.write(page)
     return index
-
-
-def _metric_text(m: MetricInfo) -> str:
-    return f"{m.name} ({m.unit}, {m.direction or 'neither: evidence'})"

@@ -24,7 +24,7 @@ from matplotlib.text import Annotation
 
 import lab.report.html as html
 from lab.cli import main
-from lab.report import axes, plots
+from lab.report import axes, drawing, plots
 from lab.report.summary import primary_change
 from lab.stats.analysis import MetricComparison
 
@@ -81,7 +81,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
         return fig, caption
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(html, "PARALLEL_TASKS", 10**6)  # drawn here, where the tests see them
+        patch.setattr(drawing, "PARALLEL_TASKS", 10**6)  # drawn here, where the tests see them
         patch.setattr(html, "figure_pngs", kept_figures)
         patch.setattr(html, "forest", kept_forest)
         assert main([*config, "report", "--db", str(folder / "lab.db"),
