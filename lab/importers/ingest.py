@@ -40,6 +40,7 @@ from lab.importers.appended import (
 from lab.importers.batch import Batch, Group, Route, Target
 from lab.importers.identity import Identities, Past, Seen, fingerprint
 from lab.importers.inputs import Input, open_input
+from lab.importers.jsonl import jsonl_samples
 from lab.importers.limits import (
     MAX_NAME,
     name_problem,
@@ -60,7 +61,8 @@ from lab.importers.records import (
     infer_direction,
     known_unit,
 )
-from lab.importers.tabular import Defaults, csv_samples, jsonl_samples
+from lab.importers.rowfields import Defaults
+from lab.importers.tabular import csv_samples
 from lab.store import Direction, MetricInfo, Store
 from lab.store.bulk import Bulk, FailedRow, Mark
 from lab.store.records import is_evidence

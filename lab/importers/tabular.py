@@ -1,4 +1,4 @@
-"""CSV and JSONL: one sample per row, with columns variant, workload, metric and value.
+"""CSV: one sample per row, with columns variant, workload, metric and value.
 
 Optional columns: iteration, timestamp (epoch seconds or ISO 8601; ``started`` is the same),
 unit, direction (lower or higher), guest, host, study, and those ``lab export`` writes of a
@@ -11,20 +11,19 @@ user, sys, error) are accepted and ignored.
 
 A row whose ``ok`` is 0 is a failed attempt as ``lab export`` writes it: no metric and no
 value, but its iteration and attempt (both required), start, end, source, boot, placement,
-exit status, times and error, each stored as it was (:class:`Failed`).
+exit status, times and error, each stored as it was (:class:`Failed`). Each field's checks
+are :mod:`lab.importers.rowfields`'; JSON lines, with the same keys, are
+:mod:`lab.importers.jsonl`'s.
 
-:func:`csv_samples` (blocks of lines) and :func:`jsonl_samples` (lines) read as the input comes
-and yield each row's sample (a CSV's as Rows, several at a time) or malformed line in turn;
-:func:`read_csv` and :func:`read_jsonl` read a whole text.
+:func:`csv_samples` reads blocks of lines as the input comes and yields each row's sample
+(as Rows, several at a time) or malformed line in turn; :func:`read_csv` reads a whole text.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import datetime
 from itertools import islice, repeat
 from math import isfinite
 from operator import itemgetter
@@ -36,20 +35,13 @@ from lab.importers.limits import (
     FIRST_TIME,
     MAX_ITERATION,
     MAX_VALUE,
-    iteration_problem,
     listed,
-    name_problem,
     one_line,
     shown,
-    time_problem,
-    value_problem,
 )
 from lab.importers.records import (
-    NO_DIRECTIONS,
-    NO_UNITS,
     BadLine,
     Context,
-    Environment,
     Failed,
     Item,
     Parsed,
@@ -58,214 +50,20 @@ from lab.importers.records import (
     Sample,
     collect,
 )
-
-REQUIRED = ("variant", "workload", "metric", "value")
-OPTIONAL = (
-    "iteration", "timestamp", "started", "unit", "direction", "guest", "host", "study", "run",
-    "params", "boot", "placement", "cpus", "schedule",
-)  # fmt: skip
-IGNORED = ("attempt", "ended", "source")
-FAILURE = ("ok", "exit_status", "wall", "user", "sys", "error")  # of a failed attempt's row
-KNOWN = REQUIRED + OPTIONAL + IGNORED + FAILURE
-FAILED = "0"  # the ok of a failed attempt's row
-VERBATIM = ("error", "source")  # a failed attempt's texts, kept with their blanks
-NAMES = (
-    "variant", "workload", "metric", "guest", "host", "study", "unit", "run", "boot", "cpus",
-    "schedule",
-)  # fmt: skip
-PLACEMENTS = ("own", "swapped")
-# Sample's and Context's last fields, in this order
-RUN_COLUMNS = ("run", "params", "boot", "placement", "cpus", "schedule")
-MAX_PARAMS = 65_536  # characters of a run's parameters
-
-Defaults = Mapping[str, str | None]  # column -> value from the command line
-
-
-class RowError(ValueError):
-    """One row cannot be read; the message says which column and why."""
-
-
-def _timestamp(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        raise RowError(f"timestamp {shown(text)} is neither epoch seconds nor ISO 8601") from None
-
-
-def _fields(defaults: Defaults) -> dict[str, str | None]:
-    """A row's fields before its values: the command line's, else None."""
-    return {key: defaults.get(key) for key in KNOWN}
-
-
-def _number(fields: Mapping[str, str | None], key: str) -> float | None:
-    text = fields[key]
-    if text is None:
-        return None
-    try:
-        number = float(text)
-    except ValueError:
-        raise RowError(f"{key} {shown(text)} is not a number") from None
-    problem = value_problem(number)
-    if problem is not None:
-        raise RowError(f"{key}: {problem}")
-    return number
-
-
-def _whole(fields: Mapping[str, str | None], key: str) -> int | None:
-    text = fields[key]
-    if text is None:
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        raise RowError(f"{key} {shown(text)} is not a whole number") from None
-
-
-def _time(fields: Mapping[str, str | None], key: str) -> float | None:
-    text = fields[key]
-    if text is None:
-        return None
-    stamp = _timestamp(text)
-    problem = time_problem(stamp)
-    if problem is not None:
-        raise RowError(problem)
-    return stamp
-
-
-def _failed(fields: Mapping[str, str | None], line: int) -> Failed:
-    """A failed attempt from one row's fields (``ok`` 0): as :func:`_sample` reads a sample,
-    with no metric and no value but an iteration and an attempt."""
-    variant, workload = fields["variant"], fields["workload"]
-    if not (variant and workload):
-        missing = [key for key in ("variant", "workload") if not fields[key]]
-        raise RowError(f"a failed attempt (ok 0) with no {', '.join(missing)}")
-    if fields["metric"] is not None or fields["value"] is not None:
-        raise RowError("a failed attempt (ok 0) has a metric or a value; it has no sample")
-    problem = _names_problem(fields)
-    if problem is not None:
-        raise RowError(problem)
-    iteration, attempt = _whole(fields, "iteration"), _whole(fields, "attempt")
-    if iteration is None or attempt is None:
-        raise RowError("a failed attempt (ok 0) with no iteration or no attempt")
-    for number in (iteration, attempt):
-        problem = iteration_problem(number)
-        if problem is not None:
-            raise RowError(problem)
-    exit_status = _whole(fields, "exit_status")
-    if exit_status is not None and not -(2**63) <= exit_status < 2**63:
-        raise RowError(f"exit_status {exit_status} is out of range")
-    return Failed(
-        line, variant, workload, fields["guest"], fields["host"], fields["study"], iteration,
-        attempt, _time(fields, "timestamp" if fields["timestamp"] else "started"),
-        _time(fields, "ended"),
-        _number(fields, "wall"), _number(fields, "user"), _number(fields, "sys"), exit_status,
-        fields["boot"], fields["placement"], fields["cpus"], fields["error"], fields["source"],
-        fields["run"], fields["params"], fields["schedule"],
-    )  # fmt: skip
-
-
-def _sample(fields: Mapping[str, str | None], line: int) -> Sample:
-    """A Sample from one row's fields (stripped, non-empty text, or the default)."""
-    variant, workload, metric, text = (
-        fields["variant"], fields["workload"], fields["metric"], fields["value"],
-    )  # fmt: skip
-    if not (variant and workload and metric and text):
-        missing = [key for key in REQUIRED if not fields[key]]
-        raise RowError(f"no {', '.join(missing)}")
-    problem = _names_problem(fields)
-    if problem is not None:
-        raise RowError(problem)
-    try:
-        value = float(text)
-    except ValueError:
-        raise RowError(f"value {shown(text)} is not a number") from None
-    problem = value_problem(value)
-    if problem is not None:
-        raise RowError(problem)
-    iteration = None
-    if fields["iteration"] is not None:
-        try:
-            iteration = int(fields["iteration"])
-        except ValueError:
-            raise RowError(
-                f"iteration {shown(fields['iteration'])} is not a whole number"
-            ) from None
-        problem = iteration_problem(iteration)
-        if problem is not None:
-            raise RowError(problem)
-    direction = fields["direction"]
-    if direction is not None and direction not in ("lower", "higher"):
-        raise RowError(f"direction {shown(direction)} is neither 'lower' nor 'higher'")
-    stamp = fields["timestamp"] or fields["started"]
-    started = _timestamp(stamp) if stamp else None
-    if started is not None and (problem := time_problem(started)) is not None:
-        raise RowError(problem)
-    unit = fields["unit"]
-    return Sample(
-        line,
-        {metric: value},
-        variant,
-        workload,
-        fields["guest"],
-        fields["host"],
-        fields["study"],
-        iteration,
-        started,
-        {metric: unit} if unit else NO_UNITS,
-        {metric: "lower" if direction == "lower" else "higher"} if direction else NO_DIRECTIONS,
-        *(fields[key] for key in RUN_COLUMNS),
-    )
-
-
-def _names_problem(fields: Mapping[str, str | None]) -> str | None:
-    """Why a row's names (variant, metric ...) cannot be stored; None if they can."""
-    for key in NAMES:
-        text = fields[key]
-        if text is not None:
-            problem = name_problem(key, text)
-            if problem is not None:
-                return problem
-    placement = fields["placement"]
-    if placement is not None and placement not in PLACEMENTS:
-        return f"placement {shown(placement)} is neither 'own' nor 'swapped'"
-    if fields["cpus"] is not None and placement is None:
-        return "cpus without a placement"
-    params = fields["params"]
-    return None if params is None else params_problem(params)
-
-
-def params_problem(text: str) -> str | None:
-    """Why ``text`` cannot be a run's parameters (a JSON object); None if it can."""
-    if len(text) > MAX_PARAMS:
-        return f"params {shown(text)} is longer than {MAX_PARAMS:,} characters"
-    try:
-        found = json.loads(text)
-    except (ValueError, RecursionError):
-        return f"params {shown(text)} is not JSON"
-    if not isinstance(found, dict):
-        return f"params {shown(text)} is not a JSON object"
-    return None
-
-
-def _row_sample(
-    row: Mapping[str, Any], line: int, blank: Mapping[str, str | None]
-) -> Sample | Failed:
-    """A Sample (or a failed attempt) from one JSON row; ``blank`` holds the defaults of what
-    it leaves empty."""
-    fields = dict(blank)
-    for key, value in row.items():
-        if value is not None and key in fields:
-            if key in VERBATIM and isinstance(value, str):
-                fields[key] = value
-                continue
-            text = json.dumps(value) if isinstance(value, dict) else str(value).strip()
-            if text:
-                fields[key] = text
-    return _failed(fields, line) if fields["ok"] == FAILED else _sample(fields, line)
+from lab.importers.rowfields import (
+    FAILED,
+    FAILURE,
+    IGNORED,
+    KNOWN,
+    RUN_COLUMNS,
+    VERBATIM,
+    Defaults,
+    RowError,
+    blank_fields,
+    failed_row,
+    names_problem,
+    sample_row,
+)
 
 
 def _check_columns(columns: list[str], where: str) -> None:
@@ -289,10 +87,10 @@ class _Columns:
     what rows repeat (the rest: the context), for reading a row without a dict of its fields,
     and a block of plain rows column by column (:meth:`block`).
 
-    A row is read this way only when the outcome is sure to be :func:`_sample`'s: its width
+    A row is read this way only when the outcome is sure to be :func:`sample_row`'s: its width
     is the header's, its context was checked whole once (``contexts``), and its value,
     iteration and timestamp convert as they are (``float`` and ``int`` strip blanks as
-    :func:`_sample` does); any other row, malformed or not, goes through :func:`_sample`,
+    :func:`sample_row` does); any other row, malformed or not, goes through :func:`sample_row`,
     which says why.
     """
 
@@ -309,7 +107,7 @@ class _Columns:
         self.ok = at.get("ok")
         varying = ("value", "iteration", "timestamp", "started", *IGNORED, *FAILURE)
         self.context_at = [i for i, name in enumerate(columns) if name not in varying]
-        # a column named twice: the last non-empty one counts, which only _sample knows
+        # a column named twice: the last non-empty one counts, which only sample_row knows
         self.usable = self.value is not None and len(at) == len(columns)
         self.contexts: dict[tuple[str, ...], Context | None] = {}
         self.width = len(columns)
@@ -324,7 +122,7 @@ class _Columns:
 
     def context(self, key: tuple[str, ...]) -> Context | None:
         """The context of rows whose context columns hold ``key``; None when it is not
-        complete or not valid (such rows are read by _sample, which says why)."""
+        complete or not valid (such rows are read by sample_row, which says why)."""
         if len(self.contexts) >= self.CONTEXTS:
             self.contexts.clear()
         fields = dict(self.blank)
@@ -338,7 +136,7 @@ class _Columns:
         found = None
         if (
             variant and workload and metric and direction in (None, "lower", "higher")
-            and _names_problem(fields) is None
+            and names_problem(fields) is None
         ):  # fmt: skip
             found = Context(
                 variant, workload, fields["guest"], fields["host"], fields["study"], metric,
@@ -377,7 +175,7 @@ class _Columns:
                 numbers = list(map(int, columns[self.iteration]))
             stamps = self.stamps(columns, count)
         except ValueError:
-            return None  # an iteration left empty, or whatever _sample reads or refuses
+            return None  # an iteration left empty, or whatever sample_row reads or refuses
         if not (
             all(map(isfinite, values)) and min(values) >= -MAX_VALUE and max(values) <= MAX_VALUE
         ):
@@ -420,7 +218,7 @@ class _Columns:
         """The start of each of ``count`` rows, for :meth:`block`: None when two columns
         may give it."""
         if self.timestamp is not None and self.started is not None:
-            return None  # _sample takes the first one that is not blank
+            return None  # sample_row takes the first one that is not blank
         at = self.timestamp if self.started is None else self.started
         if at is None:
             return repeat(None)
@@ -495,7 +293,7 @@ def csv_samples(blocks: Iterable[list[str]], name: str, defaults: Defaults) -> I
         ) from None
     columns = [c.strip() for c in header]
     _check_columns(columns, f"{name}:1")
-    layout = _Columns(columns, _fields(defaults))
+    layout = _Columns(columns, blank_fields(defaults))
     while piece := lines.piece(BLOCK):
         rows = layout.block(piece, lines.count + 1)
         if rows is None:
@@ -552,7 +350,7 @@ def _row_by_row(reader: Any, lines: _Lines, end: int, layout: _Columns) -> Itera
                         stamp = row[started_at]
                     started = float(stamp) if stamp else None
                 except ValueError:
-                    pass  # _sample says why, or reads what float and int do not
+                    pass  # sample_row says why, or reads what float and int do not
                 else:
                     if (
                         -MAX_VALUE <= value <= MAX_VALUE  # False for NaN
@@ -590,7 +388,7 @@ def _csv_row(
     if not filled:
         return None
     try:
-        return _failed(fields, line) if fields["ok"] == FAILED else _sample(fields, line)
+        return failed_row(fields, line) if fields["ok"] == FAILED else sample_row(fields, line)
     except RowError as err:
         return BadLine(line, str(err))
 
@@ -607,84 +405,3 @@ def _as_row(sample: Sample) -> Row:
 
 def read_csv(text: str, name: str, defaults: Defaults) -> Parsed:
     return collect("csv", csv_samples(in_blocks(io.StringIO(text)), name, defaults))
-
-
-ENVIRONMENT = "environment"  # the "record" of lab export's environment lines
-
-
-class _TwiceError(Exception):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object whose keys are each given once (else which one counts? refused)."""
-    found = dict(pairs)
-    if len(found) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _TwiceError(key)
-            seen.add(key)
-    return found
-
-
-_DECODER = json.JSONDecoder(object_pairs_hook=_once)
-
-
-def jsonl_samples(lines: Iterable[str], defaults: Defaults) -> Iterator[Item]:
-    """Each non-blank line of a JSON-lines text as a Sample or a BadLine."""
-    blank = _fields(defaults)
-    for line, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            row = _DECODER.decode(raw)
-        except _TwiceError as err:
-            yield BadLine(line, f"the key {shown(err.key)} is given twice")
-            continue
-        except ValueError as err:
-            yield BadLine(line, f"not JSON ({err.args[0] if err.args else err})")
-            continue
-        except RecursionError:
-            yield BadLine(line, "not a sample: JSON nested too deeply")
-            continue
-        if not isinstance(row, dict):
-            yield BadLine(line, "not a JSON object")
-            continue
-        if row.get("record") == ENVIRONMENT:  # lab export's environment lines: no sample
-            yield _environment(row, line)
-            continue
-        unknown = [k for k in row if k not in KNOWN]
-        if unknown:
-            yield BadLine(line, f"unknown key(s) {listed(unknown)}")
-            continue
-        try:
-            yield _row_sample(row, line, blank)
-        except RowError as err:
-            yield BadLine(line, str(err))
-
-
-def _environment(row: Mapping[str, Any], line: int) -> Environment | BadLine:
-    """One environment line as ``lab export`` writes it, or why it cannot be stored."""
-    run, scope, name, facts = row.get("run"), row.get("scope"), row.get("name"), row.get("facts")
-    recorded = row.get("recorded")
-    if not isinstance(run, str) or not run:
-        return BadLine(line, "an environment line names no run")
-    if scope not in ("host", "guest"):
-        return BadLine(line, f"environment scope {shown(str(scope))} is neither host nor guest")
-    if not isinstance(name, str) or (problem := name_problem("name", name)) is not None:
-        return BadLine(line, problem or "an environment line names no host or guest")
-    if not isinstance(facts, dict) or not all(isinstance(v, str) for v in facts.values()):
-        return BadLine(line, "an environment line's facts are not an object of strings")
-    if recorded is not None and (
-        not isinstance(recorded, int | float) or time_problem(float(recorded)) is not None
-    ):
-        return BadLine(line, f"environment recorded {shown(str(recorded))} is not a time")
-    text = json.dumps(facts, sort_keys=True)
-    return Environment(line, run, scope, name, text, None if recorded is None else float(recorded))
-
-
-def read_jsonl(text: str, name: str, defaults: Defaults) -> Parsed:
-    return collect("jsonl", jsonl_samples(io.StringIO(text), defaults))

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from lab.cli import main
-from lab.importers.tabular import read_csv, read_jsonl
+from lab.importers.jsonl import read_jsonl
+from lab.importers.tabular import read_csv
 from lab.store import EXPORT_COLUMNS, IterationRecord, MetricInfo, Store
 
 pytestmark = pytest.mark.usefixtures("no_config")

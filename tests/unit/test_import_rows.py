@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lab.core.errors import LabError, UsageError
-from lab.importers import ingest, tabular
+from lab.importers import ingest, rowfields, tabular
 from lab.importers.ingest import ImportOptions, import_file
 from lab.importers.inputs import Input
 from lab.importers.records import BadLine, Item, Rows, Sample, collect
@@ -95,7 +95,7 @@ def field_by_field(text: str) -> Iterator[Item]:
     """The reference: every row read as csv_samples read it before rows had a shortcut."""
     reader = csv.reader(io.StringIO(text))
     columns = [c.strip() for c in next(reader, [])]
-    blank = tabular._fields({})
+    blank = rowfields.blank_fields({})
     line = reader.line_num
     while True:
         try:

@@ -27,10 +27,11 @@ from lab.importers.appended import (
     read_time,
 )
 from lab.importers.ingest import ImportOptions, detect_format, plan, samples
+from lab.importers.jsonl import read_jsonl
 from lab.importers.limits import MAX_VALUE
 from lab.importers.malformed import Malformed
 from lab.importers.records import Parsed, collect
-from lab.importers.tabular import read_csv, read_jsonl
+from lab.importers.tabular import read_csv
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "import"
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
