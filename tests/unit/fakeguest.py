@@ -145,8 +145,10 @@ class FakeRunnerGuest(GuestShell):
     def read_bytes(self, remote: str, offset: int, size: int) -> bytes | None:
         """A journal read: the simulated runner moves on ``per_read`` iterations first, and
         then fsyncs them (a ``synced`` line, as a runner does once per group)."""
-        if not remote.endswith(".journal"):  # the runner's zipapp: always there, whole
+        if remote.endswith(".pyz"):  # the runner's zipapp: always there, whole
             return bytes(size)
+        if not remote.endswith(".journal"):
+            return b""
         self.reads += 1
         self.advance(self.per_read)
         if not self.journal and not self.starts:
