@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from lab.app import stores
 from lab.app.runs import find_run, find_sweep
 from lab.core.context import Context
 from lab.core.errors import LabError, UsageError
@@ -349,7 +350,8 @@ def no_samples(selection: Selection) -> UsageError:
 
 
 def store_path(ctx: Context, selection: Selection) -> Path:
-    return Path(selection.db or ctx.config.store)
+    """The store ``selection`` reads: its ``db``, else the `store` key of lab.toml."""
+    return stores.store_path(ctx, selection.db)
 
 
 def select_against(store: Store, selection: Selection) -> Samples:

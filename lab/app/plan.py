@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -77,7 +76,7 @@ def plan_sweep_values(ctx: Context, request: SweepPlanRequest) -> list[ValuePlan
     from lab.stats.planning import Goal, plan_samples
 
     selection = request.selection
-    path = Path(selection.db or ctx.config.store)
+    path = store_path(ctx, selection)
     found: list[ValuePlan] = []
     with Store.open(path, create=False) as store:
         sweeps = selected_sweeps(store, selection)
@@ -175,7 +174,7 @@ def plan_boots_from_store(ctx: Context, request: BootPlanRequest) -> list[Metric
     from lab.stats.series import series_key, unique_labels
 
     selection = request.selection
-    path = Path(selection.db or ctx.config.store)
+    path = store_path(ctx, selection)
     with Store.open(path, create=False) as store:
         samples = select_samples(store, selection)
         reboots = {w: store.reboot_seconds(w, selection.study)

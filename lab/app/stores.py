@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,13 +11,14 @@ from lab.core.context import Context
 from lab.store.db import Store
 
 
-def store_path(args: argparse.Namespace, ctx: Context) -> Path:
-    return Path(getattr(args, "db", None) or ctx.config.store)
+def store_path(ctx: Context, db: str | None) -> Path:
+    """The store ``db`` names (a command's ``--db``), else the `store` key of lab.toml."""
+    return Path(db or ctx.config.store)
 
 
-def open_store(args: argparse.Namespace, ctx: Context, create: bool = True) -> Store:
-    """The store --db names (or lab.toml's); ``create=False`` for commands that only read."""
-    return Store.open(store_path(args, ctx), create=create)
+def open_store(ctx: Context, db: str | None, create: bool = True) -> Store:
+    """The store ``db`` names (or lab.toml's); ``create=False`` for commands that only read."""
+    return Store.open(store_path(ctx, db), create=create)
 
 
 @contextmanager

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                 "Parquet is written to a file, not to standard output", hint="Pass --out FILE"
             )
         require_parquet()
-    with open_store(args, ctx, create=False) as store:
+    with open_store(ctx, args.db, create=False) as store:
         run = find_run(store, args.run_key, args.study).key if args.run_key is not None else None
         selected = {"workload": args.workload, "study": args.study, "run": run}
         if args.format == "parquet":

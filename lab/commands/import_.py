@@ -80,7 +80,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     )  # fmt: skip
     if args.files.count("-") > 1:
         raise UsageError("standard input (-) is named twice", hint="Name it once")
-    summaries = import_files(store_path(args, ctx), args.files, options, _standard_input())
+    summaries = import_files(store_path(ctx, args.db), args.files, options, _standard_input())
     for name, summary in zip(args.files, summaries, strict=True):
         shown = summary.bad[:SHOWN]  # the first ones, each one bounded line; then a count
         for bad in shown:

@@ -70,7 +70,7 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
 
     from lab.app.runs import open_existing, summaries  # deferred: the store loads numpy
 
-    with open_existing(store_path(args, ctx)) as store:
+    with open_existing(store_path(ctx, args.db)) as store:
         found = summaries(store, args.study)
     if args.json:
         ctx.print_json([s.to_json() for s in found])
@@ -95,7 +95,7 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
 def run_show(args: argparse.Namespace, ctx: Context) -> int:
     from lab.app.runs import detail, open_existing  # deferred, as above
 
-    with open_existing(store_path(args, ctx)) as store:
+    with open_existing(store_path(ctx, args.db)) as store:
         found = detail(store, args.key, args.study, ctx.config)
     if args.json:
         ctx.print_json(found.to_json())
@@ -153,7 +153,7 @@ def _print_detail(ctx: Context, found: RunDetail) -> None:
 def run_delete(args: argparse.Namespace, ctx: Context) -> int:
     from lab.app.runs import delete, find_run, open_existing  # deferred, as above
 
-    with open_existing(store_path(args, ctx)) as store:
+    with open_existing(store_path(ctx, args.db)) as store:
         run = find_run(store, args.key, args.study)
         if not args.yes:
             if not sys.stdin.isatty():

@@ -32,7 +32,7 @@ def register(subparsers: Any) -> None:
 def run_check(args: argparse.Namespace, ctx: Context) -> int:
     from lab.app.runs import check_store, open_existing  # deferred: the store loads numpy
 
-    with open_existing(store_path(args, ctx)) as store:
+    with open_existing(store_path(ctx, args.db)) as store:
         found = check_store(store)
     if args.json:
         ctx.print_json(found.to_json())

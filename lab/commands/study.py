@@ -171,7 +171,7 @@ def run_check(args: argparse.Namespace, ctx: Context) -> int:
 
     known = workloads(ctx)
     study = load_study(args.file, known, variants(ctx))
-    db = store_path(args, ctx)
+    db = store_path(ctx, args.db)
     image = f"{ctx.config.image} (lab.toml)"
     for workload in study.workloads:
         check_request(run_request(study, workload, str(db)), known)
@@ -198,7 +198,7 @@ def run_run(args: argparse.Namespace, ctx: Context) -> int:
     study = load_study(args.file, workloads(ctx), variants(ctx))
     if study.image is not None:
         ctx.config = replace(ctx.config, image=study.image)
-    db = str(store_path(args, ctx))
+    db = str(store_path(ctx, args.db))
     argv = ["lab", "study", "run", args.file]
     result = run_study_holding_the_lab(ctx, study, db, ConsoleShow(ctx), argv)
     if result.status == 0:
