@@ -239,9 +239,8 @@ def format_percent(value: float) -> str:
 def format_timestamp(stamp: float) -> str:
     """A moment (epoch seconds) as every text output writes it: ISO 8601 in local time with
     its offset, to the second (``2026-11-27T12:00:05+01:00``)."""
-    try:
-        moment = datetime.datetime.fromtimestamp(stamp, datetime.UTC).astimezone()
-    except (OverflowError, ValueError, OSError):  # past year 9999: the number as it is
+    moment = _local_moment(stamp)
+    if moment is None:  # past year 9999: the number as it is
         return f"{stamp:g} s since the epoch"
     return moment.isoformat(timespec="seconds")
 
@@ -252,10 +251,13 @@ def iso_timestamp(stamp: float | None) -> str | None:
     so that a program reads the stored epoch back within 1 µs. None (JSON null) for no moment
     and for one no date can hold (not finite, past year 9999): a string that is no ISO 8601
     would break every reader of the document."""
-    if stamp is None:
-        return None
+    moment = None if stamp is None else _local_moment(stamp)
+    return None if moment is None else moment.isoformat(timespec="microseconds")
+
+
+def _local_moment(stamp: float) -> datetime.datetime | None:
+    """``stamp`` (epoch seconds) in local time with its offset; None where no date holds it."""
     try:
-        moment = datetime.datetime.fromtimestamp(stamp, datetime.UTC).astimezone()
+        return datetime.datetime.fromtimestamp(stamp, datetime.UTC).astimezone()
     except (OverflowError, ValueError, OSError):
         return None
-    return moment.isoformat(timespec="microseconds")
