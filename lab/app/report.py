@@ -42,7 +42,7 @@ class ReportResult:
 def report(ctx: Context, request: ReportRequest) -> ReportResult:
     """Write the report of the samples ``request`` selects; returns where its page is."""
     from lab.report.html import render  # deferred: heavy (matplotlib, scipy)
-    from lab.report.metadata import ReportMeta
+    from lab.report.metadata import ReportMeta  # deferred with it: its tables import lab.stats
 
     selection = request.analysis.selection
     path = store_path(ctx, selection)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from lab.guests.channel import ProcessChannel, wait_any
-from lab.inguest.journal import JournalEntry, parse_journal_line
+from lab.inguest.journal import JournalEntry, durable_length, parse_journal_line, read_journal
 from tests.unit.test_runner import GuestDir, copied_guest, running
 
 
@@ -149,8 +149,6 @@ def test_an_attempt_a_restart_interrupted_is_durable_when_the_stepper_is_ready(
     behind a ``synced`` line by its ``ready``: the controller reads no further than the last
     one, and no answer carries this attempt. It was read nowhere when the run's last step
     followed (its run ended with the attempt missing from the store)."""
-    from lab.inguest.journal import durable_length, read_journal
-
     guest.dir.mkdir()
     old_boot = "00000000-0000-0000-0000-000000000000"
     lines = [{"v": 1, "event": "start", "time": 100.0},
