@@ -12,7 +12,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from types import TracebackType
-from urllib.parse import quote
 
 from lab.core.errors import LabError, StoreError, UsageError
 from lab.store.bulk import Bulk
@@ -24,6 +23,7 @@ from lab.store.listing import Listing
 from lab.store.reads import Reads
 from lab.store.records import IterationRecord, MetricInfo
 from lab.store.schema import check_file, prepare, prepare_readonly
+from lab.store.uri import readonly_uri
 
 
 class Store(Reads, Listing, Ensure, Export):
@@ -90,7 +90,7 @@ class Store(Reads, Listing, Ensure, Export):
         try:
             if readonly:
                 conn = sqlite3.connect(
-                    _readonly_uri(path), uri=True, isolation_level=None,
+                    readonly_uri(path), uri=True, isolation_level=None,
                     check_same_thread=False, timeout=busy_timeout,
                 )  # fmt: skip
             else:
@@ -425,13 +425,3 @@ def _writable(path: Path) -> bool:
     """Whether the store's file and folder can be written (False on a read-only mount even
     for root, whom file modes do not stop)."""
     return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
-
-
-def _readonly_uri(path: Path) -> str:
-    """The URI that opens the store read-only. WAL needs its -shm file: where the folder
-    cannot be written and there is none, the file is opened as immutable (nothing else can
-    be writing it there either)."""
-    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
-    if not Path(f"{path}-shm").exists():
-        uri += "&immutable=1"
-    return uri
