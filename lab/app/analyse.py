@@ -123,10 +123,6 @@ class Analysis:
 def select_samples(store: Store, selection: Selection) -> Samples:
     """The series ``selection`` names, without their warm-up: ``selection.warmup`` when
     given, else what each run declared (``lab.stats.discard``)."""
-    # deferred: heavy (scipy, through the statistics)
-    from lab.stats.discard import cut_warmup, describe_rule
-    from lab.stats.paired import synced_workloads
-
     s = selection
     if s.sweep is not None and s.run is None:  # the sweep alone (select_sweeps)
         return Samples([], [], {}, {}, frozenset())
@@ -135,9 +131,14 @@ def select_samples(store: Store, selection: Selection) -> Samples:
     if run is None:
         refuse_pooling(store, s)
         swept = {(sw.study, sw.workload) for sw in selected_sweeps(store, s)}
-    series = store.values(workload=s.workload, metric=s.metric, study=s.study, run=run)
-    series = [x for x in series if (x.study, x.workload) not in swept]
-    origins = store.sample_boots(s.workload, s.metric, s.study, run)
+    with store.reading_values(s.workload, s.metric, s.study, run) as reading:
+        # scipy, through the statistics (0.6 s), while child processes read the samples
+        # (0.3 s a million)
+        from lab.stats.discard import cut_warmup, describe_rule
+        from lab.stats.paired import synced_workloads
+
+        series = [x for x in reading.result() if (x.study, x.workload) not in swept]
+    origins = store.sample_boots(s.workload, s.metric, s.study, run, reading.iterations)
     trimmed = cut_warmup(
         series,
         origins,

@@ -107,9 +107,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         analyse,
         analyse_by_host,
     )
-    from lab.report.formats import print_by_host  # deferred: heavy (scipy)
 
     if args.by == "host":
+        from lab.report.formats import print_by_host  # deferred: heavy (scipy)
+
         print_by_host(ctx.out, analyse_by_host(ctx, request(args)), args.format)
         return 0
     analysis = analyse(ctx, request(args))

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import os
 import sqlite3
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,11 +13,18 @@ import numpy as np
 
 from lab.core.errors import StoreError
 from lab.stats.series import Series, SeriesKey
+from lab.store.parts import HEADER, RANGE, Children, Part, read_frame, shares
 from lab.store.records import (
     EvidenceSeries,
     EvidenceSummary,
 )
+from lab.store.uri import readonly_uri
 
+# A selection of at least this many samples is read by child processes (lab.store.parts),
+# up to one per CPU besides this one and this many: below it their start (20 ms each) is not
+# paid back.
+CHILD_SAMPLES = 200_000
+MAX_CHILDREN = 4
 BOOT_SEEKS = 1_000  # boots a guest's run may have for them to be found by seeks
 
 # A store up to this size is checked (PRAGMA quick_check, ~0.2 s at this size) before its
@@ -119,23 +128,41 @@ class Reads:
         samples of several runs of the same workload are concatenated in run order; ``run``
         (a key) keeps one run's. A damaged store is refused (:meth:`verify`).
         """
+        with self.reading_values(workload, metric, study, run) as reading:
+            return reading.result()
+
+    def reading_values(
+        self, workload: str | None = None, metric: str | None = None, study: str | None = None,
+        run: str | None = None, children: int | None = None,
+    ) -> SeriesReading:  # fmt: skip
+        """:meth:`values`, read by child processes while the caller goes on (its
+        :meth:`SeriesReading.result` waits for them): one per CPU besides this process's,
+        up to ``MAX_CHILDREN``, when the selection has at least ``CHILD_SAMPLES`` samples
+        (``children`` says how many instead; 0 reads everything here, when the result is
+        asked for). One child on two CPUs: two took longer, competing with this process."""
         self.verify()
-        groups = self._series_groups(workload, metric, study, run)
-        series: list[Series] = []
-        for key, members in itertools.groupby(groups, key=lambda g: g[:8]):
-            parts = [self._series_arrays(g[8], g[9], g[2]) for g in members if g[10]]
-            if not parts:
-                continue
-            st, wl, name, unit, direction, variant, host, guest = key
-            series.append(
-                Series(
-                    study=st, workload=wl, metric=name, unit=unit or "", direction=direction,
-                    variant=variant, guest=guest, host=host,
-                    iterations=np.concatenate([p[0] for p in parts]),
-                    values=np.concatenate([p[1] for p in parts]),
-                )
-            )  # fmt: skip
-        return series
+        groups = [g for g in self._series_groups(workload, metric, study, run) if g[10]]
+        parts = [(int(g[8]), int(g[9]), str(g[2])) for g in groups]
+        if children is None:
+            sizes = [self._extent(*part) for part in parts]
+            children = min(len(os.sched_getaffinity(0)) - 1, MAX_CHILDREN, len(parts))
+            if sum(sizes) < CHILD_SAMPLES:
+                children = 0
+        else:
+            sizes = [1] * len(parts)
+        started = None
+        if children > 0 and parts and self.path.is_file():
+            started = Children(readonly_uri(self.path), shares(parts, sizes, children))
+        return SeriesReading(self._conn, groups, parts, started)
+
+    def _extent(self, run_id: int, guest_id: int, metric: str) -> int:
+        """At most how many samples a part has (its iterations' range): two index lookups
+        (SQLite looks a MIN or a MAX up only when it is a statement's one aggregate)."""
+        where = " FROM sample INDEXED BY sample_series WHERE run_id=? AND metric=? AND guest_id=?"
+        key = (run_id, metric, guest_id)
+        first = self._conn.execute("SELECT MIN(iteration)" + where, key).fetchone()[0]
+        last = self._conn.execute("SELECT MAX(iteration)" + where, key).fetchone()[0]
+        return 0 if first is None else int(last) - int(first) + 1
 
     def _series_groups(
         self, workload: str | None, metric: str | None, study: str | None, run: str | None = None
@@ -240,13 +267,15 @@ class Reads:
 
     def sample_boots(
         self, workload: str | None = None, metric: str | None = None, study: str | None = None,
-        run: str | None = None,
+        run: str | None = None, iterations: Mapping[Part, np.ndarray] | None = None,
     ) -> dict[SeriesKey, tuple[np.ndarray, np.ndarray]]:  # fmt: skip
         """The run id and the boot id of every sample, aligned with :meth:`values`.
 
         Keyed by :func:`series_key`: (run ids, boot ids), each in the order of the series'
         values. The boot is that of the sample's successful attempt (the last, if several);
-        "" where none was recorded (imported samples).
+        "" where none was recorded (imported samples). ``iterations`` (a
+        :class:`SeriesReading`'s) are the parts' iterations as those series were read: the
+        boots are then aligned with them, and none is counted again.
         """
         origins: dict[SeriesKey, tuple[np.ndarray, np.ndarray]] = {}
         groups = self._series_groups(workload, metric, study, run)
@@ -254,7 +283,11 @@ class Reads:
             counted = [g for g in members if g[10]]
             if not counted:
                 continue
-            boots = [self._boot_array(g[8], g[9], g[2]) for g in counted]
+            boots = [
+                self._boot_array(g[8], g[9], g[2], None if iterations is None
+                                 else iterations.get((int(g[8]), int(g[9]), str(g[2]))))
+                for g in counted
+            ]  # fmt: skip
             st, wl, name, _, _, variant, host, guest = key
             origins[(st, wl, name, variant, host, guest)] = (
                 np.concatenate([np.full(b.size, g[8], dtype=np.int64)
@@ -263,8 +296,11 @@ class Reads:
             )  # fmt: skip
         return origins
 
-    def _boot_array(self, run_id: int, guest_id: int, metric: str) -> np.ndarray:
-        """The boot id of each sample's successful attempt, in the order of its series.
+    def _boot_array(
+        self, run_id: int, guest_id: int, metric: str, iterations: np.ndarray | None = None
+    ) -> np.ndarray:
+        """The boot id of each sample's successful attempt, in the order of its series
+        (``iterations``, where they were read already).
 
         Boots change rarely, so SQLite returns only the change points of the successful
         attempts in iteration order, and each sample takes the boot of the last change at or
@@ -272,10 +308,15 @@ class Reads:
         One boot for every sample (the usual run, or imported samples) needs no iterations.
         """
         changes = self._boot_changes(run_id, guest_id)
-        first, last, n = self._span(run_id, guest_id, metric)
+        if iterations is not None:
+            n = iterations.size
+            first = int(iterations[0]) if n else 0
+        else:
+            first, last, n = self._span(run_id, guest_id, metric)
         if not changes or (len(changes) == 1 and changes[0][0] <= first):
             return np.full(n, changes[0][1] if changes else "", dtype=object)
-        iterations = self._sample_iterations(run_id, guest_id, metric, (first, last, n))
+        if iterations is None:
+            iterations = self._sample_iterations(run_id, guest_id, metric, (first, last, n))
         starts = np.array([c[0] for c in changes], dtype=np.int64)
         boots = np.array([c[1] for c in changes], dtype=object)
         at = np.searchsorted(starts, iterations, side="right") - 1
@@ -365,25 +406,58 @@ class Reads:
         )
         return [row[0] or "" for row in cur]
 
-    def _series_arrays(
-        self, run_id: int, guest_id: int, metric: str
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """(iterations, values) of one series part, ordered by iteration.
 
-        The values come from one index-only scan, straight into numpy (the rows chained, no
-        Python expression per sample). Without gaps (the first and last iteration are one
-        index lookup each; the values tell how many there are) the iterations are a range;
-        a part with gaps is read again as (iteration, value) pairs, in one statement so that
-        both stay aligned while a run is writing.
-        """
-        where = " FROM sample INDEXED BY sample_series WHERE run_id=? AND metric=? AND guest_id=?"
-        key = (run_id, metric, guest_id)
-        first = self._conn.execute("SELECT MIN(iteration)" + where, key).fetchone()[0]
-        last = self._conn.execute("SELECT MAX(iteration)" + where, key).fetchone()[0]
-        cur = self._conn.execute("SELECT value" + where + " ORDER BY iteration", key)
-        values = np.fromiter(itertools.chain.from_iterable(cur), dtype=np.float64)
-        if values.size and last - first + 1 == values.size:  # no gaps, as after a complete run
-            return np.arange(first, last + 1, dtype=np.int64), values
-        cur = self._conn.execute("SELECT iteration, value" + where + " ORDER BY iteration", key)
-        pairs = np.fromiter(itertools.chain.from_iterable(cur), dtype=np.float64).reshape(-1, 2)
-        return pairs[:, 0].astype(np.int64), pairs[:, 1].copy()
+class SeriesReading:
+    """The series :meth:`Reads.reading_values` is reading: :meth:`result` gives them (once),
+    waiting for the children reading them; the end of a ``with`` block stops any still
+    running."""
+
+    def __init__(
+        self, conn: sqlite3.Connection, groups: list[Any], parts: list[Part],
+        children: Children | None,
+    ) -> None:  # fmt: skip
+        self._conn, self._groups, self._parts, self._children = conn, groups, parts, children
+        self.iterations: dict[Part, np.ndarray] = {}
+        """each part's iterations, once :meth:`result` has read them"""
+
+    def result(self) -> list[Series]:
+        if self._children is not None:
+            frames = self._children.frames(self._conn)
+        else:
+            frames = {part: read_frame(self._conn, *part) for part in self._parts}
+        read = {part: _arrays(frame) for part, frame in frames.items()}
+        self.iterations = {part: arrays[0] for part, arrays in read.items()}
+        series: list[Series] = []
+        for key, members in itertools.groupby(self._groups, key=lambda g: g[:8]):
+            arrays = [read[(int(g[8]), int(g[9]), str(g[2]))] for g in members]
+            st, wl, name, unit, direction, variant, host, guest = key
+            series.append(
+                Series(
+                    study=st, workload=wl, metric=name, unit=unit or "", direction=direction,
+                    variant=variant, guest=guest, host=host,
+                    iterations=np.concatenate([a[0] for a in arrays]),
+                    values=np.concatenate([a[1] for a in arrays]),
+                )
+            )  # fmt: skip
+        return series
+
+    def close(self) -> None:
+        if self._children is not None:
+            self._children.close()
+
+    def __enter__(self) -> SeriesReading:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def _arrays(frame: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """(iterations, values) of one part's frame (:mod:`lab.store.parts`)."""
+    samples, first, last, layout = HEADER.unpack_from(frame)
+    if layout == RANGE:
+        values = np.frombuffer(frame, dtype=np.float64, count=samples, offset=HEADER.size)
+        return np.arange(first, last + 1, dtype=np.int64), values
+    pairs = np.frombuffer(frame, dtype=np.float64, count=2 * samples, offset=HEADER.size)
+    pairs = pairs.reshape(-1, 2)
+    return pairs[:, 0].astype(np.int64), pairs[:, 1].copy()
