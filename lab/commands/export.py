@@ -20,8 +20,9 @@ def register(subparsers: Any) -> None:
         " with ok 0, no metric and no value, but its exit status, times and error. As JSON"
         " lines, each run's"
         " recorded environment comes first, one line per host and guest and start (\"record\":"
-        " \"environment\"). `lab import` reads either back into the same runs, boots,"
-        " placements and failed attempts (and, from JSON lines, environment). Parquet (--out"
+        " \"environment\"). `lab import` reads either back into the same runs, attempts (each"
+        " with its number, times, exit status, source and boot), placements and failed"
+        " attempts (and, from JSON lines, environment). Parquet (--out"
         " only) is for pandas and polars, and needs pyarrow: pip install './[parquet]' in"
         " lab's checkout.",
     )  # fmt: skip

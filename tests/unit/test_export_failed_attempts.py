@@ -109,12 +109,13 @@ def test_failed_attempts_come_back_with_every_field(
     failed = rows(source, ITERATIONS, " WHERE i.ok = 0")
     assert len(failed) == 4
     assert rows(again, ITERATIONS, " WHERE i.ok = 0") == failed
-    # a successful attempt keeps its number (attempt 3 after two failures), start and boot;
-    # its source is the import's file:line, as for any imported sample
-    kept = "SELECT r.key, g.name, i.iteration, i.attempt, i.started, i.boot_id FROM iteration i"
-    kept += " JOIN run r ON r.id = i.run_id JOIN guest g ON g.id = i.guest_id WHERE i.ok = 1"
+    # a successful attempt keeps its number (attempt 3 after two failures), start, boot and
+    # source (its row's, not the import's file:line)
+    kept = "SELECT r.key, g.name, i.iteration, i.attempt, i.started, i.boot_id, i.source"
+    kept += " FROM iteration i JOIN run r ON r.id = i.run_id JOIN guest g ON g.id = i.guest_id"
+    kept += " WHERE i.ok = 1"
     assert rows(again, kept) == rows(source, kept)
-    assert ("s/gdb", "lab-thp", 2, 3, T0 + 43, "boot-b") in rows(again, kept)
+    assert ("s/gdb", "lab-thp", 2, 3, T0 + 43, "boot-b", "journal:2") in rows(again, kept)
     assert rows(again, SAMPLES) == rows(source, SAMPLES)
     assert rows(again, PLACEMENTS) == rows(source, PLACEMENTS)  # iteration 4's: a failure's
 

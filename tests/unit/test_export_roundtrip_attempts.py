@@ -7,6 +7,7 @@ makes it, and both stores are read through SQLite itself, not lab's readers."""
 from __future__ import annotations
 
 import csv
+import io
 import json
 import sqlite3
 from pathlib import Path
@@ -15,7 +16,10 @@ from typing import Any
 import pytest
 
 from lab.cli import main
-from lab.store import IterationRecord, MetricInfo, Store
+from lab.importers import ingest
+from lab.importers.jsonl import read_jsonl
+from lab.importers.tabular import read_csv
+from lab.store import EXPORT_COLUMNS, IterationRecord, MetricInfo, Store
 
 pytestmark = pytest.mark.usefixtures("no_config")
 
@@ -185,3 +189,136 @@ def test_the_store_hands_a_samples_row_with_every_column(tmp_path: Path) -> None
     assert {(r.user, r.sys, r.boot, r.placement) for r in got if r.ok} == {
         (40.25, 2.125, "boot-b", "swapped")
     }
+
+
+def restored(tmp_path: Path, fmt: str) -> tuple[Path, Path]:
+    """The study, and a new store that its export (``fmt``) was imported into."""
+    source, again, out = tmp_path / "source.db", tmp_path / "again.db", tmp_path / f"x.{fmt}"
+    lab_run_study(source)
+    export(source, out, fmt)
+    assert main(["import", str(out), "--db", str(again)]) == 0
+    return source, again
+
+
+@pytest.mark.parametrize("batch", [ingest.BATCH, 4])
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_an_exported_study_imports_back_with_the_same_iteration_rows(
+    tmp_path: Path, fmt: str, batch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every field of every attempt, the samples and the placements are the original's; only
+    the ids of the run and guest differ (new rows of a new store). With batches of 4 samples,
+    an iteration's three samples are stored in two batches: the second joins the iteration the
+    first made, its source and attempt as they were. (lab import reads no Parquet.)"""
+    monkeypatch.setattr(ingest, "BATCH", batch)
+    source, again = restored(tmp_path, fmt)
+    want = rows(source, ITERATIONS)
+    assert len(want) == 11 and rows(again, ITERATIONS) == want
+    assert rows(again, SAMPLES) == rows(source, SAMPLES)
+    assert rows(again, PLACEMENTS) == rows(source, PLACEMENTS)
+    ok = [r[:5] + r[6:13] for r in rows(again, ITERATIONS) if r[1] == "lab-thp" and r[4] == 1]
+    assert ok == [  # each success with its number, end, times, exit status, boot and source
+        ("s/gdb", "lab-thp", 1, 1, 1, T0 + 108.5, 41.625, 39.25, 2.125, 0, "boot-a", THP),
+        ("s/gdb", "lab-thp", 2, 2, 1, T0 + 175.5, 41.75, 40.25, 2.125, 0, "boot-b", THP),
+        ("s/gdb", "lab-thp", 3, 3, 1, T0 + 242.5, 41.875, 41.25, 2.125, 0, "boot-c", THP),
+        ("s/gdb", "lab-thp", 4, 1, 1, None, None, None, None, 3, "boot-c", THP),
+    ]
+
+
+def test_the_restored_store_reads_as_the_original(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What lab runs and the store's readers make of the attempts (which succeeded, how many
+    failed, when the guest's first and last attempts ran) is the original's."""
+    source, again = restored(tmp_path, "csv")
+    with Store.open(source, create=False) as one, Store.open(again, create=False) as other:
+        assert other.attempt_counts() == one.attempt_counts()
+        (run,) = one.runs()
+        (copy,) = other.runs()
+        assert other.run_progress(copy.id) == one.run_progress(run.id)
+    capsys.readouterr()
+    shown = []
+    for db in (source, again):
+        assert main(["runs", "--db", str(db), "--format", "json"]) == 0
+        (listed,) = json.loads(capsys.readouterr().out)
+        del listed["created"]  # when the run's row was made: by the import, in the copy
+        del listed["target_n"]  # the run's n: no column of the export's (a run's, not an attempt's)
+        shown.append(listed)
+    assert shown[1] == shown[0]
+
+
+def _rewritten(out: Path, keep: tuple[str, ...], blank: tuple[str, ...] = ()) -> str:
+    """The CSV export ``out`` with only the columns ``keep``, and ``blank`` emptied in every
+    sample's row: what an older lab export wrote."""
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(keep)
+    for row in csv.DictReader(out.open(newline="")):
+        if row["ok"] == "1":
+            writer.writerow(["" if c in blank else row[c] for c in keep])
+    return text.getvalue()
+
+
+def test_an_export_without_the_attempts_times_leaves_them_empty(tmp_path: Path) -> None:
+    """An export written before the samples' rows carried their attempt's exit status and
+    times (those columns empty, ok 1) imports as before, with those empty in the store (none
+    made up), and with what it does carry (number, start, end, source, boot) restored."""
+    source, out, old = tmp_path / "source.db", tmp_path / "x.csv", tmp_path / "old.csv"
+    lab_run_study(source)
+    export(source, out, "csv")
+    old.write_text(_rewritten(out, EXPORT_COLUMNS, ("exit_status", "wall", "user", "sys")))
+    again = tmp_path / "again.db"
+    assert main(["import", str(old), "--db", str(again)]) == 0
+    want = [(*r[:7], None, None, None, None, *r[11:]) for r in rows(source, ITERATIONS) if r[4]]
+    assert rows(again, ITERATIONS) == want
+    assert rows(again, SAMPLES) == rows(source, SAMPLES)
+
+
+def test_a_file_without_the_ok_column_imports_as_it_always_did(tmp_path: Path) -> None:
+    """Without ``ok`` a row is not lab export's: its attempt, end and source columns are
+    ignored (each iteration is attempt 1 of the input's file:line), as in every lab before."""
+    source, out, old = tmp_path / "source.db", tmp_path / "x.csv", tmp_path / "old.csv"
+    lab_run_study(source)
+    export(source, out, "csv")
+    old.write_text(_rewritten(out, EXPORT_COLUMNS[:20]))
+    again = tmp_path / "again.db"
+    assert main(["import", str(old), "--db", str(again)]) == 0
+    got = rows(again, ITERATIONS)
+    assert {r[3:5] + r[6:11] for r in got} == {(1, 1, None, None, None, None, None)}
+    lines = [r[12] for r in got if r[1] == "lab-thp" and r[2] == 2]
+    assert lines == [f"{old}:17,18,19"]  # its samples' lines, after shp1g's and iteration 1's
+    assert [r[:3] + r[5:6] + r[11:12] for r in got] == [
+        r[:3] + r[5:6] + r[11:12] for r in rows(source, ITERATIONS) if r[4]
+    ]
+
+
+def test_a_successful_attempts_field_that_cannot_be_stored_is_a_malformed_line() -> None:
+    """Read column by column or row by row (a quoted field sends a block to the csv module;
+    a failed attempt among the rows sends it row by row), the same rows are refused."""
+    head = "variant,workload,iteration,attempt,metric,value,ok,ended,exit_status,wall,source\n"
+    body = (
+        "a,w,1,2,t_s,1.5,1,1750000000.5,0,1.5, journal:a \n"
+        "a,w,2,0,t_s,1.5,1,,,,\n"
+        "a,w,3,1,t_s,1.5,1,,x,,\n"
+        "a,w,4,1,t_s,1.5,1,,,inf,\n"
+        "a,w,5,1,t_s,1.5,1,-5,,,\n"
+        "a,w,6,,t_s,1.5,1,,,,\n"
+        "a,w,7,5,t_s,1.5,,,,,\n"
+    )
+    bad = [
+        (3, "attempt '0' is not a number from 1 to 2**53"),
+        (4, "exit_status 'x' is not a whole number"),
+        (5, "wall: value inf is not a finite number"),
+        (6, "timestamp -5 is not a time between the years 1970 and 9999"),
+    ]
+    for extra in ("", 'a,w,8,1,"t_s",1.5,1,,,,\n', "a,w,9,1,,,0,,1,,\n"):
+        parsed = read_csv(head + body + extra, "f.csv", {})
+        assert [(b.line, b.message) for b in parsed.bad] == bad, extra
+        attempts = {s.iteration: s.attempt for s in parsed.samples}
+        assert attempts[1] == (2, 1750000000.5, 1.5, None, None, 0, " journal:a ")
+        assert attempts[6] is None and attempts[7] is None  # nothing said; not lab export's
+    (line,) = read_jsonl(
+        '{"variant": "a", "workload": "w", "iteration": 3, "attempt": 2, "metric": "t_s",'
+        ' "value": 2.5, "ok": 1, "wall": 2.5, "user": null, "source": "journal:a"}\n',
+        "f.jsonl", {},
+    ).samples  # fmt: skip
+    assert line.attempt == (2, None, 2.5, None, None, None, "journal:a")
