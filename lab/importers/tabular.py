@@ -112,7 +112,6 @@ class _Columns:
         # the ok column, then those of the Attempt that a row of ok 1 restores, as named
         self.attempt_at = [i for i in (self.ok, *map(at.get, ATTEMPT)) if i is not None]
         self.attempt_names = [columns[i] for i in self.attempt_at]
-        self.attempts: dict[tuple[str, ...], object] = {}
         varying = ("value", "iteration", "timestamp", "started", *IGNORED, *FAILURE)
         self.context_at = [i for i, name in enumerate(columns) if name not in varying]
         # a column named twice: the last non-empty one counts, which only sample_row knows
@@ -207,17 +206,8 @@ class _Columns:
         if self.ok is None:
             return repeat(None)
         keys = list(zip(*[columns[i] for i in self.attempt_at], strict=True))
-        known = self.attempts
-        if len(known) >= _Columns.CONTEXTS:
-            known.clear()
-        found = list(map(known.get, keys, repeat(_UNREAD)))
-        if _UNREAD in found:
-            for i, key in enumerate(keys):
-                if found[i] is _UNREAD:  # its first row in the block
-                    attempt = known.get(key, _UNREAD)
-                    if attempt is _UNREAD:
-                        attempt = known[key] = self.attempt(key)
-                    found[i] = attempt
+        known = {key: self.attempt(key) for key in dict.fromkeys(keys)}  # in the block only
+        found = list(map(known.__getitem__, keys))
         if _REFUSED in found:
             return None
         return cast(list[Attempt | None], found)
@@ -278,7 +268,6 @@ class _Columns:
 
 
 _UNSEEN = Context("", "", None, None, None, "", None, None)  # a context not looked at yet
-_UNREAD = object()  # an attempt's fields not read yet
 _REFUSED = object()  # an attempt's fields that sample_row refuses
 
 
@@ -367,7 +356,8 @@ def _row_by_row(reader: Any, lines: _Lines, end: int, layout: _Columns) -> Itera
     columns, blank, width = layout.columns, layout.blank, layout.width
     usable, contexts, key = layout.usable, layout.contexts, layout.key
     value_at, iteration_at = layout.value or 0, layout.iteration
-    ok_at = layout.ok
+    ok_at, attempt_at = layout.ok, layout.attempt_at
+    attempts: dict[tuple[str, ...], object] = {}  # lab export's: an iteration's rows share one
     timestamp_at, started_at = layout.timestamp, layout.started
     rows: list[Row] = []
     line = lines.count  # the last line of the last row read
@@ -382,7 +372,13 @@ def _row_by_row(reader: Any, lines: _Lines, end: int, layout: _Columns) -> Itera
             line = lines.count
             continue
         line = lines.count
-        if usable and len(row) == width and ok_at is None:  # else lab export's: _csv_row
+        if usable and len(row) == width and (ok_at is None or row[ok_at].strip() != FAILED):
+            attempt: object = None
+            if ok_at is not None:  # lab export's row of a sample: its attempt's fields
+                fields = tuple([row[i] for i in attempt_at])
+                attempt = attempts.get(fields)
+                if attempt is None:
+                    attempt = attempts[fields] = layout.attempt(fields)
             raw = key(row)
             context = contexts.get(raw, _UNSEEN)
             if context is _UNSEEN:
@@ -404,8 +400,18 @@ def _row_by_row(reader: Any, lines: _Lines, end: int, layout: _Columns) -> Itera
                         -MAX_VALUE <= value <= MAX_VALUE  # False for NaN
                         and (iteration is None or 0 < iteration <= MAX_ITERATION)
                         and (started is None or FIRST_TIME <= started < END_TIME)
+                        and attempt is not _REFUSED  # else sample_row says why
                     ):
-                        rows.append((line, context, value, iteration, started, None))
+                        rows.append(
+                            (
+                                line,
+                                context,
+                                value,
+                                iteration,
+                                started,
+                                cast("Attempt | None", attempt),
+                            )
+                        )
                         continue
         item = _csv_row(row, columns, blank, line)
         if isinstance(item, Sample):
