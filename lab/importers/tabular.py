@@ -171,8 +171,9 @@ class _Columns:
         contexts = list(map(self.contexts.get, keys))
         if None in contexts:
             for i, (key, context) in enumerate(zip(keys, contexts, strict=True)):
-                if context is None and key not in self.contexts:
-                    contexts[i] = self.context(key)
+                if context is None:  # read at its first row; a later one has it (or None)
+                    held = self.contexts.get(key, _UNSEEN)
+                    contexts[i] = self.context(key) if held is _UNSEEN else held
             if None in contexts:
                 return None
         try:
