@@ -15,12 +15,14 @@ def register(subparsers: Any) -> None:
         "export", help="write every sample with its context as CSV, JSON lines or Parquet",
         description="Write every stored sample, one per row, with its study, run, workload,"
         " parameters, schedule, variant, guest, host, iteration, attempt, metric, unit, direction,"
-        " value, start and end time, source, boot and CPU placement; and every failed attempt,"
-        " a row with ok 0, no metric and no value, but its exit status, wall, user and sys"
-        " times and error (samples have ok 1). As JSON lines, each run's"
+        " value, start and end time, source, boot and CPU placement, ok 1 and the exit"
+        " status, wall, user and sys times of its attempt; and every failed attempt, a row"
+        " with ok 0, no metric and no value, but its exit status, times and error. As JSON"
+        " lines, each run's"
         " recorded environment comes first, one line per host and guest and start (\"record\":"
-        " \"environment\"). `lab import` reads either back into the same runs, boots,"
-        " placements and failed attempts (and, from JSON lines, environment). Parquet (--out"
+        " \"environment\"). `lab import` reads either back into the same runs, attempts (each"
+        " with its number, times, exit status, source and boot), placements and failed"
+        " attempts (and, from JSON lines, environment). Parquet (--out"
         " only) is for pandas and polars, and needs pyarrow: pip install './[parquet]' in"
         " lab's checkout.",
     )  # fmt: skip

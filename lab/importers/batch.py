@@ -10,9 +10,9 @@ from typing import Any
 
 from lab.importers.limits import shown
 from lab.importers.malformed import Malformed
-from lab.importers.records import BadLine
+from lab.importers.records import Attempt, BadLine
 from lab.store import MetricInfo, Store
-from lab.store.bulk import Bulk, Mark
+from lab.store.bulk import ATTEMPT_WIDTH, Bulk, Mark, Numbered
 
 # study, workload, variant, guest, host, run key (None: the import's own run of the
 # workload), run parameters (JSON text; None: {"imported": true}), the run's schedule
@@ -90,6 +90,9 @@ class Route:
         return self.first + count
 
 
+_NO_ATTEMPT = (1, None, None, None, None, None)  # an Attempt's but the source: attempt 1
+
+
 class _New:
     """A target's new iterations in a batch, as ``Bulk.insert_iterations`` and
     ``Bulk.insert_samples`` take them: what each row has of its own, one field after the
@@ -100,34 +103,61 @@ class _New:
     row that the garbage collector follows until the batch is stored (2.4 s of collections
     in an import of 2,000,000 rows, 1.0 s without)."""
 
-    __slots__ = ("at", "iterations", "marks", "samples", "width")
+    __slots__ = ("at", "iterations", "marks", "own", "samples", "width")
 
     def __init__(self) -> None:
         # (number, source) a row while no iteration of the batch has a start; then (number,
-        # started, source): width is 2, then 3
+        # started, source): width is 2, then 3; once one has an Attempt (lab export's rows),
+        # (number, started, *attempt's fields, source): ATTEMPT_WIDTH. The source is last.
         self.iterations: list[Any] = []
         self.width = 2
         self.samples: dict[str, list[Any]] = {}  # metric -> (number, value) a row
         self.at: dict[int, tuple[int, tuple[str, ...]]] = {}
         self.marks: list[Any] = []  # (number, mark) of each iteration with a boot or placement
+        self.own: set[int] = set()  # rows whose source is the file's, not its lines
 
-    def iteration(self, number: int, started: float | None, source: str) -> int:
+    def iteration(
+        self, number: int, started: float | None, source: str, attempt: Attempt | None = None
+    ) -> int:
         """A new iteration's row, and which row it is."""
+        if attempt is not None and self.width != ATTEMPT_WIDTH:
+            self.widen(ATTEMPT_WIDTH)
+        elif started is not None and self.width == 2:  # the first start: every row gets one
+            self.widen(3)
         row = len(self.iterations) // self.width
-        if started is None and self.width == 2:
+        if self.width == 2:
             self.iterations += (number, source)
-        else:
-            if self.width == 2:  # the first start: every row gets one
-                pairs, self.iterations, self.width = self.iterations, [], 3
-                for before, its_source in zip(pairs[::2], pairs[1::2], strict=True):
-                    self.iterations += (before, None, its_source)
+        elif self.width == 3:
             self.iterations += (number, started, source)
+        elif attempt is None:
+            self.iterations += (number, started, *_NO_ATTEMPT, source)
+        else:
+            if attempt.source is not None:
+                source = attempt.source
+                self.own.add(row)
+            self.iterations += (number, started, *attempt[:-1], source)
         return row
 
+    def widen(self, width: int) -> None:
+        """Every row made wider: a start (None) where it had none, then an attempt's fields
+        (those of attempt 1, which an import gives an iteration)."""
+        rows, before = self.iterations, self.width
+        self.iterations = []
+        for at in range(0, len(rows), before):
+            number, source = rows[at], rows[at + before - 1]
+            started = rows[at + 1] if before > 2 else None
+            if width == 3:
+                self.iterations += (number, started, source)
+            else:
+                self.iterations += (number, started, *_NO_ATTEMPT, source)
+        self.width = width
+
     def also(self, row: int, line: int) -> None:
-        """Iteration ``row`` is also the sample of ``line``: the line joins its source."""
-        at = row * self.width + self.width - 1
-        self.iterations[at] = f"{self.iterations[at]},{line}"
+        """Iteration ``row`` is also the sample of ``line``: the line joins its source (unless
+        that is the one the file gave)."""
+        if row not in self.own:
+            at = row * self.width + self.width - 1
+            self.iterations[at] = f"{self.iterations[at]},{line}"
 
     def sample(self, metric: str, number: int, value: float) -> None:
         rows = self.samples.get(metric)
@@ -150,14 +180,16 @@ class Batch:
     def __init__(self, source: str) -> None:
         self.source = source
         self.new: dict[Target, _New] = {}
-        self.maybe: list[tuple[int, int, int, int, float | None, dict[str, float]]] = []
+        self.maybe: list[Numbered] = []
         self.size = 0
 
     def add(
         self, target: Target, number: int, line: int, started: float | None,
         metrics: dict[str, float], malformed: Malformed, mark: Mark | None = None,
+        attempt: Attempt | None = None,
     ) -> None:  # fmt: skip
-        """The sample of ``line``: iteration ``number`` of ``target``, started at ``started``."""
+        """The sample of ``line``: iteration ``number`` of ``target``, started at ``started``
+        (its successful ``attempt``'s fields, where the file gives them)."""
         new = self.new.get(target)
         entry = new.at.get(number) if new is not None else None
         if new is not None and entry is not None:
@@ -172,13 +204,15 @@ class Batch:
         elif number > target.high:
             if new is None:
                 new = self.new[target] = _New()
-            row = new.iteration(number, started, f"{self.source}:{line}")
+            row = new.iteration(number, started, f"{self.source}:{line}", attempt)
             new.at[number] = (row, tuple(metrics))
             if mark is not None:
                 new.marks += (number, mark)
             target.high = number
         else:
-            self.maybe.append((target.run_id, target.guest_id, number, line, started, metrics))
+            self.maybe.append(
+                (target.run_id, target.guest_id, number, line, started, metrics, attempt)
+            )
             self.size += 1
             return
         for metric, value in metrics.items():
@@ -188,6 +222,7 @@ class Batch:
     def add_one(
         self, target: Target, number: int, line: int, started: float | None, metric: str,
         value: float, malformed: Malformed, mark: Mark | None = None,
+        attempt: Attempt | None = None,
     ) -> None:  # fmt: skip
         """:meth:`add` of a sample of one metric, with no dict of it when its iteration is new
         (above every number stored or written: not in ``at``) or one this batch made, as
@@ -196,14 +231,15 @@ class Batch:
         if number <= target.high:
             entry = new.at.get(number) if new is not None else None
             if new is None or entry is None or metric in entry[1]:
-                self.add(target, number, line, started, {metric: value}, malformed, mark)
+                self.add(target, number, line, started, {metric: value}, malformed, mark, attempt)
                 return
             # another metric of an iteration this batch made, as a long-format table gives
             # every one after the first: add() without its dict, calls and checks
             row, before = entry
             rows, width = new.iterations, new.width
-            at = row * width + width - 1
-            rows[at] = f"{rows[at]},{line}"
+            if width != ATTEMPT_WIDTH or row not in new.own:
+                at = row * width + width - 1
+                rows[at] = f"{rows[at]},{line}"
             new.at[number] = (row, (*before, metric))
             values = new.samples.get(metric)
             if values is None:
@@ -214,11 +250,12 @@ class Batch:
         if new is None:
             new = self.new[target] = _New()
         rows = new.iterations
-        if started is None and new.width == 2:  # new.iteration(), without a call
+        if started is None and new.width == 2 and attempt is None:  # new.iteration(), no call
             new.at[number] = (len(rows) >> 1, (metric,))
             rows += (number, f"{self.source}:{line}")
         else:
-            new.at[number] = (new.iteration(number, started, f"{self.source}:{line}"), (metric,))
+            row = new.iteration(number, started, f"{self.source}:{line}", attempt)
+            new.at[number] = (row, (metric,))
         if mark is not None:
             new.marks += (number, mark)
         values = new.samples.get(metric)
@@ -236,7 +273,7 @@ class Batch:
         made: dict[Target, int] = {}
         for target in sorted(self.new, key=lambda t: (t.run_id, t.guest_id)):
             new, ids = self.new[target], (target.run_id, target.guest_id)
-            bulk.insert_iterations(*ids, new.iterations, timed=new.width == 3)
+            bulk.insert_iterations(*ids, new.iterations, width=new.width)
             if new.marks:
                 bulk.set_marks(*ids, new.marks)
             for metric, values in new.samples.items():

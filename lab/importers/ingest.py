@@ -13,7 +13,10 @@ leave nothing behind.
 
 The failed attempts of a CSV or JSONL that ``lab export`` wrote (rows with ``ok`` 0) are
 stored once the input's samples are, each with its own iteration, attempt, source and the
-rest (``Bulk.insert_failed``); an attempt the store holds is left as it was.
+rest (``Bulk.insert_failed``); an attempt the store holds is left as it was. Its samples'
+rows (``ok`` 1) give their successful attempt's number, end, times, exit status and source,
+which its iteration's row is made with (:class:`lab.importers.records.Attempt`; a source
+the row leaves empty is the input's file:line, as for any other file).
 
 Every input is read line by line (:mod:`lab.importers.inputs`) and its samples are stored
 :data:`BATCH` at a time, all inputs inside one transaction (``Store.bulk``): memory holds a
@@ -440,7 +443,7 @@ class _Reading:
             number = route.next(next(iter(sample.metrics)))
         mark = _mark(sample[13:16])
         self.batch.add(route.target, number, line, sample.started, sample.metrics,
-                       self.malformed, mark)  # fmt: skip
+                       self.malformed, mark, sample.attempt)  # fmt: skip
         if self.batch.size >= BATCH:
             self.flush()
 
@@ -455,7 +458,7 @@ class _Reading:
         sample; what their context decides (route, metric, refusal) is looked up once."""
         self.read += len(rows)
         lanes, malformed, summary, batch = self.lanes, self.malformed, self.summary, self.batch
-        for line, context, value, number, started in rows:
+        for line, context, value, number, started, attempt in rows:
             lane = lanes.get(context)
             if lane is None:
                 lane = self.lane(context, line)
@@ -469,8 +472,9 @@ class _Reading:
             if number is None:
                 number = route.next(lane.metric)
             batch.add_one(
-                route.target, number, line, started, lane.metric, value, malformed, lane.mark
-            )
+                route.target, number, line, started, lane.metric, value, malformed, lane.mark,
+                attempt,
+            )  # fmt: skip
             if batch.size >= BATCH:
                 self.flush()
                 batch = self.batch

@@ -14,6 +14,21 @@ NO_UNITS: Mapping[str, str] = MappingProxyType({})  # what a file that gives non
 NO_DIRECTIONS: Mapping[str, Direction] = MappingProxyType({})
 
 
+class Attempt(NamedTuple):
+    """What the row of a sample that ``lab export`` wrote (``ok`` 1) says of its successful
+    attempt, restored into its iteration's row: its number, end, times, exit status and
+    source (None: left as an import leaves it, the source then the input's file:line). The
+    order is the iteration table's, as ``Bulk.insert_iterations`` takes them."""
+
+    number: int
+    ended: float | None
+    wall: float | None
+    user: float | None
+    sys: float | None
+    exit_status: int | None
+    source: str | None
+
+
 class Sample(NamedTuple):
     """One run read from a file: its metrics and whatever context the file gave.
 
@@ -39,6 +54,7 @@ class Sample(NamedTuple):
     placement: str | None = None  # the CPU placement it ran in: "own" or "swapped"
     cpus: str | None = None  # the host CPU of each vCPU in that placement ("3,4")
     schedule: str | None = None  # the run's schedule ("sync", "alternate", "concurrent")
+    attempt: Attempt | None = None  # lab export's row of a successful attempt: its fields
 
 
 class Context(NamedTuple):
@@ -64,20 +80,22 @@ class Context(NamedTuple):
     schedule: str | None = None
 
     def sample(
-        self, line: int, value: float, iteration: int | None, started: float | None
-    ) -> Sample:
+        self, line: int, value: float, iteration: int | None, started: float | None,
+        attempt: Attempt | None = None,
+    ) -> Sample:  # fmt: skip
         """The row as a :class:`Sample` of one metric."""
         metric, unit, direction = self.metric, self.unit, self.direction
         return Sample(
             line, {metric: value}, *self[:5], iteration, started,
             {metric: unit} if unit else NO_UNITS,
-            {metric: direction} if direction else NO_DIRECTIONS, *self[8:],
+            {metric: direction} if direction else NO_DIRECTIONS, *self[8:], attempt,
         )  # fmt: skip
 
 
-# One row of a table, one sample: (line, context, value, iteration, started). A plain tuple: a
-# large import makes millions, and a tuple that Python builds itself costs a call less.
-Row = tuple[int, Context, float, int | None, float | None]
+# One row of a table, one sample: (line, context, value, iteration, started, attempt). A plain
+# tuple: a large import makes millions, and a tuple that Python builds itself costs a call
+# less. The attempt is None but in lab export's rows of a successful attempt (ok 1).
+Row = tuple[int, Context, float, int | None, float | None, Attempt | None]
 
 
 @dataclass(frozen=True)
@@ -87,8 +105,8 @@ class Rows:
     rows: list[Row]
 
     def samples(self) -> Iterator[Sample]:
-        for line, context, value, iteration, started in self.rows:
-            yield context.sample(line, value, iteration, started)
+        for line, context, value, iteration, started, attempt in self.rows:
+            yield context.sample(line, value, iteration, started, attempt)
 
 
 class Failed(NamedTuple):

@@ -1,5 +1,11 @@
 """One row of a CSV or JSONL import read into a sample or a failed attempt: its columns, and
-each field's checks (a row that fails one is a malformed line, saying which and why)."""
+each field's checks (a row that fails one is a malformed line, saying which and why).
+
+A row whose ``ok`` is 1 is one of ``lab export``'s samples of a successful attempt: what it
+says of that attempt (number, end, times, exit status, source) is read with the sample
+(:func:`attempt_fields`), to be restored into its iteration's row. In any other row (no ``ok``
+column: another tool's file, or an export older than the column) these columns are ignored,
+as they always were."""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from lab.importers.limits import (
+    MAX_ITERATION,
     iteration_problem,
     name_problem,
     shown,
@@ -18,6 +25,7 @@ from lab.importers.limits import (
 from lab.importers.records import (
     NO_DIRECTIONS,
     NO_UNITS,
+    Attempt,
     Failed,
     Sample,
 )
@@ -27,10 +35,13 @@ OPTIONAL = (
     "iteration", "timestamp", "started", "unit", "direction", "guest", "host", "study", "run",
     "params", "boot", "placement", "cpus", "schedule",
 )  # fmt: skip
-IGNORED = ("attempt", "ended", "source")
+IGNORED = ("attempt", "ended", "source")  # but in lab export's rows (ok 0 or 1)
 FAILURE = ("ok", "exit_status", "wall", "user", "sys", "error")  # of a failed attempt's row
 KNOWN = REQUIRED + OPTIONAL + IGNORED + FAILURE
 FAILED = "0"  # the ok of a failed attempt's row
+SUCCEEDED = "1"  # the ok of a successful attempt's row (a sample's, as lab export writes it)
+# what such a row says of its attempt, in Attempt's order
+ATTEMPT = ("attempt", "ended", "wall", "user", "sys", "exit_status", "source")
 VERBATIM = ("error", "source")  # a failed attempt's texts, kept with their blanks
 NAMES = (
     "variant", "workload", "metric", "guest", "host", "study", "unit", "run", "boot", "cpus",
@@ -99,6 +110,33 @@ def _time(fields: Mapping[str, str | None], key: str) -> float | None:
     return stamp
 
 
+def _status(fields: Mapping[str, str | None]) -> int | None:
+    exit_status = _whole(fields, "exit_status")
+    if exit_status is not None and not -(2**63) <= exit_status < 2**63:
+        raise RowError(f"exit_status {exit_status} is out of range")
+    return exit_status
+
+
+def attempt_fields(fields: Mapping[str, str | None]) -> Attempt | None:
+    """What a row of ``lab export`` of a successful attempt (``ok`` 1) says of that attempt,
+    each field checked as a failed attempt's is; None for any other row, and for one that
+    says nothing of it (its attempt is then numbered as an import numbers it: 1, or after
+    the failed attempts the input restores)."""
+    if fields["ok"] != SUCCEEDED:
+        return None
+    number = _whole(fields, "attempt")
+    if number is not None and not 0 < number <= MAX_ITERATION:
+        raise RowError(f"attempt {shown(str(number), 30)} is not a number from 1 to 2**53")
+    attempt = Attempt(
+        1 if number is None else number, _time(fields, "ended"), _number(fields, "wall"),
+        _number(fields, "user"), _number(fields, "sys"), _status(fields), fields["source"],
+    )  # fmt: skip
+    return None if number is None and attempt[1:] == _NOTHING else attempt
+
+
+_NOTHING = (None,) * (len(ATTEMPT) - 1)
+
+
 def failed_row(fields: Mapping[str, str | None], line: int) -> Failed:
     """A failed attempt from one row's fields (``ok`` 0): as :func:`sample_row` reads a sample,
     with no metric and no value but an iteration and an attempt."""
@@ -118,9 +156,7 @@ def failed_row(fields: Mapping[str, str | None], line: int) -> Failed:
         problem = iteration_problem(number)
         if problem is not None:
             raise RowError(problem)
-    exit_status = _whole(fields, "exit_status")
-    if exit_status is not None and not -(2**63) <= exit_status < 2**63:
-        raise RowError(f"exit_status {exit_status} is out of range")
+    exit_status = _status(fields)
     return Failed(
         line, variant, workload, fields["guest"], fields["host"], fields["study"], iteration,
         attempt, _time(fields, "timestamp" if fields["timestamp"] else "started"),
@@ -168,6 +204,7 @@ def sample_row(fields: Mapping[str, str | None], line: int) -> Sample:
     if started is not None and (problem := time_problem(started)) is not None:
         raise RowError(problem)
     unit = fields["unit"]
+    attempt = attempt_fields(fields)
     return Sample(
         line,
         {metric: value},
@@ -180,7 +217,13 @@ def sample_row(fields: Mapping[str, str | None], line: int) -> Sample:
         started,
         {metric: unit} if unit else NO_UNITS,
         {metric: "lower" if direction == "lower" else "higher"} if direction else NO_DIRECTIONS,
-        *(fields[key] for key in RUN_COLUMNS),
+        fields["run"],
+        fields["params"],
+        fields["boot"],
+        fields["placement"],
+        fields["cpus"],
+        fields["schedule"],
+        attempt,
     )
 
 

@@ -6,8 +6,9 @@ run: run (its key), params (its parameters, a JSON object), schedule, boot (any 
 the boot an iteration ran in), placement (own or swapped: ``lab run --swap-every``) and cpus
 (the host CPU of each vCPU in it, "3,4"). Each run of a file is kept apart, so an export
 imports back as the same runs (a run the store holds keeps its own schedule). The other
-columns ``lab export`` adds to a sample's row (attempt, ended, source, ok, exit_status, wall,
-user, sys, error) are accepted and ignored.
+columns ``lab export`` adds to a sample's row are its attempt's: where ``ok`` is 1, its
+attempt, ended, exit_status, wall, user, sys and source are restored into the iteration's
+row (:class:`Attempt`); in a file without the ``ok`` column they are accepted and ignored.
 
 A row whose ``ok`` is 0 is a failed attempt as ``lab export`` writes it: no metric and no
 value, but its iteration and attempt (both required), start, end, source, boot, placement,
@@ -40,6 +41,7 @@ from lab.importers.limits import (
     shown,
 )
 from lab.importers.records import (
+    Attempt,
     BadLine,
     Context,
     Failed,
@@ -51,6 +53,7 @@ from lab.importers.records import (
     collect,
 )
 from lab.importers.rowfields import (
+    ATTEMPT,
     FAILED,
     FAILURE,
     IGNORED,
@@ -59,6 +62,7 @@ from lab.importers.rowfields import (
     VERBATIM,
     Defaults,
     RowError,
+    attempt_fields,
     blank_fields,
     failed_row,
     names_problem,
@@ -105,6 +109,9 @@ class _Columns:
         self.timestamp = at.get("timestamp")
         self.started = at.get("started")
         self.ok = at.get("ok")
+        # the ok column, then those of the Attempt that a row of ok 1 restores, as named
+        self.attempt_at = [i for i in (self.ok, *map(at.get, ATTEMPT)) if i is not None]
+        self.attempt_names = [columns[i] for i in self.attempt_at]
         varying = ("value", "iteration", "timestamp", "started", *IGNORED, *FAILURE)
         self.context_at = [i for i, name in enumerate(columns) if name not in varying]
         # a column named twice: the last non-empty one counts, which only sample_row knows
@@ -164,8 +171,9 @@ class _Columns:
         contexts = list(map(self.contexts.get, keys))
         if None in contexts:
             for i, (key, context) in enumerate(zip(keys, contexts, strict=True)):
-                if context is None and key not in self.contexts:
-                    contexts[i] = self.context(key)
+                if context is None:  # read at its first row; a later one has it (or None)
+                    held = self.contexts.get(key, _UNSEEN)
+                    contexts[i] = self.context(key) if held is _UNSEEN else held
             if None in contexts:
                 return None
         try:
@@ -185,9 +193,38 @@ class _Columns:
         iterations: Iterable[int | None] = repeat(None) if numbers is None else numbers
         if stamps is None:
             return None
+        attempts = self.attempts_of(columns)
+        if attempts is None:
+            return None
         known = cast(list[Context], contexts)  # none is None (above)
         lines_at = range(first, first + count)
-        return list(zip(lines_at, known, values, iterations, stamps, strict=False))  # repeat()s
+        return list(zip(lines_at, known, values, iterations, stamps, attempts, strict=False))
+
+    def attempts_of(self, columns: Sequence[Sequence[str]]) -> Iterable[Attempt | None] | None:
+        """The Attempt of each row, for :meth:`block` (None in a file without the ok column);
+        None when one cannot be read (then row by row, which says why). The rows of an
+        iteration's samples repeat its attempt's fields: each spelling is read once."""
+        if self.ok is None:
+            return repeat(None)
+        keys = list(zip(*[columns[i] for i in self.attempt_at], strict=True))
+        known = {key: self.attempt(key) for key in dict.fromkeys(keys)}  # in the block only
+        found = list(map(known.__getitem__, keys))
+        if _REFUSED in found:
+            return None
+        return cast(list[Attempt | None], found)
+
+    def attempt(self, key: tuple[str, ...]) -> object:
+        """The Attempt of a row whose ok and attempt columns hold ``key``, as
+        :func:`_csv_row` reads it; ``_REFUSED`` when a field of it is refused."""
+        fields: dict[str, str | None] = dict.fromkeys(("ok", *ATTEMPT))
+        for name, raw in zip(self.attempt_names, key, strict=True):
+            text = raw.strip()
+            if text:
+                fields[name] = raw if name in VERBATIM else text
+        try:
+            return attempt_fields(fields)
+        except RowError:
+            return _REFUSED
 
     def split(self, lines: list[str]) -> Sequence[Sequence[str]] | None:
         """Each column's fields in ``lines``, when every line is a whole row as wide as the
@@ -232,6 +269,7 @@ class _Columns:
 
 
 _UNSEEN = Context("", "", None, None, None, "", None, None)  # a context not looked at yet
+_REFUSED = object()  # an attempt's fields that sample_row refuses
 
 
 class _Lines:
@@ -319,7 +357,8 @@ def _row_by_row(reader: Any, lines: _Lines, end: int, layout: _Columns) -> Itera
     columns, blank, width = layout.columns, layout.blank, layout.width
     usable, contexts, key = layout.usable, layout.contexts, layout.key
     value_at, iteration_at = layout.value or 0, layout.iteration
-    ok_at = layout.ok
+    ok_at, attempt_at = layout.ok, layout.attempt_at
+    attempts: dict[tuple[str, ...], object] = {}  # lab export's: an iteration's rows share one
     timestamp_at, started_at = layout.timestamp, layout.started
     rows: list[Row] = []
     line = lines.count  # the last line of the last row read
@@ -335,6 +374,12 @@ def _row_by_row(reader: Any, lines: _Lines, end: int, layout: _Columns) -> Itera
             continue
         line = lines.count
         if usable and len(row) == width and (ok_at is None or row[ok_at].strip() != FAILED):
+            attempt: object = None
+            if ok_at is not None:  # lab export's row of a sample: its attempt's fields
+                fields = tuple([row[i] for i in attempt_at])
+                attempt = attempts.get(fields)
+                if attempt is None:
+                    attempt = attempts[fields] = layout.attempt(fields)
             raw = key(row)
             context = contexts.get(raw, _UNSEEN)
             if context is _UNSEEN:
@@ -356,8 +401,18 @@ def _row_by_row(reader: Any, lines: _Lines, end: int, layout: _Columns) -> Itera
                         -MAX_VALUE <= value <= MAX_VALUE  # False for NaN
                         and (iteration is None or 0 < iteration <= MAX_ITERATION)
                         and (started is None or FIRST_TIME <= started < END_TIME)
+                        and attempt is not _REFUSED  # else sample_row says why
                     ):
-                        rows.append((line, context, value, iteration, started))
+                        rows.append(
+                            (
+                                line,
+                                context,
+                                value,
+                                iteration,
+                                started,
+                                cast("Attempt | None", attempt),
+                            )
+                        )
                         continue
         item = _csv_row(row, columns, blank, line)
         if isinstance(item, Sample):
@@ -398,9 +453,9 @@ def _as_row(sample: Sample) -> Row:
     ((metric, value),) = sample.metrics.items()
     context = Context(
         *sample[2:7], metric, sample.units.get(metric), sample.directions.get(metric),
-        *sample[11:],
+        *sample[11:17],
     )  # fmt: skip
-    return (sample.line, context, value, sample.iteration, sample.started)
+    return (sample.line, context, value, sample.iteration, sample.started, sample.attempt)
 
 
 def read_csv(text: str, name: str, defaults: Defaults) -> Parsed:

@@ -23,9 +23,8 @@ from typing import IO, Any
 
 from lab.core.errors import UsageError
 from lab.store import EXPORT_COLUMNS, Store
-from lab.store.export import SAMPLE_TAIL, ExportBatch
+from lab.store.export import SAMPLE_WIDTH, ExportBatch, sample_columns
 
-WIDTH = 12  # a sample's row, iteration to cpus (then SAMPLE_TAIL)
 PARQUET_BATCH = 20_000  # rows per row group: 212 MiB peak, 96 of them pyarrow (325 at 100,000)
 
 
@@ -73,7 +72,6 @@ def write_csv(out: IO[str], batches: Iterable[ExportBatch]) -> int:
     only where the source needs quoting), about half the time ``writerows`` takes for all its
     columns. A failed attempt's row (few of them) goes through the csv module whole."""
     out.write(_csv_line(EXPORT_COLUMNS) + "\n")
-    tail = "," + _csv_line(SAMPLE_TAIL)
     count = 0
     for batch in batches:
         head = _csv_line(batch.context)
@@ -91,8 +89,8 @@ def write_csv(out: IO[str], batches: Iterable[ExportBatch]) -> int:
             if named is None:
                 named = metrics[(metric, unit, direction)] = _csv_line((metric, unit, direction))
             mark = marks.get(row[9:])
-            if mark is None:  # the boot and placement: few of them, each encoded once
-                mark = marks[row[9:]] = _csv_line(row[9:]) + tail
+            if mark is None:  # boot, placement, exit status and times: one per iteration
+                mark = marks[row[9:]] = _csv_line((*row[9:12], 1, *row[12:], None))
             # the samples of an iteration follow each other and share its source, which an
             # import of several lines makes "path:2,3,4": quoted once, not once a sample
             if source is None:
@@ -158,8 +156,8 @@ def write_jsonl(out: IO[str], batches: Iterable[ExportBatch]) -> int:
                     f' "direction": {_json(direction)}'
                 )
             mark = marks.get(row[9:])
-            if mark is None:  # the boot and placement: few of them, each encoded once
-                mark = marks[row[9:]] = _members(EXPORT_COLUMNS[17:], row[9:] + SAMPLE_TAIL)
+            if mark is None:  # boot, placement, exit status and times: one per iteration
+                mark = marks[row[9:]] = _members(EXPORT_COLUMNS[17:], sample_columns(row)[9:])
             begun = "null" if started is None or not finite(started) else repr(started)
             over = "null" if ended is None or not finite(ended) else repr(ended)
             lines.append(
@@ -204,14 +202,21 @@ def write_parquet(path: Path, batches: Iterable[ExportBatch]) -> int:
         for batch in batches:
             rows, size = batch.rows, len(batch.rows)
             shared = [pa.repeat(pa.scalar(value, text), size) for value in batch.context]
-            if any(len(row) > WIDTH for row in rows):  # failed attempts: every row whole
-                rows = [row if len(row) > WIDTH else row + SAMPLE_TAIL for row in rows]
-            columns = zip(*rows, strict=True)
-            kinds = types[8 : 8 + len(rows[0])]
-            own = [pa.array(column, kind) for column, kind in zip(columns, kinds, strict=True)]
-            if len(rows[0]) == WIDTH:  # samples only: ok 1, the rest null
+            if any(len(row) != SAMPLE_WIDTH for row in rows):  # failed attempts: every row whole
+                rows = list(map(sample_columns, rows))
+            columns = list(zip(*rows, strict=True))
+            if len(columns) == SAMPLE_WIDTH:  # samples only: their ok (1) and error put in
+                own = _arrays(pa, columns[:12], types[8:20])
                 own.append(pa.repeat(pa.scalar(1, integer), size))
-                own += [pa.nulls(size, kind) for kind in types[8 + WIDTH + 1 :]]
+                own += _arrays(pa, columns[12:], types[21:25])
+                own.append(pa.nulls(size, text))
+            else:
+                own = _arrays(pa, columns, types[8:])
             writer.write_table(pa.Table.from_arrays(shared + own, schema=schema))
             count += size
     return count
+
+
+def _arrays(pa: Any, columns: Iterable[Iterable[Any]], types: Iterable[Any]) -> list[Any]:
+    """Each column as a pyarrow array of its type."""
+    return [pa.array(column, kind) for column, kind in zip(columns, types, strict=True)]

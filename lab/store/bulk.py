@@ -15,10 +15,12 @@ Iterations that this bulk write made are told by their rowid: above the largest 
 when it began, since SQLite gives a new row the largest rowid plus one, and the transaction
 (BEGIN IMMEDIATE) keeps every other writer out until it ends.
 
-Failed attempts (``lab export``'s rows with ``ok`` 0) go in as they were, with
-:meth:`Bulk.insert_failed`, once their input's samples are in: a successful attempt that this
-bulk write made (always attempt 1) of an iteration that failed first is renumbered after its
-failed attempts, as ``lab run`` numbers them.
+A successful attempt's row is made with what the caller read of it (``lab export``'s rows
+with ``ok`` 1: its number, end, times, exit status and source), else as attempt 1 with only
+its start. Failed attempts (rows with ``ok`` 0) go in as they were, with
+:meth:`Bulk.insert_failed`, once their input's samples are in: a successful attempt 1 that
+this bulk write made of an iteration that failed first (the file did not number it) is
+renumbered after its failed attempts, as ``lab run`` numbers them.
 """
 
 from __future__ import annotations
@@ -35,8 +37,14 @@ Key = tuple[int, int, int]  # run id, guest id, iteration
 # what an iteration ran in, as `lab export` writes it: its boot, its CPU placement ("own" or
 # "swapped") and that placement's host CPUs; each may be None
 Mark = tuple[str | None, str | None, str | None]
-# (run id, guest id, iteration, line, started, metrics): one sample as read, numbered
-Numbered = tuple[int, int, int, int, float | None, dict[str, float]]
+# (attempt, ended, wall, user, sys, exit status, source): a successful attempt's fields, as
+# lab export's row of one of its samples gives them (lab.importers.records.Attempt)
+AttemptFields = tuple[
+    int, float | None, float | None, float | None, float | None, int | None, str | None
+]
+ATTEMPT_WIDTH = 9  # an iteration with them: its number, start, then these seven
+# (run id, guest id, iteration, line, started, metrics, attempt): one sample as read, numbered
+Numbered = tuple[int, int, int, int, float | None, dict[str, float], AttemptFields | None]
 # (iteration, attempt, started, ended, wall, user, sys, exit status, boot id, output tail,
 # source, placement, cpus): one failed attempt, as the iteration table holds it
 FailedRow = tuple[
@@ -66,6 +74,12 @@ _SAMPLES = "INSERT INTO sample(run_id, guest_id, iteration, metric, value) VALUE
 _ITERATION = _ITERATIONS + " ({0}, {1}, {2}, {3}, {4}, 1, 1)"
 _UNTIMED = _ITERATIONS + " (?1, ?2, {0}, NULL, {1}, 1, 1)"
 _TIMED = _ITERATIONS + " (?1, ?2, {0}, {1}, {2}, 1, 1)"
+_ATTEMPTS = (
+    "INSERT INTO iteration(run_id, guest_id, iteration, started, attempt, ended, wall, user, sys,"
+    " exit_status, source, ok) VALUES"
+)
+_ATTEMPTED = _ATTEMPTS + " (?1, ?2, {0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, 1)"
+_ANY_ATTEMPTED = _ATTEMPTS + " ({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, 1)"
 _SAMPLE = _SAMPLES + " ({0}, {1}, {2}, {3}, {4})"
 _METRIC_SAMPLE = _SAMPLES + " (?1, ?2, {0}, ?3, {1})"
 
@@ -82,10 +96,11 @@ def _statement(shape: str, shared: int, width: int, rows: int) -> str:
 
 # The stored iterations among a batch's keys, given as a JSON array of [run, guest, iteration]:
 # one statement looks them all up (each an index seek), where one per key costs a round trip.
+# Each attempt of an iteration is a row: its successful one comes last (ok 1), and counts.
 _FIND = (
     "SELECT i.run_id, i.guest_id, i.iteration, i.rowid FROM json_each(?1) AS j"
     " JOIN iteration AS i ON i.run_id = j.value ->> 0 AND i.guest_id = j.value ->> 1"
-    " AND i.iteration = j.value ->> 2 AND i.attempt = 1"
+    " AND i.iteration = j.value ->> 2 ORDER BY i.ok"
 )
 _METRICS = (
     "SELECT s.run_id, s.guest_id, s.iteration, s.metric FROM json_each(?1) AS j"
@@ -141,15 +156,17 @@ class Bulk:
         self._insert(_SAMPLE, [], list(chain.from_iterable(samples)), 5)
 
     def insert_iterations(
-        self, run_id: int, guest_id: int, rows: list[Any], timed: bool = False
+        self, run_id: int, guest_id: int, rows: list[Any], timed: bool = False, width: int = 2
     ) -> None:
         """:meth:`insert`'s iterations of one run's guest, as a caller that makes them by the
         million keeps them: no tuple a row, and what rows share given once. ``rows`` holds
-        (iteration, source) of each, one field after the other, or (iteration, started,
-        source) when ``timed``. Binding fewer parameters (two a row where it was five) takes
-        a fifth less of SQLite's time."""
-        shape = _TIMED if timed else _UNTIMED
-        self._insert(shape, [run_id, guest_id], rows, 3 if timed else 2)
+        (iteration, source) of each, one field after the other; (iteration, started, source)
+        when ``timed`` (or ``width`` is 3); (iteration, started, *AttemptFields) when
+        ``width`` is ``ATTEMPT_WIDTH``. Binding fewer parameters (two a row where it was
+        five) takes a fifth less of SQLite's time."""
+        width = 3 if timed else width
+        shape = {2: _UNTIMED, 3: _TIMED, ATTEMPT_WIDTH: _ATTEMPTED}[width]
+        self._insert(shape, [run_id, guest_id], rows, width)
 
     def insert_samples(self, run_id: int, guest_id: int, metric: str, rows: list[Any]) -> None:
         """:meth:`insert`'s samples of one metric of one run's guest: (iteration, value) of
@@ -168,7 +185,8 @@ class Bulk:
                 spans[-1] = (mark, spans[-1][1], number)
             else:
                 spans.append((mark, number, number))
-        where = " WHERE run_id=? AND guest_id=? AND iteration BETWEEN ? AND ? AND attempt=1"
+        # an iteration inserted here has one attempt, its successful one (numbered or not)
+        where = " WHERE run_id=? AND guest_id=? AND iteration BETWEEN ? AND ? AND ok=1"
         self._conn.executemany(
             "UPDATE iteration SET boot_id=?" + where,
             [(m[0], run_id, guest_id, a, b) for m, a, b in spans if m[0] is not None],
@@ -257,6 +275,7 @@ class Bulk:
                 (r[0], r[1], r[2], r[3]) for r in self._conn.execute(_METRICS, (json.dumps(mine),))
             }
         iterations: list[tuple[int, int, int, float | None, str]] = []
+        attempted: list[Any] = []  # iterations with their attempt's fields, one after the other
         samples: list[tuple[int, int, int, str, float]] = []
         kept_samples: list[tuple[int, int, int, str, float]] = []
         extended: list[tuple[str, int]] = []  # lines to add to the source of an iteration made here
@@ -279,13 +298,20 @@ class Bulk:
                 samples.extend((*key, m, v) for m, v in item[5].items())
             if not lines:
                 continue
+            attempt = group[0][6]
+            own = None if attempt is None else attempt[6]  # a source of the file's, if any
             if rowid is None:
-                iterations.append((*key, group[0][4], f"{source}:{','.join(lines)}"))
+                where = f"{source}:{','.join(lines)}" if own is None else own
+                if attempt is None:
+                    iterations.append((*key, group[0][4], where))
+                else:
+                    attempted += (*key, group[0][4], *attempt[:6], where)
                 made = merged.made
                 made[key[:2]] = made.get(key[:2], 0) + 1
-            else:
+            elif own is None:  # the file's source: its lines do not join it
                 extended.append(("," + ",".join(lines), rowid))
         self.insert(iterations, samples)
+        self._insert(_ANY_ATTEMPTED, [], attempted, ATTEMPT_WIDTH + 2)
         self._conn.executemany(
             "UPDATE iteration SET source = source || ? WHERE rowid = ?", extended
         )

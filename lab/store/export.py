@@ -6,11 +6,14 @@ primary key (iteration, then metric), so SQLite sorts nothing; what a run and a 
 every row: each row is the tuple SQLite hands back and nothing more. 2,000,000 samples came
 out of one query sorted whole in 16 s; they come out of these in 4.
 
-A failed attempt (``ok`` 0) has no sample: it is a row of its own, with no metric, unit,
-direction or value, and what the iteration table holds of it (start, end, source, boot, exit
-status, times, the error and the end of the command's output). A pair's failed attempts are
-read by one more query (the ``iteration_boot`` index holds ``ok``: a seek to them, not a scan
-of every attempt) and put among its samples where (iteration, attempt) says, a batch at a time.
+A sample's row carries what the iteration table holds of its (successful) attempt: its
+number, start, end, source, boot, exit status and wall, user and sys times, read from the
+``iteration`` row its query joins anyway. A failed attempt (``ok`` 0) has no sample: it is a
+row of its own, with no metric, unit, direction or value, and what the iteration table holds
+of it (the same fields, then the error and the end of the command's output). A pair's failed
+attempts are read by one more query (the ``iteration_boot`` index holds ``ok``: a seek to
+them, not a scan of every attempt) and put among its samples where (iteration, attempt)
+says, a batch at a time.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any
 from lab.store.records import ExportRow
 
 BATCH = 10_000  # rows handed out at a time
-SAMPLE_TAIL = (1, None, None, None, None, None)  # a sample's ok, exit_status, wall ... error
+SAMPLE_WIDTH = 16  # a sample's row: iteration to cpus, then exit_status, wall, user, sys
 
 _PAIRS = (
     "SELECT st.name, r.key, r.workload, r.params, r.schedule, g.variant, g.name, g.host, r.id,"
@@ -36,7 +39,7 @@ _PAIRS = (
 )
 _ROWS = (
     "SELECT s.iteration, i.attempt, s.metric, m.unit, m.direction, s.value, i.started, i.ended,"
-    " i.source, i.boot_id, {placement}"
+    " i.source, i.boot_id, {placement}, i.exit_status, i.wall, i.user, i.sys"
     " FROM sample s JOIN metric m ON m.run_id = s.run_id AND m.name = s.metric"
     " JOIN iteration i ON i.run_id = s.run_id AND i.guest_id = s.guest_id"
     " AND i.iteration = s.iteration AND i.ok = 1{join}"
@@ -64,10 +67,12 @@ _FAILED = (
 @dataclass(frozen=True)
 class ExportBatch:
     """Samples and failed attempts of one run on one guest. ``context`` holds the first eight
-    of ``EXPORT_COLUMNS`` (study to host). A sample's row holds the next twelve (iteration
-    to cpus): its ``ok`` is 1 and the rest None (``SAMPLE_TAIL``), which SQLite is not asked
-    for, a sixth of the reading. A failed attempt's row holds all eighteen (iteration to
-    error): its ``ok`` is 0 and its metric, unit, direction and value are None."""
+    of ``EXPORT_COLUMNS`` (study to host). A sample's row holds sixteen (``SAMPLE_WIDTH``):
+    the next twelve (iteration to cpus), then its attempt's exit_status, wall, user and sys;
+    its ``ok`` (1) and error (None) are the writers' to put in, as :func:`sample_columns`
+    does, not SQLite's to return with every row. A failed attempt's row holds all eighteen
+    (iteration to error): its ``ok`` is 0 and its metric, unit, direction and value are
+    None."""
 
     context: tuple[Any, ...]
     rows: list[tuple[Any, ...]]
@@ -106,7 +111,15 @@ class Export:
         order."""
         for batch in self.export_batches(workload, study, run):
             for row in batch.rows:
-                yield ExportRow(*batch.context, *row)
+                yield ExportRow(*batch.context, *sample_columns(row))
+
+
+def sample_columns(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A row of :class:`ExportBatch` with all eighteen columns from iteration to error: a
+    sample's with its ``ok`` (1) and error (None) put in, a failed attempt's as it is."""
+    if len(row) != SAMPLE_WIDTH:
+        return row
+    return (*row[:12], 1, *row[12:], None)
 
 
 def _attempt(row: tuple[Any, ...]) -> tuple[int, int]:

@@ -102,9 +102,10 @@ EXPORT_COLUMNS = (
 
 @dataclass(frozen=True)
 class ExportRow:
-    """One sample with all its context, as ``lab export`` writes it; or one failed attempt
-    (``ok`` 0), which has no metric, unit, direction or value but its exit status, times and
-    error (the iteration table's ``output_tail``: the error, then the end of the output)."""
+    """One sample with all its context and what the iteration table holds of its successful
+    attempt (``ok`` 1), as ``lab export`` writes it; or one failed attempt (``ok`` 0), which
+    has no metric, unit, direction or value but the same of its attempt and its error (the
+    iteration table's ``output_tail``: the error, then the end of the output)."""
 
     study: str
     run: str
@@ -127,8 +128,8 @@ class ExportRow:
     placement: str | None = None  # its CPU placement ("own", "swapped"), if it had one
     cpus: str | None = None  # that placement's host CPU of each vCPU
     ok: int = 1  # 1: a sample of a successful attempt; 0: a failed attempt, no sample
-    exit_status: int | None = None  # a failed attempt's: its command's exit status
-    wall: float | None = None  # a failed attempt's times (a sample's are its own metrics)
+    exit_status: int | None = None  # the attempt's command's exit status
+    wall: float | None = None  # the attempt's times, as the iteration table holds them
     user: float | None = None
     sys: float | None = None
     error: str | None = None  # a failed attempt's error, then the end of its output

@@ -109,12 +109,13 @@ def test_failed_attempts_come_back_with_every_field(
     failed = rows(source, ITERATIONS, " WHERE i.ok = 0")
     assert len(failed) == 4
     assert rows(again, ITERATIONS, " WHERE i.ok = 0") == failed
-    # a successful attempt keeps its number (attempt 3 after two failures), start and boot;
-    # its source is the import's file:line, as for any imported sample
-    kept = "SELECT r.key, g.name, i.iteration, i.attempt, i.started, i.boot_id FROM iteration i"
-    kept += " JOIN run r ON r.id = i.run_id JOIN guest g ON g.id = i.guest_id WHERE i.ok = 1"
+    # a successful attempt keeps its number (attempt 3 after two failures), start, boot and
+    # source (its row's, not the import's file:line)
+    kept = "SELECT r.key, g.name, i.iteration, i.attempt, i.started, i.boot_id, i.source"
+    kept += " FROM iteration i JOIN run r ON r.id = i.run_id JOIN guest g ON g.id = i.guest_id"
+    kept += " WHERE i.ok = 1"
     assert rows(again, kept) == rows(source, kept)
-    assert ("s/gdb", "lab-thp", 2, 3, T0 + 43, "boot-b") in rows(again, kept)
+    assert ("s/gdb", "lab-thp", 2, 3, T0 + 43, "boot-b", "journal:2") in rows(again, kept)
     assert rows(again, SAMPLES) == rows(source, SAMPLES)
     assert rows(again, PLACEMENTS) == rows(source, PLACEMENTS)  # iteration 4's: a failure's
 
@@ -127,12 +128,12 @@ def test_rows_of_failed_attempts_stand_in_iteration_and_attempt_order(tmp_path: 
     assert list(table[0]) == list(EXPORT_COLUMNS)
     thp = [(r["iteration"], r["attempt"], r["ok"], r["metric"], r["value"], r["exit_status"])
            for r in table if r["run"] == "s/gdb" and r["guest"] == "lab-thp"]  # fmt: skip
-    assert thp == [
-        ("1", "1", "1", "wall_s", "140.5", ""),
+    assert thp == [  # a success's exit status is its attempt's, 0
+        ("1", "1", "1", "wall_s", "140.5", "0"),
         ("2", "1", "0", "", "", "137"),
         ("2", "2", "0", "", "", ""),
-        ("2", "3", "1", "wall_s", "141.25", ""),
-        ("3", "1", "1", "wall_s", "139.0", ""),
+        ("2", "3", "1", "wall_s", "141.25", "0"),
+        ("3", "1", "1", "wall_s", "139.0", "0"),
         ("4", "1", "0", "", "", "2"),
     ]
     reset = next(r for r in table if r["exit_status"] == "137")
