@@ -45,8 +45,23 @@ def read_frame(conn: sqlite3.Connection, run_id: int, guest_id: int, metric: str
     """One part's frame. The values come from one index-only scan, chained straight into an
     array (no Python expression per sample). Without gaps (the first and last iteration are
     one index lookup each; the values tell how many there are) the iterations are a range;
-    a part with gaps is read again as (iteration, value) pairs, in one statement so that
-    both stay aligned while a run is writing."""
+    a part with gaps is read again as (iteration, value) pairs.
+
+    Its statements read one snapshot (a read transaction, unless the caller has one open):
+    a run recording meanwhile could otherwise add as many samples after the first and last
+    iteration were read as the part had gaps, and its values would be given the iterations
+    of a range they are not (compare would pair them and find their boots by them)."""
+    if conn.in_transaction:
+        return _read_frame(conn, run_id, guest_id, metric)
+    conn.execute("BEGIN")
+    try:
+        return _read_frame(conn, run_id, guest_id, metric)
+    finally:
+        if conn.in_transaction:  # a read: nothing to keep or undo
+            conn.execute("COMMIT")
+
+
+def _read_frame(conn: sqlite3.Connection, run_id: int, guest_id: int, metric: str) -> bytes:
     key = (run_id, metric, guest_id)
     first = conn.execute("SELECT MIN(iteration)" + _WHERE, key).fetchone()[0]
     last = conn.execute("SELECT MAX(iteration)" + _WHERE, key).fetchone()[0]
