@@ -155,7 +155,9 @@ def select_samples(store: Store, selection: Selection) -> Samples:
                 f" {before.label} {after.values.size} of its {before.values.size} samples",
                 hint="Pass --warmup none or a smaller count, or run more iterations",
             )
-    placed = trimmed.aligned(store.placement_labels(s.workload, s.metric, s.study, run))
+    placed = trimmed.aligned(
+        store.placement_labels(s.workload, s.metric, s.study, run, reading.iterations)
+    )
     return Samples(
         series=trimmed.series,
         order=list(s.baseline) if s.baseline else variant_order(store, s.study),
