@@ -87,6 +87,8 @@ class Store(Reads, Listing, Ensure, Export):
                 hint="Commands that only read (compare, runs, export, report) work on it; to"
                 " write, make it writable, or pass a copy with --db",
             )
+        if readonly:
+            _refuse_unread_wal(path)
         try:
             if readonly:
                 conn = sqlite3.connect(
@@ -419,6 +421,26 @@ class Store(Reads, Listing, Ensure, Export):
                 f"run {run[1]!r} does not declare metric(s) {', '.join(sorted(undeclared))}",
                 hint="Declare every metric (name, unit, direction) in ensure_run() first",
             )
+
+
+def _refuse_unread_wal(path: Path) -> None:
+    """Refuse a read-only store whose last writes are in its WAL file without the -shm file
+    that SQLite needs to read them (a copy of a store whose writer did not close it): opened
+    as immutable, as it is there, its samples in the WAL were left out without a word
+    (compare counted 50 of a run's 100)."""
+    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    try:
+        unread = wal.stat().st_size > 0 and not shm.exists()
+    except OSError:  # no WAL file: every write is in the store's own file
+        return
+    if unread:
+        raise StoreError(
+            f"the result store {path} is read-only and its last writes are in {wal}, which"
+            f" SQLite cannot read there without {shm.name} (the store was not closed by the"
+            " process that wrote it)",
+            hint=f"Copy {path.name} and {wal.name} together to a writable folder and pass the"
+            " copy with --db: opened there, SQLite folds the WAL into it",
+        )
 
 
 def _writable(path: Path) -> bool:
