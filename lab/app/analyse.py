@@ -135,9 +135,11 @@ def select_samples(store: Store, selection: Selection) -> Samples:
         # scipy, through the statistics (0.6 s), while child processes read the samples
         # (0.3 s a million)
         from lab.stats.discard import cut_warmup, describe_rule
+        from lab.stats.magnitude import refuse_inexact
         from lab.stats.paired import synced_workloads
 
         series = [x for x in reading.result() if (x.study, x.workload) not in swept]
+    refuse_inexact(series)  # before the warm-up's statistics, which they would upset too
     origins = store.sample_boots(s.workload, s.metric, s.study, run, reading.iterations)
     trimmed = cut_warmup(
         series,
