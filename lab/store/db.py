@@ -73,6 +73,12 @@ class Store(Reads, Listing, Ensure, Export):
                 f"cannot open result store {path}: {err.strerror or err}",
                 hint="Check that its folder exists and can be read, or pass another --db",
             ) from None
+        if not create and exists and _empty(path):  # SQLite would take it, and be written
+            raise UsageError(
+                f"no result store at {path}: the file is empty",
+                hint="Pass the store's path with --db; `lab run` and `lab import` make a store"
+                " of an empty file",
+            )
         if not create and not exists:
             raise UsageError(
                 f"no result store at {path}",
@@ -421,6 +427,16 @@ class Store(Reads, Listing, Ensure, Export):
                 f"run {run[1]!r} does not declare metric(s) {', '.join(sorted(undeclared))}",
                 hint="Declare every metric (name, unit, direction) in ensure_run() first",
             )
+
+
+def _empty(path: Path) -> bool:
+    """Whether the file holds nothing (a store's holds its header from its first write
+    on): a command that only read it made it a store, writing the schema into a file it
+    was told to read."""
+    try:
+        return path.stat().st_size == 0
+    except OSError:
+        return False
 
 
 def _refuse_unread_wal(path: Path) -> None:
