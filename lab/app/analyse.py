@@ -60,6 +60,14 @@ class Selection:
     against: str | None = None  # another run to compare ``run`` with, variant by variant
     sweep: str | None = None  # one sweep's key, or a unique prefix of one
 
+    def __post_init__(self) -> None:
+        if self.run is not None and self.sweep is not None:  # --sweep went unread
+            raise UsageError(
+                f"--run {self.run} and --sweep {self.sweep} both say which runs to compare:"
+                " --run one run, --sweep a sweep's runs, value by value",
+                hint="Pass one of them (`lab runs` lists the runs and the sweeps)",
+            )
+
 
 @dataclass(frozen=True)
 class AnalyseRequest:
