@@ -67,6 +67,7 @@ class Reads:
     _conn: sqlite3.Connection
     path: Path
     _verified: bool = False
+    _boot_index: bool | None = None  # whether the store has the iteration_boot index
 
     def verify(self, limit: int = VERIFIED_BYTES) -> None:
         """Refuse a damaged store of at most ``limit`` bytes (SQLite's quick_check), once
@@ -344,13 +345,21 @@ class Reads:
         ("" for none recorded), by first iteration. Up to BOOT_SEEKS boots are found by seeks
         in the ``iteration_boot`` index (the next boot id after the last one, then its first
         and last iteration: a skip scan, microseconds per boot); more are grouped by one
-        scan of that index."""
+        scan of that index. A store without the index (written by a lab before it, on a
+        read-only mount, where it cannot be added) has them grouped by one scan of the
+        guest's attempts: its "no such index" stopped compare and report there."""
         key = (run_id, guest_id)
-        rows = self._conn.execute(_BOOT_SEEKS_SQL, (*key, BOOT_SEEKS + 1)).fetchall()
-        if len(rows) > BOOT_SEEKS:
+        indexed = self._has_boot_index()
+        rows = (
+            self._conn.execute(_BOOT_SEEKS_SQL, (*key, BOOT_SEEKS + 1)).fetchall()
+            if indexed
+            else []
+        )
+        if len(rows) > BOOT_SEEKS or not indexed:
             rows = self._conn.execute(
-                "SELECT MIN(iteration), MAX(iteration), boot_id FROM iteration INDEXED BY"
-                " iteration_boot WHERE run_id=? AND guest_id=? AND ok=1 GROUP BY boot_id",
+                "SELECT MIN(iteration), MAX(iteration), boot_id FROM iteration"
+                + (" INDEXED BY iteration_boot" if indexed else "")
+                + " WHERE run_id=? AND guest_id=? AND ok=1 GROUP BY boot_id",
                 key,
             ).fetchall()
         merged: dict[str, tuple[int, int]] = {}  # no boot id and an empty one are one boot
@@ -361,6 +370,17 @@ class Reads:
             low, high = merged.get(name, (first, last))
             merged[name] = (min(low, int(first)), max(high, int(last)))
         return sorted((first, last, boot) for boot, (first, last) in merged.items())
+
+    def _has_boot_index(self) -> bool:
+        """Whether the store has the ``iteration_boot`` index (asked once per connection)."""
+        if self._boot_index is None:
+            self._boot_index = (
+                self._conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type='index' AND name='iteration_boot'"
+                ).fetchone()
+                is not None
+            )
+        return self._boot_index
 
     def _span(self, run_id: int, guest_id: int, metric: str) -> tuple[int, int, int]:
         """(first iteration, last iteration, samples) of one series part; (0, -1, 0) if none.
