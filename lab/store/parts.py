@@ -170,7 +170,8 @@ def _die_with_parent(parent: int) -> bool:
     """Have the kernel kill this child when its parent ends (Linux's PR_SET_PDEATHSIG):
     ``lab compare`` stopped by SIGTERM or SIGKILL never reaches its ``with`` block's end,
     and its children read on for seconds, up to a million samples each, for nobody. False
-    where the parent (pid ``parent``) is gone already."""
+    where the parent (pid ``parent``) is gone already. The kernel's parent is the thread that
+    started the child: a thread that ends before the frames are read costs a read there."""
     try:
         import ctypes  # here: only a child pays for it (a few ms)
 
