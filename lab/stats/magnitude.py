@@ -36,6 +36,6 @@ def refuse_inexact(series: Sequence[Series]) -> None:
         raise UsageError(
             f"{s.workload} · {s.metric}: {s.label}'s samples {said}, and no statistic of them"
             " would be right",
-            hint="Compare them in a unit that brings them nearer 1: lab export, scale the value"
+            hint="Store them in a unit that brings them nearer 1: lab export, scale the value"
             " column, and lab import the file into another store (--db)",
         )

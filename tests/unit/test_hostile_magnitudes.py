@@ -38,13 +38,16 @@ def _store(path: Path, scale: float) -> Path:
         (1e-310, "shp1g's samples lie 6e-311 s apart, below 1e-75: their powers vanish"),
     ],
 )
-@pytest.mark.parametrize("command", [["compare"], ["compare", "--by", "host"]])
+@pytest.mark.parametrize(
+    "command",
+    [["compare", "--warmup", "none"], ["compare", "--by", "host"], ["plan", "--from-store"]],
+)
 def test_samples_beyond_what_squares_hold_are_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], scale: float, said: str,
     command: list[str],
 ) -> None:  # fmt: skip
     db = _store(tmp_path / "lab.db", scale)
-    assert main([*command, "--db", str(db), "--warmup", "none"]) == 2
+    assert main([*command, "--db", str(db)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"lab: error: w · t: {said}, and no statistic of them would be right.")
     assert "lab export, scale the value column" in err
