@@ -161,8 +161,12 @@ def run_delete(args: argparse.Namespace, ctx: Context) -> int:
                     f"delete run {run.key} ({run.workload}, study {run.study})?",
                     hint="Nothing was deleted: pass --yes to delete without being asked",
                 )
-            answer = input(shown(f"delete run {run.key} ({run.workload}, study {run.study})?")
-                           + " [y/N] ")  # fmt: skip
+            try:
+                answer = input(shown(f"delete run {run.key} ({run.workload}, study {run.study})?")
+                               + " [y/N] ")  # fmt: skip
+            except EOFError:  # Ctrl-D: no answer is no (it was "a bug in lab")
+                ctx.out.print("")
+                answer = ""
             if answer.strip().lower() not in ("y", "yes"):
                 ctx.out.print("nothing deleted")
                 return 0
