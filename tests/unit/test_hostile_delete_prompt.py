@@ -50,3 +50,24 @@ def test_ctrl_d_at_the_delete_prompt_deletes_nothing(tmp_path: Path) -> None:
     assert b"nothing deleted" in said and b"EOFError" not in said
     with Store.open(db, create=False) as store:
         assert [r.key for r in store.runs()] == ["s/w"]
+
+
+def test_delete_without_a_terminal_says_it_would_have_asked(tmp_path: Path) -> None:
+    """It printed its question as the error: "delete run s/w (w, study s)?. Nothing..."."""
+    db = tmp_path / "lab.db"
+    with Store.open(db) as store:
+        study = store.ensure_study("s")
+        store.ensure_run(study, "s/w", "w", {}, None, 5, [MetricInfo("t", "s", "lower")])
+    env = {**os.environ, "PYTHONPATH": str(CHECKOUT), "COLUMNS": "200"}
+    env.pop("LAB_CONFIG", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "lab", "runs", "delete", "s/w", "--db", str(db)],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=CHECKOUT, env=env,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr == (
+        "lab: error: deleting run s/w (w, study s) is asked first, and standard input is no"
+        " terminal to ask on. Nothing was deleted: pass --yes to delete it without being asked\n"
+    )
+    with Store.open(db, create=False) as store:
+        assert [r.key for r in store.runs()] == ["s/w"]
