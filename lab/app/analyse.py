@@ -354,7 +354,7 @@ def no_samples(selection: Selection) -> UsageError:
             ("workload", selection.workload),
             ("metric", selection.metric),
         )
-        if v
+        if v is not None  # --metric '' (an unset shell variable) selects nothing: named too
     )
     return UsageError(
         f"no samples in the store{' for ' + wanted if wanted else ''}",
