@@ -353,6 +353,7 @@ def no_samples(selection: Selection) -> UsageError:
             ("study", selection.study),
             ("workload", selection.workload),
             ("metric", selection.metric),
+            ("run", selection.run),
         )
         if v is not None  # --metric '' (an unset shell variable) selects nothing: named too
     )
@@ -383,6 +384,9 @@ def select_against(store: Store, selection: Selection) -> Samples:
     parts = [select_samples(store, replace(selection, run=key, against=None))
              for key in (first, second)]  # fmt: skip
     variants = [{s.variant for s in part.series} for part in parts]
+    for key, found in zip((first, second), variants, strict=True):
+        if not found:  # it said they shared no variant: "(shp1g, thp against )"
+            raise no_samples(replace(selection, run=key, against=None))
     shared = variants[0] & variants[1]
     if not shared:
         raise UsageError(

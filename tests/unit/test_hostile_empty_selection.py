@@ -45,3 +45,23 @@ def test_the_refusal_names_the_selection(
         " or bring them in with `lab import FILE`\n"
     )
     assert not (tmp_path / "report").exists()
+
+
+def test_a_run_without_samples_is_named_alone_or_against_another(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--run of a run without samples said "no samples in the store"; --against it said the
+    runs "share no variant to compare (shp1g, thp against )"."""
+    with Store.open(db) as store:
+        (study,) = store.studies()
+        store.ensure_run(
+            study.id, "s/empty", "w", {"x": 1}, None, 9, [MetricInfo("t", "s", "lower")]
+        )
+    said = (
+        "lab: error: no samples in the store for run 's/empty'. Collect some with `lab run` or"
+        " bring them in with `lab import FILE`\n"
+    )
+    for pair in (["--run", "s/empty"], ["--run", "s/w", "--against", "s/empty"],
+                 ["--run", "s/empty", "--against", "s/w"]):  # fmt: skip
+        assert main(["compare", "--db", str(db), *pair]) == 2
+        assert capsys.readouterr().err == said
