@@ -60,6 +60,14 @@ class Selection:
     against: str | None = None  # another run to compare ``run`` with, variant by variant
     sweep: str | None = None  # one sweep's key, or a unique prefix of one
 
+    def __post_init__(self) -> None:
+        if self.run is not None and self.sweep is not None:  # --sweep went unread
+            raise UsageError(
+                f"--run {self.run} and --sweep {self.sweep} both say which runs to compare:"
+                " --run one run, --sweep a sweep's runs, value by value",
+                hint="Pass one of them (`lab runs` lists the runs and the sweeps)",
+            )
+
 
 @dataclass(frozen=True)
 class AnalyseRequest:
@@ -135,9 +143,11 @@ def select_samples(store: Store, selection: Selection) -> Samples:
         # scipy, through the statistics (0.6 s), while child processes read the samples
         # (0.3 s a million)
         from lab.stats.discard import cut_warmup, describe_rule
+        from lab.stats.magnitude import refuse_inexact
         from lab.stats.paired import synced_workloads
 
         series = [x for x in reading.result() if (x.study, x.workload) not in swept]
+    refuse_inexact(series)  # before the warm-up's statistics, which they would upset too
     origins = store.sample_boots(s.workload, s.metric, s.study, run, reading.iterations)
     trimmed = cut_warmup(
         series,
@@ -155,7 +165,9 @@ def select_samples(store: Store, selection: Selection) -> Samples:
                 f" {before.label} {after.values.size} of its {before.values.size} samples",
                 hint="Pass --warmup none or a smaller count, or run more iterations",
             )
-    placed = trimmed.aligned(store.placement_labels(s.workload, s.metric, s.study, run))
+    placed = trimmed.aligned(
+        store.placement_labels(s.workload, s.metric, s.study, run, reading.iterations)
+    )
     return Samples(
         series=trimmed.series,
         order=list(s.baseline) if s.baseline else variant_order(store, s.study),
@@ -341,8 +353,9 @@ def no_samples(selection: Selection) -> UsageError:
             ("study", selection.study),
             ("workload", selection.workload),
             ("metric", selection.metric),
+            ("run", selection.run),
         )
-        if v
+        if v is not None  # --metric '' (an unset shell variable) selects nothing: named too
     )
     return UsageError(
         f"no samples in the store{' for ' + wanted if wanted else ''}",
@@ -371,6 +384,9 @@ def select_against(store: Store, selection: Selection) -> Samples:
     parts = [select_samples(store, replace(selection, run=key, against=None))
              for key in (first, second)]  # fmt: skip
     variants = [{s.variant for s in part.series} for part in parts]
+    for key, found in zip((first, second), variants, strict=True):
+        if not found:  # it said they shared no variant: "(shp1g, thp against )"
+            raise no_samples(replace(selection, run=key, against=None))
     shared = variants[0] & variants[1]
     if not shared:
         raise UsageError(

@@ -27,6 +27,7 @@ from lab.core.errors import UsageError
 from lab.core.sweeps import label
 from lab.stats import bootplan, planning
 from lab.stats.descriptive import check_confidence
+from lab.stats.magnitude import refuse_inexact
 from lab.stats.verdict import Threshold, parse_percent, parse_threshold
 from lab.store import Store
 from lab.store.order import variant_order
@@ -93,6 +94,7 @@ def plan_sweep_values(ctx: Context, request: SweepPlanRequest) -> list[ValuePlan
             for r in sweep.runs:
                 value = label(tuple(r.point.items()))
                 series = store.values(metric=selection.metric, study=sweep.study, run=r.run_key)
+                refuse_inexact(series)
                 seconds = store.iteration_seconds(study=sweep.study, run=r.run_key)
                 per_iteration = request.iteration_time
                 if per_iteration is None and seconds.size:
@@ -365,6 +367,7 @@ def _plans_from_store(ctx: Context, request: PlanRequest) -> list[PlanRow]:
             ctx.warn(f"{one_workload} in study {one_study} is a sweep, whose values are never"
                      " pooled: plan it value by value with lab plan --sweep")  # fmt: skip
         series = [s for s in series if (s.study, s.workload) not in swept]
+        refuse_inexact(series)  # as lab compare: no sd, correlation or mean of them is right
         times = {s.workload: store.iteration_seconds(s.workload, study, run) for s in series}
     if not series:
         raise UsageError(

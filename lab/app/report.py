@@ -12,6 +12,8 @@ from lab.app.analyse import (
     SweepSamples,
     compare_samples,
     compare_sweeps,
+    no_samples,
+    no_sweep_samples,
     select_samples,
     select_sweeps,
     store_path,
@@ -62,11 +64,8 @@ def report(ctx: Context, request: ReportRequest) -> ReportResult:
             sweep_backing=backing, backing_series=backing_series(store, runs),
             guest_memory_kib={key: guest_memory_kib(at) for key, at in now.items()},
         )  # fmt: skip
-    if not samples.series and not any(sw.values for sw in sweeps):
-        raise UsageError(
-            "no samples in the store to report on",
-            hint="Collect some with `lab run` or bring them in with `lab import FILE`",
-        )
+    if not samples.series and not any(sw.values for sw in sweeps):  # as lab compare says it
+        raise no_sweep_samples(sweeps) if sweeps else no_samples(selection)
     said = environment_report(ctx, selection)
     meta = replace(meta, evidence=said.notes, warnings=said.warnings)
     comparisons = compare_samples(samples, request.analysis) if samples.series else []

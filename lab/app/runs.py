@@ -90,6 +90,17 @@ def open_existing(db: Path) -> Store:
 
 
 def summaries(store: Store, study: str | None = None) -> list[RunSummary]:
+    """Every run's summary, of ``study`` only when given: a study the store does not hold
+    is refused (its empty list read "no runs stored yet" of a store full of them)."""
+    if study is not None:
+        known = [s.name for s in store.studies()]
+        if study not in known:
+            raise UsageError(
+                f"no study {study!r} in {store.path}",
+                hint=f"Its studies: {', '.join(known[:8])} (--study takes one of them)"
+                if known
+                else "It holds no study yet: `lab run` or `lab import` makes one",
+            )
     sweeps = _sweeps_of(store, study)
     return [_summary(store, run, sweeps.get(run.key)) for run in store.runs(study)]
 

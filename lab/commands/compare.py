@@ -15,6 +15,7 @@ from lab.commands.storeoptions import (
     add_warmup_argument,
 )
 from lab.core.context import Context
+from lab.core.errors import UsageError
 
 if TYPE_CHECKING:
     from lab.app.analyse import AnalyseRequest, Analysis
@@ -110,6 +111,11 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     )
 
     if args.by == "host":
+        if args.format not in ("table", "json"):  # it printed the table, as if asked for it
+            raise UsageError(
+                f"--by host writes a table or JSON, not {args.format}",
+                hint="Pass --format table or --format json with --by host",
+            )
         from lab.report.formats import print_by_host  # deferred: heavy (scipy)
 
         print_by_host(ctx.out, analyse_by_host(ctx, request(args)), args.format)

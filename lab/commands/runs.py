@@ -157,12 +157,17 @@ def run_delete(args: argparse.Namespace, ctx: Context) -> int:
         run = find_run(store, args.key, args.study)
         if not args.yes:
             if not sys.stdin.isatty():
-                raise UsageError(
-                    f"delete run {run.key} ({run.workload}, study {run.study})?",
-                    hint="Nothing was deleted: pass --yes to delete without being asked",
+                raise UsageError(  # its question read "(w, study s)?. Nothing was deleted"
+                    f"deleting run {run.key} ({run.workload}, study {run.study}) is asked first,"
+                    " and standard input is no terminal to ask on",
+                    hint="Nothing was deleted: pass --yes to delete it without being asked",
                 )
-            answer = input(shown(f"delete run {run.key} ({run.workload}, study {run.study})?")
-                           + " [y/N] ")  # fmt: skip
+            try:
+                answer = input(shown(f"delete run {run.key} ({run.workload}, study {run.study})?")
+                               + " [y/N] ")  # fmt: skip
+            except EOFError:  # Ctrl-D: no answer is no (it was "a bug in lab")
+                ctx.out.print("")
+                answer = ""
             if answer.strip().lower() not in ("y", "yes"):
                 ctx.out.print("nothing deleted")
                 return 0

@@ -251,7 +251,8 @@ def comparison_json(
         if c.boots is not None:
             entry["boots"] = boots_data(c.boots)
     data += [sweep_json(sweep) for sweep in sweeps]  # objects with a "sweep" key
-    return json.dumps(data, indent=2, ensure_ascii=False)
+    # cleaned again: the objects added here (hosts' Cochran's Q p of one host) may hold NaN
+    return json.dumps(_clean(data), indent=2, ensure_ascii=False, allow_nan=False)
 
 
 def comparison_csv(
@@ -349,7 +350,9 @@ def print_by_host(console: Console, results: Sequence[BlockedDifference], form: 
     """``lab compare --by host``: per workload and metric, B − A within each host and the
     hosts combined, as a table and its note; or, with ``form`` json, every result's fields."""
     if form == "json":
-        console.file.write(json.dumps([as_dict(r) for r in results], indent=2) + "\n")
+        # NaN is null (Cochran's Q has no p for one host): NaN is no JSON, and jq refused it
+        data = _clean([as_dict(r) for r in results])
+        console.file.write(json.dumps(data, indent=2, allow_nan=False) + "\n")
         return
     for r in results:
         unit = f" ({r.unit})" if r.unit else ""

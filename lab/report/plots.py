@@ -134,11 +134,18 @@ def violin_stats(values: np.ndarray, points: int = VIOLIN_POINTS) -> dict[str, A
               "min": low, "max": high, "quantiles": np.array([])}  # fmt: skip
     sd = float(values.std(ddof=1)) if values.size > 1 else 0.0
     width = sd * values.size ** (-1.0 / 5)  # Scott's factor times the sample's sd
-    if not (width > 0 and high > low):
-        stats_["vals"] = np.where(np.isclose(coords, low), 1.0, 0.0)
-        return stats_
     pad = 4 * width
-    counts, edges = np.histogram(values, bins=VIOLIN_BINS, range=(low - pad, high + pad))
+    if not (width > 0 and high > low and math.isfinite(low - pad) and math.isfinite(high + pad)):
+        stats_["vals"] = np.where(
+            np.isclose(coords, low), 1.0, 0.0
+        )  # one value, or too far apart for a double
+        return stats_
+    # Bins no narrower than a few steps between doubles there: samples of 1e15 that differ by
+    # units (a counter's) have 0.125 between doubles, and 2,048 bins over their span would be
+    # narrower (numpy refuses them, and lab report died). They are as many as the doubles.
+    ulp = float(np.spacing(max(abs(low - pad), abs(high + pad))))
+    bins = int(min(VIOLIN_BINS, max(1.0, ((high + pad) - (low - pad)) / (4 * ulp))))
+    counts, edges = np.histogram(values, bins=bins, range=(low - pad, high + pad))
     centres = (edges[:-1] + edges[1:]) / 2
     # each point's density: the kernel summed over the bins' centres, weighted by counts
     z = (coords[:, None] - centres[None, :]) / width

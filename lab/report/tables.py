@@ -393,11 +393,20 @@ def paired_note(q: PairedPair) -> str:
     if d.n < 3 or not math.isfinite(d.variance_ratio):
         return head + "; too few pairs to say what pairing removed"
     welch = q.welch_ci[1] - q.welch_ci[0]
-    narrower = welch / (d.diff_ci[1] - d.diff_ci[0]) if d.diff_ci[1] > d.diff_ci[0] else math.nan
+    if d.diff_ci[1] > d.diff_ci[0]:
+        narrower = welch / (d.diff_ci[1] - d.diff_ci[0])
+        widths = f"the paired interval is {narrower:.2f}× narrower than Welch's"
+    else:  # it was "nan× narrower"
+        widths = "every pair differs by the same: the paired interval has no width"
+    # r of an arm whose samples are all the same is 0/0 (it was "r = nan")
+    r = (
+        f"r = {d.correlation:.3f}"
+        if math.isfinite(d.correlation)
+        else "r undefined: an arm is constant"
+    )
     return (
         f"{head}; pairing removed {d.variance_removed * 100:.1f} % of the variance of B − A"
-        f" (r = {d.correlation:.3f}); the paired interval is {narrower:.2f}× narrower than"
-        " Welch's"
+        f" ({r}); {widths}"
     )
 
 

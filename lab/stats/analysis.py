@@ -384,9 +384,14 @@ def _boot_pair(
 
 
 def order_arms(group: Sequence[Series], baseline_order: Sequence[str]) -> list[Series]:
-    """Arms in the order of ``baseline_order`` (variant names; the first is A), then by name."""
-    rank = {name: i for i, name in enumerate(baseline_order)}
-    return sorted(group, key=lambda s: (rank.get(s.variant, len(rank)), s.variant, s.host, s.guest))
+    """Arms in the order of ``baseline_order`` (variant names; the first is A), then by name.
+    A name given twice keeps its first place: its last one ranked it (--baseline thp,thp
+    ranked thp 1, where the unnamed shp1g came too, and shp1g was A by name)."""
+    rank: dict[str, int] = {}
+    for i, name in enumerate(baseline_order):
+        rank.setdefault(name, i)
+    last = len(baseline_order)
+    return sorted(group, key=lambda s: (rank.get(s.variant, last), s.variant, s.host, s.guest))
 
 
 def analyse(

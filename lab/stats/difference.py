@@ -222,7 +222,9 @@ def ratio_of_means_ci(
     n − 1 unless given (k − 1 for an sd from k batch means)."""
     if mean_a <= 0 or mean_b <= 0:
         return (math.nan, math.nan)
-    var_a, var_b = sd_a**2 / (n_a * mean_a**2), sd_b**2 / (n_b * mean_b**2)
+    # (sd/mean)² / n, not sd² / (n·mean²): the squares of means below 1e-162 are 0 (a
+    # division by zero), those of sds above 1e154 infinite
+    var_a, var_b = (sd_a / mean_a) ** 2 / n_a, (sd_b / mean_b) ** 2 / n_b
     ratio = mean_b / mean_a
     if var_a + var_b == 0:
         return (ratio, ratio)

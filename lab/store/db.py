@@ -73,6 +73,12 @@ class Store(Reads, Listing, Ensure, Export):
                 f"cannot open result store {path}: {err.strerror or err}",
                 hint="Check that its folder exists and can be read, or pass another --db",
             ) from None
+        if not create and exists and _empty(path):  # SQLite would take it, and be written
+            raise UsageError(
+                f"no result store at {path}: the file is empty",
+                hint="Pass the store's path with --db; `lab run` and `lab import` make a store"
+                " of an empty file",
+            )
         if not create and not exists:
             raise UsageError(
                 f"no result store at {path}",
@@ -87,6 +93,8 @@ class Store(Reads, Listing, Ensure, Export):
                 hint="Commands that only read (compare, runs, export, report) work on it; to"
                 " write, make it writable, or pass a copy with --db",
             )
+        if readonly:
+            _refuse_unread_wal(path)
         try:
             if readonly:
                 conn = sqlite3.connect(
@@ -419,6 +427,36 @@ class Store(Reads, Listing, Ensure, Export):
                 f"run {run[1]!r} does not declare metric(s) {', '.join(sorted(undeclared))}",
                 hint="Declare every metric (name, unit, direction) in ensure_run() first",
             )
+
+
+def _empty(path: Path) -> bool:
+    """Whether the file holds nothing (a store's holds its header from its first write
+    on): a command that only read it made it a store, writing the schema into a file it
+    was told to read."""
+    try:
+        return path.stat().st_size == 0
+    except OSError:
+        return False
+
+
+def _refuse_unread_wal(path: Path) -> None:
+    """Refuse a read-only store whose last writes are in its WAL file without the -shm file
+    that SQLite needs to read them (a copy of a store whose writer did not close it): opened
+    as immutable, as it is there, its samples in the WAL were left out without a word
+    (compare counted 50 of a run's 100)."""
+    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    try:
+        unread = wal.stat().st_size > 0 and not shm.exists()
+    except OSError:  # no WAL file: every write is in the store's own file
+        return
+    if unread:
+        raise StoreError(
+            f"the result store {path} is read-only and its last writes are in {wal}, which"
+            f" SQLite cannot read there without {shm.name} (the store was not closed by the"
+            " process that wrote it)",
+            hint=f"Copy {path.name} and {wal.name} together to a writable folder and pass the"
+            " copy with --db: opened there, SQLite folds the WAL into it",
+        )
 
 
 def _writable(path: Path) -> bool:

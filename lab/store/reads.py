@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,7 @@ class Reads:
     _conn: sqlite3.Connection
     path: Path
     _verified: bool = False
+    _boot_index: bool | None = None  # whether the store has the iteration_boot index
 
     def verify(self, limit: int = VERIFIED_BYTES) -> None:
         """Refuse a damaged store of at most ``limit`` bytes (SQLite's quick_check), once
@@ -236,13 +237,15 @@ class Reads:
 
     def placement_labels(
         self, workload: str | None = None, metric: str | None = None, study: str | None = None,
-        run: str | None = None,
+        run: str | None = None, iterations: Mapping[Part, np.ndarray] | None = None,
     ) -> dict[SeriesKey, np.ndarray]:  # fmt: skip
         """The placement ("own", "swapped") of every sample, aligned with :meth:`values`.
 
         One array per series that has any placement recorded, keyed by :func:`series_key`
         and in the order of the series' values; "" where a sample has none (a run without
         ``--swap-every`` pooled with one that had it). Series without any are left out.
+        ``iterations`` (a :class:`SeriesReading`'s): the labels are those of the samples
+        read then, not of those a run recording meanwhile has added since.
         """
         placed = {int(r[0]) for r in self._conn.execute("SELECT DISTINCT run_id FROM placement")}
         if not placed:
@@ -250,13 +253,13 @@ class Reads:
         labels: dict[SeriesKey, np.ndarray] = {}
         groups = self._series_groups(workload, metric, study, run)
         for key, members in itertools.groupby(groups, key=lambda g: g[:8]):
-            counted = [g for g in members if g[10]]
+            counted = _read_parts(members, iterations)
             if not any(g[8] in placed for g in counted):
                 continue
             parts = [
-                self._placement_array(g[8], g[9], g[2])
+                self._placement_array(g[8], g[9], g[2], _part_iterations(g, iterations))
                 if g[8] in placed
-                else [""] * self._span(g[8], g[9], g[2])[2]
+                else [""] * self._samples(g, iterations)
                 for g in counted
             ]
             st, wl, name, _, _, variant, host, guest = key
@@ -280,14 +283,12 @@ class Reads:
         origins: dict[SeriesKey, tuple[np.ndarray, np.ndarray]] = {}
         groups = self._series_groups(workload, metric, study, run)
         for key, members in itertools.groupby(groups, key=lambda g: g[:8]):
-            counted = [g for g in members if g[10]]
+            counted = _read_parts(members, iterations)
             if not counted:
                 continue
             boots = [
-                self._boot_array(g[8], g[9], g[2], None if iterations is None
-                                 else iterations.get((int(g[8]), int(g[9]), str(g[2]))))
-                for g in counted
-            ]  # fmt: skip
+                self._boot_array(g[8], g[9], g[2], _part_iterations(g, iterations)) for g in counted
+            ]
             st, wl, name, _, _, variant, host, guest = key
             origins[(st, wl, name, variant, host, guest)] = (
                 np.concatenate([np.full(b.size, g[8], dtype=np.int64)
@@ -344,13 +345,21 @@ class Reads:
         ("" for none recorded), by first iteration. Up to BOOT_SEEKS boots are found by seeks
         in the ``iteration_boot`` index (the next boot id after the last one, then its first
         and last iteration: a skip scan, microseconds per boot); more are grouped by one
-        scan of that index."""
+        scan of that index. A store without the index (written by a lab before it, on a
+        read-only mount, where it cannot be added) has them grouped by one scan of the
+        guest's attempts: its "no such index" stopped compare and report there."""
         key = (run_id, guest_id)
-        rows = self._conn.execute(_BOOT_SEEKS_SQL, (*key, BOOT_SEEKS + 1)).fetchall()
-        if len(rows) > BOOT_SEEKS:
+        indexed = self._has_boot_index()
+        rows = (
+            self._conn.execute(_BOOT_SEEKS_SQL, (*key, BOOT_SEEKS + 1)).fetchall()
+            if indexed
+            else []
+        )
+        if len(rows) > BOOT_SEEKS or not indexed:
             rows = self._conn.execute(
-                "SELECT MIN(iteration), MAX(iteration), boot_id FROM iteration INDEXED BY"
-                " iteration_boot WHERE run_id=? AND guest_id=? AND ok=1 GROUP BY boot_id",
+                "SELECT MIN(iteration), MAX(iteration), boot_id FROM iteration"
+                + (" INDEXED BY iteration_boot" if indexed else "")
+                + " WHERE run_id=? AND guest_id=? AND ok=1 GROUP BY boot_id",
                 key,
             ).fetchall()
         merged: dict[str, tuple[int, int]] = {}  # no boot id and an empty one are one boot
@@ -361,6 +370,17 @@ class Reads:
             low, high = merged.get(name, (first, last))
             merged[name] = (min(low, int(first)), max(high, int(last)))
         return sorted((first, last, boot) for boot, (first, last) in merged.items())
+
+    def _has_boot_index(self) -> bool:
+        """Whether the store has the ``iteration_boot`` index (asked once per connection)."""
+        if self._boot_index is None:
+            self._boot_index = (
+                self._conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type='index' AND name='iteration_boot'"
+                ).fetchone()
+                is not None
+            )
+        return self._boot_index
 
     def _span(self, run_id: int, guest_id: int, metric: str) -> tuple[int, int, int]:
         """(first iteration, last iteration, samples) of one series part; (0, -1, 0) if none.
@@ -397,7 +417,24 @@ class Reads:
         )
         return {int(r[0]): str(r[1]) for r in cur}
 
-    def _placement_array(self, run_id: int, guest_id: int, metric: str) -> list[str]:
+    def _samples(self, group: Any, iterations: Mapping[Part, np.ndarray] | None) -> int:
+        """How many samples a group's part has: as read (``iterations``), or counted now."""
+        read = _part_iterations(group, iterations)
+        return self._span(group[8], group[9], group[2])[2] if read is None else read.size
+
+    def _placement_array(
+        self, run_id: int, guest_id: int, metric: str, iterations: np.ndarray | None = None
+    ) -> list[str]:
+        """The placement of each sample of a series part ("" where none was recorded), in
+        the order of its iterations: ``iterations``, where they were read already."""
+        if iterations is not None:
+            rows = self._conn.execute(
+                "SELECT iteration, label FROM placement WHERE run_id=? AND guest_id=?"
+                " ORDER BY iteration",
+                (run_id, guest_id),
+            ).fetchall()
+            at = dict(rows)
+            return [at.get(int(i), "") for i in iterations]
         cur = self._conn.execute(
             "SELECT p.label FROM sample s INDEXED BY sample_series LEFT JOIN placement p"
             " ON p.run_id=s.run_id AND p.guest_id=s.guest_id AND p.iteration=s.iteration"
@@ -405,6 +442,22 @@ class Reads:
             (run_id, metric, guest_id),
         )
         return [row[0] or "" for row in cur]
+
+
+def _read_parts(members: Iterable[Any], iterations: Mapping[Part, np.ndarray] | None) -> list[Any]:
+    """The groups (of :meth:`Reads._series_groups`) whose samples count: those with samples,
+    or, given the ``iterations`` of a :class:`SeriesReading`, those it read (not a guest's
+    part that had none then, nor a run begun since, which a run recording may add)."""
+    if iterations is None:
+        return [g for g in members if g[10]]
+    return [g for g in members if (int(g[8]), int(g[9]), str(g[2])) in iterations]
+
+
+def _part_iterations(group: Any, iterations: Mapping[Part, np.ndarray] | None) -> np.ndarray | None:
+    """A group's iterations as a :class:`SeriesReading` read them (None: not given)."""
+    if iterations is None:
+        return None
+    return iterations[(int(group[8]), int(group[9]), str(group[2]))]
 
 
 class SeriesReading:
