@@ -40,7 +40,21 @@ RANGE, PAIRS = 0, 1
 _PR_SET_PDEATHSIG = 1  # prctl(2)
 MAPPED_BYTES = 1 << 30  # SQLite caps it at its build's limit (2 GiB by default)
 
-_WHERE = " FROM sample INDEXED BY sample_series WHERE run_id=? AND metric=? AND guest_id=?"
+# One part's samples: a range of the sample_series index, read without the table.
+PART_WHERE = " FROM sample INDEXED BY sample_series WHERE run_id=? AND metric=? AND guest_id=?"
+
+
+def first_last(
+    conn: sqlite3.Connection, run_id: int, guest_id: int, metric: str
+) -> tuple[int, int] | None:
+    """A part's first and last iteration, None where it has no samples: one index lookup
+    each (SQLite looks a MIN or a MAX up only when it is a statement's one aggregate)."""
+    key = (run_id, metric, guest_id)
+    first = conn.execute("SELECT MIN(iteration)" + PART_WHERE, key).fetchone()[0]
+    if first is None:
+        return None
+    last = conn.execute("SELECT MAX(iteration)" + PART_WHERE, key).fetchone()[0]
+    return int(first), int(last)
 
 
 def read_frame(conn: sqlite3.Connection, run_id: int, guest_id: int, metric: str) -> bytes:
@@ -64,18 +78,18 @@ def read_frame(conn: sqlite3.Connection, run_id: int, guest_id: int, metric: str
 
 
 def _read_frame(conn: sqlite3.Connection, run_id: int, guest_id: int, metric: str) -> bytes:
-    key = (run_id, metric, guest_id)
-    first = conn.execute("SELECT MIN(iteration)" + _WHERE, key).fetchone()[0]
-    last = conn.execute("SELECT MAX(iteration)" + _WHERE, key).fetchone()[0]
-    values = array("d", itertools.chain.from_iterable(
-        conn.execute("SELECT value" + _WHERE + " ORDER BY iteration", key)
-    ))  # fmt: skip
-    if first is None:
+    span = first_last(conn, run_id, guest_id, metric)
+    if span is None:
         return HEADER.pack(0, 0, -1, RANGE)
+    first, last = span
+    key = (run_id, metric, guest_id)
+    values = array("d", itertools.chain.from_iterable(
+        conn.execute("SELECT value" + PART_WHERE + " ORDER BY iteration", key)
+    ))  # fmt: skip
     if len(values) and last - first + 1 == len(values):  # no gaps, as after a complete run
         return HEADER.pack(len(values), first, last, RANGE) + values.tobytes()
     pairs = array("d", itertools.chain.from_iterable(
-        conn.execute("SELECT iteration, value" + _WHERE + " ORDER BY iteration", key)
+        conn.execute("SELECT iteration, value" + PART_WHERE + " ORDER BY iteration", key)
     ))  # fmt: skip
     return HEADER.pack(len(pairs) // 2, first, last, PAIRS) + pairs.tobytes()
 

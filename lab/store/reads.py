@@ -13,7 +13,16 @@ import numpy as np
 
 from lab.core.errors import StoreError
 from lab.stats.series import Series, SeriesKey
-from lab.store.parts import HEADER, RANGE, Children, Part, read_frame, shares
+from lab.store.parts import (
+    HEADER,
+    PART_WHERE,
+    RANGE,
+    Children,
+    Part,
+    first_last,
+    read_frame,
+    shares,
+)
 from lab.store.records import (
     EvidenceSeries,
     EvidenceSummary,
@@ -157,13 +166,9 @@ class Reads:
         return SeriesReading(self._conn, groups, parts, started)
 
     def _extent(self, run_id: int, guest_id: int, metric: str) -> int:
-        """At most how many samples a part has (its iterations' range): two index lookups
-        (SQLite looks a MIN or a MAX up only when it is a statement's one aggregate)."""
-        where = " FROM sample INDEXED BY sample_series WHERE run_id=? AND metric=? AND guest_id=?"
-        key = (run_id, metric, guest_id)
-        first = self._conn.execute("SELECT MIN(iteration)" + where, key).fetchone()[0]
-        last = self._conn.execute("SELECT MAX(iteration)" + where, key).fetchone()[0]
-        return 0 if first is None else int(last) - int(first) + 1
+        """At most how many samples a part has (its iterations' range): two index lookups."""
+        span = first_last(self._conn, run_id, guest_id, metric)
+        return 0 if span is None else span[1] - span[0] + 1
 
     def _series_groups(
         self, workload: str | None, metric: str | None, study: str | None, run: str | None = None
@@ -385,14 +390,12 @@ class Reads:
     def _span(self, run_id: int, guest_id: int, metric: str) -> tuple[int, int, int]:
         """(first iteration, last iteration, samples) of one series part; (0, -1, 0) if none.
         The first and the last are one index lookup each; the count reads the index."""
-        where = " FROM sample INDEXED BY sample_series WHERE run_id=? AND metric=? AND guest_id=?"
-        key = (run_id, metric, guest_id)
-        first = self._conn.execute("SELECT MIN(iteration)" + where, key).fetchone()[0]
-        if first is None:
+        span = first_last(self._conn, run_id, guest_id, metric)
+        if span is None:
             return (0, -1, 0)
-        last = self._conn.execute("SELECT MAX(iteration)" + where, key).fetchone()[0]
-        n = self._conn.execute("SELECT COUNT(*)" + where, key).fetchone()[0]
-        return (int(first), int(last), int(n))
+        key = (run_id, metric, guest_id)
+        n = self._conn.execute("SELECT COUNT(*)" + PART_WHERE, key).fetchone()[0]
+        return (*span, int(n))
 
     def _sample_iterations(
         self, run_id: int, guest_id: int, metric: str, span: tuple[int, int, int]
@@ -402,9 +405,7 @@ class Reads:
         if last - first + 1 == n:  # no gaps, as after a complete run
             return np.arange(first, last + 1, dtype=np.int64)
         cur = self._conn.execute(
-            "SELECT iteration FROM sample INDEXED BY sample_series"
-            " WHERE run_id=? AND metric=? AND guest_id=? ORDER BY iteration",
-            (run_id, metric, guest_id),
+            "SELECT iteration" + PART_WHERE + " ORDER BY iteration", (run_id, metric, guest_id)
         )
         return np.fromiter(itertools.chain.from_iterable(cur), dtype=np.int64, count=n)
 
