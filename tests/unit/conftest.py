@@ -1,9 +1,12 @@
 """Fixtures shared by unit test modules: ``lab_env`` (the CLI against libvirt's test driver
 and a recording host, checked to have changed nothing) for every module of bad input, and
 ``no_config`` for the modules that run the CLI without any lab.toml of the machine's, and
-``runner_signals`` for tests that run the runner's commands in this process."""
+``runner_signals`` for tests that run the runner's commands in this process, and ``tmpfs``
+for tests of a store on a mount of its own."""
 
+import os
 import signal
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,3 +41,18 @@ def no_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     output honours it, and the tests read lab's output as a pipe without it shows it (160
     wide) unless they set it themselves."""
     monkeypatch.delenv("COLUMNS", raising=False)
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A folder that is an 8 MiB tmpfs of its own (a test may remount it read-only: root
+    writes any file whatever its mode), unmounted after the test."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(folder)], check=True)
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)

@@ -1,4 +1,5 @@
-"""Topologies and settings for unit tests of the domain model and planner."""
+"""Topologies and settings for unit tests of the domain model and planner, and a small real
+store of twins for the tests of the commands that read one."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 from lab.domainxml.boot import KernelBoot
 from lab.guests.twins import GuestSettings
 from lab.host.topology import Cell, HostCPU, Topology
+from lab.store import IterationRecord, MetricInfo, Store
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
@@ -53,3 +55,26 @@ def ar1(rng: np.random.Generator, r: float, shape: tuple[int, int]) -> np.ndarra
     for t in range(1, shape[1]):
         x[:, t] = r * x[:, t - 1] + e[:, t]
     return x
+
+
+TWINS = (("thp", 10.0), ("shp1g", 10.5))
+
+
+def twins_store(
+    path: Path, iterations: int = 50, bases: tuple[tuple[str, float], ...] = TWINS,
+    scale: float = 1.0,
+) -> Path:  # fmt: skip
+    """A real store: study "s", run "s/w" of workload "w" measuring "t" (s, lower is
+    better), and a guest lab-VARIANT per (variant, base) with ``iterations`` samples, the
+    i-th (base + (i mod 7) / 10) × ``scale``."""
+    with Store.open(path) as store:
+        study = store.ensure_study("s")
+        run = store.ensure_run(study, "s/w", "w", {}, None, iterations,
+                               [MetricInfo("t", "s", "lower")])  # fmt: skip
+        for variant, base in bases:
+            guest = store.ensure_guest(study, f"lab-{variant}", variant)
+            store.record(run, guest, [
+                IterationRecord(i, 1, True, metrics={"t": (base + i % 7 / 10) * scale})
+                for i in range(1, iterations + 1)
+            ])  # fmt: skip
+    return path

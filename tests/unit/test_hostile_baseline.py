@@ -9,24 +9,14 @@ from pathlib import Path
 import pytest
 
 from lab.cli import main
-from lab.store import IterationRecord, MetricInfo, Store
+from tests.unit.helpers import TWINS, twins_store
 
 pytestmark = pytest.mark.usefixtures("no_config")
 
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
-    path = tmp_path / "st" / "lab.db"
-    with Store.open(path) as store:
-        study = store.ensure_study("s")
-        run = store.ensure_run(study, "s/w", "w", {}, None, 30, [MetricInfo("t", "s", "lower")])
-        for variant, base in (("thp", 10.0), ("shp1g", 10.5), ("x4k", 11.0)):
-            guest = store.ensure_guest(study, f"lab-{variant}", variant)
-            store.record(run, guest, [
-                IterationRecord(i, 1, True, metrics={"t": base + (i % 7) / 10})
-                for i in range(1, 31)
-            ])  # fmt: skip
-    return path
+    return twins_store(tmp_path / "st" / "lab.db", 30, (*TWINS, ("x4k", 11.0)))
 
 
 @pytest.mark.parametrize(

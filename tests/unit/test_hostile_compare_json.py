@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lab.cli import main
-from lab.store import IterationRecord, MetricInfo, Store
+from tests.unit.helpers import twins_store
 
 pytestmark = pytest.mark.usefixtures("no_config")
 
@@ -25,17 +25,7 @@ def _strict(text: str) -> object:
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
-    path = tmp_path / "lab.db"
-    with Store.open(path) as store:
-        study = store.ensure_study("s")
-        run = store.ensure_run(study, "s/w", "w", {}, None, 30, [MetricInfo("t", "s", "lower")])
-        for variant, base in (("thp", 10.0), ("shp1g", 10.5)):
-            guest = store.ensure_guest(study, f"lab-{variant}", variant)
-            store.record(run, guest, [
-                IterationRecord(i, 1, True, metrics={"t": base + (i % 7) / 10})
-                for i in range(1, 31)
-            ])  # fmt: skip
-    return path
+    return twins_store(tmp_path / "lab.db", 30)
 
 
 def test_by_host_json_of_one_host_is_json(db: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,23 +9,15 @@ from pathlib import Path
 import pytest
 
 from lab.cli import main
-from lab.store import IterationRecord, MetricInfo, Store
+from lab.store import MetricInfo, Store
+from tests.unit.helpers import twins_store
 
 pytestmark = pytest.mark.usefixtures("no_config")
 
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
-    path = tmp_path / "st" / "lab.db"
-    with Store.open(path) as store:
-        study = store.ensure_study("s")
-        run = store.ensure_run(study, "s/w", "w", {}, None, 9, [MetricInfo("t", "s", "lower")])
-        for variant in ("thp", "shp1g"):
-            guest = store.ensure_guest(study, f"lab-{variant}", variant)
-            store.record(run, guest, [
-                IterationRecord(i, 1, True, metrics={"t": 10.0 + i % 3}) for i in range(1, 10)
-            ])  # fmt: skip
-    return path
+    return twins_store(tmp_path / "st" / "lab.db", 9)
 
 
 @pytest.mark.parametrize(

@@ -10,23 +10,14 @@ from pathlib import Path
 import pytest
 
 from lab.cli import main
-from lab.store import IterationRecord, MetricInfo, Store
+from tests.unit.helpers import twins_store
 
 pytestmark = pytest.mark.usefixtures("no_config")
 
 
 def _store(path: Path, scale: float) -> Path:
     """thp at 10, shp1g at 10.5 (both spread by 0-0.6), times ``scale``."""
-    with Store.open(path) as store:
-        study = store.ensure_study("s")
-        run = store.ensure_run(study, "s/w", "w", {}, None, 30, [MetricInfo("t", "s", "lower")])
-        for variant, base in (("thp", 10.0), ("shp1g", 10.5)):
-            guest = store.ensure_guest(study, f"lab-{variant}", variant)
-            store.record(run, guest, [
-                IterationRecord(i, 1, True, metrics={"t": (base + i % 7 / 10) * scale})
-                for i in range(1, 31)
-            ])  # fmt: skip
-    return path
+    return twins_store(path, 30, scale=scale)
 
 
 @pytest.mark.parametrize(

@@ -4,11 +4,9 @@ stopped them."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import sqlite3
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,21 +17,8 @@ from lab.store import IterationRecord, MetricInfo, Store
 pytestmark = pytest.mark.usefixtures("no_config")
 
 
-@pytest.fixture
-def mount(tmp_path: Path) -> Iterator[Path]:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    folder = tmp_path / "ro"
-    folder.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(folder)], check=True)
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", str(folder)], check=True)
-
-
 def test_a_read_only_store_without_the_boot_index(
-    tmp_path: Path, mount: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, tmpfs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "st" / "lab.db"
     with Store.open(db) as store:
@@ -50,18 +35,18 @@ def test_a_read_only_store_without_the_boot_index(
     argv = ["compare", "--format", "csv", "--warmup", "1"]
     assert main([*argv, "--db", str(db)]) == 0
     indexed = capsys.readouterr().out
-    shutil.copy(db, mount / "lab.db")
-    conn = sqlite3.connect(mount / "lab.db")
+    shutil.copy(db, tmpfs / "lab.db")
+    conn = sqlite3.connect(tmpfs / "lab.db")
     conn.execute("DROP INDEX iteration_boot")  # as a store written before it was
     conn.commit()
     conn.close()
-    subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
-    with Store.open(mount / "lab.db", create=False) as old:
+    subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], check=True)
+    with Store.open(tmpfs / "lab.db", create=False) as old:
         found = old.sample_boots()
     assert found.keys() == expected.keys() and len(found) == 2
     for key, (runs, boots) in expected.items():
         assert found[key][0].tolist() == runs.tolist()
         assert found[key][1].tolist() == boots.tolist() == [f"b{i // 10}" for i in range(1, 41)]
-    assert main([*argv, "--db", str(mount / "lab.db")]) == 0
+    assert main([*argv, "--db", str(tmpfs / "lab.db")]) == 0
     out, err = capsys.readouterr()
     assert out == indexed and ",boot means," in out and err == ""

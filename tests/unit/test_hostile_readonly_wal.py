@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,20 +38,6 @@ os._exit(0)
 """
 
 
-@pytest.fixture
-def mount(tmp_path: Path) -> Iterator[Path]:
-    """A tmpfs folder, remounted read-only by the test; unmounted after it."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    folder = tmp_path / "ro"
-    folder.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(folder)], check=True)
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", str(folder)], check=True)
-
-
 def _crashed_store(folder: Path) -> Path:
     db = folder / "lab.db"
     env = {**os.environ, "PYTHONPATH": str(CHECKOUT)}
@@ -63,15 +48,15 @@ def _crashed_store(folder: Path) -> Path:
 
 @pytest.mark.parametrize("with_shm", [False, True])
 def test_a_read_only_store_with_writes_in_its_wal(
-    tmp_path: Path, mount: Path, with_shm: bool
+    tmp_path: Path, tmpfs: Path, with_shm: bool
 ) -> None:
     """Without its -shm file the store was opened as immutable, its WAL ignored: compare
     and runs saw 50 samples of each guest's 100, and said nothing."""
     written = _crashed_store(tmp_path)
     for suffix in ("", "-wal", "-shm") if with_shm else ("", "-wal"):
-        shutil.copy(f"{written}{suffix}", f"{mount / 'lab.db'}{suffix}")
-    subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
-    db = mount / "lab.db"
+        shutil.copy(f"{written}{suffix}", f"{tmpfs / 'lab.db'}{suffix}")
+    subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], check=True)
+    db = tmpfs / "lab.db"
     if with_shm:  # SQLite reads the WAL through it: every sample is there
         with Store.open(db, create=False) as store:
             assert [s.values.size for s in store.values()] == [100, 100]

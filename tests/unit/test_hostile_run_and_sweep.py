@@ -10,7 +10,7 @@ import pytest
 from lab.app.analyse import Selection
 from lab.cli import main
 from lab.core.errors import UsageError
-from lab.store import IterationRecord, MetricInfo, Store
+from tests.unit.helpers import twins_store
 
 pytestmark = pytest.mark.usefixtures("no_config")
 
@@ -18,15 +18,7 @@ pytestmark = pytest.mark.usefixtures("no_config")
 def test_run_and_sweep_together_are_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db = tmp_path / "st" / "lab.db"
-    with Store.open(db) as store:
-        study = store.ensure_study("s")
-        run = store.ensure_run(study, "s/w", "w", {}, None, 9, [MetricInfo("t", "s", "lower")])
-        for variant in ("thp", "shp1g"):
-            guest = store.ensure_guest(study, f"lab-{variant}", variant)
-            store.record(run, guest, [
-                IterationRecord(i, 1, True, metrics={"t": 10.0 + i % 3}) for i in range(1, 10)
-            ])  # fmt: skip
+    db = twins_store(tmp_path / "st" / "lab.db", 9)
     for command in (["compare"], ["report", "--out", str(tmp_path / "report")]):
         assert main([*command, "--db", str(db), "--run", "s/w", "--sweep", "nosuch"]) == 2
         out, err = capsys.readouterr()

@@ -11,31 +11,15 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from lab.core.errors import StoreError
-from lab.store import IterationRecord, MetricInfo, Store
+from lab.store import Store
 from lab.store.guard import StoreLockedError
 from lab.store.listing import ORPHANS
-
-
-def make_store(path: Path, iterations: int = 50) -> Path:
-    """A real store: one study, two guests, one run, ``iterations`` samples per guest."""
-    with Store.open(path) as store:
-        study = store.ensure_study("s")
-        run = store.ensure_run(study, "s/w", "w", {}, None, iterations,
-                               [MetricInfo("t", "s", "lower")])  # fmt: skip
-        for variant, base in (("thp", 10.0), ("shp1g", 10.5)):
-            guest = store.ensure_guest(study, f"lab-{variant}", variant)
-            store.record(run, guest, [
-                IterationRecord(i, 1, True, metrics={"t": base + (i % 7) / 10})
-                for i in range(1, iterations + 1)
-            ])  # fmt: skip
-    return path
-
+from tests.unit.helpers import twins_store
 
 # -- lab store check is linear ---------------------------------------------------------------
 
@@ -45,7 +29,7 @@ def test_each_orphan_query_searches_an_index_per_row(tmp_path: Path, what: str) 
     """One table scanned, the owner searched by an index for each row: never a scan inside
     a scan. The samples' query searched iteration_boot by (run, guest) only, reading every
     attempt of the guest for each sample: 40,000 samples took 60 s."""
-    make_store(tmp_path / "lab.db")
+    twins_store(tmp_path / "lab.db")
     conn = sqlite3.connect(tmp_path / "lab.db")
     plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + ORPHANS[what])]
     conn.close()
@@ -82,7 +66,7 @@ def one_line(err: str) -> str:
 def test_a_store_locked_by_another_writer(tmp_path: Path) -> None:
     """A second process holds BEGIN IMMEDIATE: after the busy timeout a write fails in one
     line, status 8, naming that process."""
-    db = make_store(tmp_path / "lab.db", 5)
+    db = twins_store(tmp_path / "lab.db", 5)
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sqlite3, sys, time\n"
          f"c = sqlite3.connect({str(db)!r}, isolation_level=None)\n"
@@ -128,7 +112,7 @@ def damage(db: Path, table: str, cells: bool = False) -> None:
 
 
 def test_a_damaged_store_stops_compare_and_store_check_reports_it(tmp_path: Path) -> None:
-    db = make_store(tmp_path / "lab.db", 1000)
+    db = twins_store(tmp_path / "lab.db", 1000)
     damage(db, "sample_series")  # what compare reads
     status, _, err = lab("compare", "--db", str(db))
     assert status == 5
@@ -153,7 +137,7 @@ def test_a_damaged_store_stops_compare_and_store_check_reports_it(tmp_path: Path
 def test_damage_that_reads_without_an_error_stops_compare_too(tmp_path: Path) -> None:
     """Zeroed cell pointers of an index page: compare read 854 of 1,000 samples of a guest
     and said nothing; a store this small is checked (quick_check) before it is analysed."""
-    db = make_store(tmp_path / "lab.db", 1000)
+    db = twins_store(tmp_path / "lab.db", 1000)
     damage(db, "sample_series", cells=True)
     status, out, err = lab("compare", "--db", str(db))
     assert status == 5, out
@@ -164,7 +148,7 @@ def test_damage_that_reads_without_an_error_stops_compare_too(tmp_path: Path) ->
 
 
 def test_store_check_on_damaged_sample_pages(tmp_path: Path) -> None:
-    db = make_store(tmp_path / "lab.db", 1000)
+    db = twins_store(tmp_path / "lab.db", 1000)
     damage(db, "sample")
     status, out, err = lab("store", "check", "--db", str(db), "--json")
     assert status == 5
@@ -174,7 +158,7 @@ def test_store_check_on_damaged_sample_pages(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("command", [["compare"], ["runs"], ["store", "check"], ["export"]])
 def test_a_store_missing_a_table(tmp_path: Path, command: list[str]) -> None:
-    db = make_store(tmp_path / "lab.db", 5)
+    db = twins_store(tmp_path / "lab.db", 5)
     conn = sqlite3.connect(db)
     conn.execute("DROP TABLE sample")
     conn.commit()
@@ -188,7 +172,7 @@ def test_a_store_missing_a_table(tmp_path: Path, command: list[str]) -> None:
 
 
 def test_any_sqlite_error_in_a_store_block_names_the_store(tmp_path: Path) -> None:
-    db = make_store(tmp_path / "lab.db", 5)
+    db = twins_store(tmp_path / "lab.db", 5)
     missing = pytest.raises(StoreError, match=f"the store at {db} is missing table nosuch")
     with missing, Store.open(db) as store:
         store._conn.execute("SELECT * FROM nosuch")
@@ -211,19 +195,11 @@ def test_a_store_folder_that_cannot_be_searched(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def readonly_mount(tmp_path: Path) -> Iterator[Path]:
+def readonly_mount(tmpfs: Path) -> Path:
     """A store on a tmpfs remounted read-only (root writes any file whatever its mode)."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    mount = tmp_path / "ro"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)], check=True)
-    try:
-        make_store(mount / "lab.db", 20)
-        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
-        yield mount / "lab.db"
-    finally:
-        subprocess.run(["umount", str(mount)], check=True)
+    twins_store(tmpfs / "lab.db", 20)
+    subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], check=True)
+    return tmpfs / "lab.db"
 
 
 def test_a_read_only_mount_is_read_and_refuses_writes_saying_so(readonly_mount: Path) -> None:
@@ -254,7 +230,7 @@ def test_a_read_only_mount_is_read_and_refuses_writes_saying_so(readonly_mount: 
 def test_store_check_counts_on_a_second_connection_beside_the_integrity_check(
     tmp_path: Path,
 ) -> None:
-    db = make_store(tmp_path / "lab.db", 10)
+    db = twins_store(tmp_path / "lab.db", 10)
     conn = sqlite3.connect(db)
     conn.execute("DELETE FROM iteration WHERE iteration=3")  # its two samples are orphans now
     conn.commit()
