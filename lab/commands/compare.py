@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from lab.commands.options import THRESHOLD_HELP, selection
@@ -120,6 +119,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
         print_by_host(ctx.out, analyse_by_host(ctx, request(args)), args.format)
         return 0
+    from concurrent.futures import ThreadPoolExecutor  # deferred: parser for every command (2 ms)
+
     from lab.app.environment import environment_report  # deferred, as above
 
     analysis = analyse(ctx, request(args))
