@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from lab.importers.limits import shown
+from lab.importers.limits import MAX_METRICS, shown
 from lab.importers.malformed import Malformed
 from lab.importers.records import Attempt, BadLine
 from lab.store import MetricInfo, Store
@@ -27,8 +27,8 @@ class Target:
     apart; else ``STUDY/import/WORKLOAD``."""
 
     __slots__ = (
-        "declared", "group", "guest_id", "high", "params", "run_id", "run_key", "schedule",
-        "study_id", "target_n",
+        "declared", "group", "guest_id", "high", "metrics", "params", "run_id", "run_key",
+        "schedule", "study_id", "target_n",
     )  # fmt: skip
 
     def __init__(self, store: Store, group: Group) -> None:
@@ -38,7 +38,7 @@ class Target:
         self.run_key = run or f"{study}/import/{workload}"
         self.params = IMPORTED if params is None else json.loads(params)
         # a run the store holds keeps its schedule and n (ensure_run sets what it is given)
-        held = next((r for r in store.runs(study) if r.key == self.run_key), None)
+        held = store.run_record(study, self.run_key)
         self.schedule = schedule if held is None else held.schedule
         self.target_n = None if held is None else held.target_n
         self.run_id = store.ensure_run(
@@ -46,9 +46,24 @@ class Target:
         )
         self.guest_id = store.ensure_guest(self.study_id, guest, variant, host=host)
         self.declared: set[str] = set()  # by this import: ensure_run checks each once
+        # the run's metrics, stored or declared (one set for the targets of a run: share())
+        self.metrics = set() if held is None else {m.name for m in held.metrics}
         self.high = store.max_iteration(self.run_id, self.guest_id)
 
-    def declare(self, store: Store, info: MetricInfo) -> None:
+    def share(self, other: Target) -> None:
+        """This target's run is ``other``'s: they count the run's metrics together."""
+        other.metrics |= self.metrics
+        self.metrics = other.metrics
+
+    def declare(self, store: Store, info: MetricInfo) -> str | None:
+        """Declare a metric for the run, once; why it cannot be (the run would have more than
+        MAX_METRICS), else None."""
+        if info.name not in self.metrics and len(self.metrics) >= MAX_METRICS:
+            return (
+                f"run {shown(self.run_key)} would have more than {MAX_METRICS:,} metrics"
+                f" ({shown(info.name)} and on)"
+            )
+        self.metrics.add(info.name)
         workload = self.group[1]
         store.ensure_run(
             self.study_id,
@@ -60,6 +75,7 @@ class Target:
             [info],
         )
         self.declared.add(info.name)
+        return None
 
 
 class Route:
@@ -101,9 +117,14 @@ class _New:
 
     Keyed by a number, not by (target, number): a tuple that holds the target is an object a
     row that the garbage collector follows until the batch is stored (2.4 s of collections
-    in an import of 2,000,000 rows, 1.0 s without)."""
+    in an import of 2,000,000 rows, 1.0 s without).
 
-    __slots__ = ("at", "iterations", "marks", "own", "samples", "width")
+    What grows with an iteration's samples grows in place: its metrics are a set, and the
+    lines of its second and later samples a list, joined to its source when the batch is
+    stored. A tuple made anew and a source string copied at every sample took time growing
+    with the square of an iteration's metrics (100,000 metrics of one iteration: 104 s)."""
+
+    __slots__ = ("at", "iterations", "lines", "marks", "own", "samples", "width")
 
     def __init__(self) -> None:
         # (number, source) a row while no iteration of the batch has a start; then (number,
@@ -112,7 +133,8 @@ class _New:
         self.iterations: list[Any] = []
         self.width = 2
         self.samples: dict[str, list[Any]] = {}  # metric -> (number, value) a row
-        self.at: dict[int, tuple[int, tuple[str, ...]]] = {}
+        self.at: dict[int, tuple[int, set[str]]] = {}  # number -> (row, its metrics)
+        self.lines: dict[int, list[int]] = {}  # row -> the lines of its later samples
         self.marks: list[Any] = []  # (number, mark) of each iteration with a boot or placement
         self.own: set[int] = set()  # rows whose source is the file's, not its lines
 
@@ -156,8 +178,20 @@ class _New:
         """Iteration ``row`` is also the sample of ``line``: the line joins its source (unless
         that is the one the file gave)."""
         if row not in self.own:
-            at = row * self.width + self.width - 1
-            self.iterations[at] = f"{self.iterations[at]},{line}"
+            lines = self.lines.get(row)
+            if lines is None:
+                self.lines[row] = [line]
+            else:
+                lines.append(line)
+
+    def sources(self) -> list[Any]:
+        """The rows, each source with the lines of its later samples joined to it."""
+        rows, width = self.iterations, self.width
+        for row, lines in self.lines.items():
+            at = row * width + width - 1
+            rows[at] = f"{rows[at]},{','.join(map(str, lines))}"
+        self.lines = {}
+        return rows
 
     def sample(self, metric: str, number: int, value: float) -> None:
         rows = self.samples.get(metric)
@@ -200,18 +234,18 @@ class Batch:
                 malformed.add(BadLine(line, message))
                 return
             new.also(row, line)
-            new.at[number] = (row, (*before, *metrics))
+            before.update(metrics)
         elif number > target.high:
             if new is None:
                 new = self.new[target] = _New()
             row = new.iteration(number, started, f"{self.source}:{line}", attempt)
-            new.at[number] = (row, tuple(metrics))
+            new.at[number] = (row, set(metrics))
             if mark is not None:
                 new.marks += (number, mark)
             target.high = number
         else:
             self.maybe.append(
-                (target.run_id, target.guest_id, number, line, started, metrics, attempt)
+                (target.run_id, target.guest_id, number, line, started, metrics, attempt, mark)
             )
             self.size += 1
             return
@@ -236,11 +270,13 @@ class Batch:
             # another metric of an iteration this batch made, as a long-format table gives
             # every one after the first: add() without its dict, calls and checks
             row, before = entry
-            rows, width = new.iterations, new.width
-            if width != ATTEMPT_WIDTH or row not in new.own:
-                at = row * width + width - 1
-                rows[at] = f"{rows[at]},{line}"
-            new.at[number] = (row, (*before, metric))
+            if row not in new.own:
+                lines = new.lines.get(row)
+                if lines is None:
+                    new.lines[row] = [line]
+                else:
+                    lines.append(line)
+            before.add(metric)
             values = new.samples.get(metric)
             if values is None:
                 values = new.samples[metric] = []
@@ -251,11 +287,11 @@ class Batch:
             new = self.new[target] = _New()
         rows = new.iterations
         if started is None and new.width == 2 and attempt is None:  # new.iteration(), no call
-            new.at[number] = (len(rows) >> 1, (metric,))
+            new.at[number] = (len(rows) >> 1, {metric})
             rows += (number, f"{self.source}:{line}")
         else:
             row = new.iteration(number, started, f"{self.source}:{line}", attempt)
-            new.at[number] = (row, (metric,))
+            new.at[number] = (row, {metric})
         if mark is not None:
             new.marks += (number, mark)
         values = new.samples.get(metric)
@@ -265,26 +301,36 @@ class Batch:
         target.high = number
         self.size += 1
 
-    def store(
-        self, bulk: Bulk, malformed: Malformed, targets: Mapping[tuple[int, int], Target]
-    ) -> tuple[dict[Target, int], int]:
-        """Write the batch: the iterations it made per target, and how many iterations stored
-        before it kept; the samples it refused go to ``malformed``."""
+    def store(self, bulk: Bulk) -> dict[Target, int]:
+        """Write the batch's new iterations, and stage the samples whose iteration may be
+        stored already (:func:`merge_staged` merges them once the input ends); returns the
+        iterations it made per target."""
         made: dict[Target, int] = {}
         for target in sorted(self.new, key=lambda t: (t.run_id, t.guest_id)):
             new, ids = self.new[target], (target.run_id, target.guest_id)
-            bulk.insert_iterations(*ids, new.iterations, width=new.width)
+            bulk.insert_iterations(*ids, new.sources(), width=new.width)
             if new.marks:
                 bulk.set_marks(*ids, new.marks)
             for metric, values in new.samples.items():
                 bulk.insert_samples(*ids, metric, values)
             made[target] = len(new.iterations) // new.width
-        kept = 0
-        if self.maybe:
-            merged = bulk.merge(self.source, self.maybe)
-            for ids, count in merged.made.items():
-                made[targets[ids]] = made.get(targets[ids], 0) + count
-            kept = merged.kept
-            for line, message in merged.clashes:
-                malformed.add(BadLine(line, message))
-        return made, kept
+        bulk.staged.add(self.maybe)
+        return made
+
+
+def merge_staged(
+    bulk: Bulk, source: str, malformed: Malformed, targets: Mapping[tuple[int, int], Target]
+) -> tuple[dict[Target, int], int]:
+    """Merge the samples the batches of an input staged, in key order
+    (:mod:`lab.store.staged`): the iterations it made per target, and how many iterations
+    stored before it kept; the samples it refused go to ``malformed``."""
+    made: dict[Target, int] = {}
+    kept = 0
+    for chunk in bulk.staged.chunks():
+        merged = bulk.merge(source, chunk)
+        for ids, count in merged.made.items():
+            made[targets[ids]] = made.get(targets[ids], 0) + count
+        kept += merged.kept
+        for line, message in merged.clashes:
+            malformed.add(BadLine(line, message))
+    return made, kept

@@ -40,7 +40,7 @@ from lab.importers.appended import (
     sysbench_samples,
     time_samples,
 )
-from lab.importers.batch import Batch, Group, Route, Target
+from lab.importers.batch import Batch, Group, Route, Target, merge_staged
 from lab.importers.identity import Identities, Past, Seen, fingerprint
 from lab.importers.inputs import Input, open_input
 from lab.importers.jsonl import jsonl_samples
@@ -232,6 +232,7 @@ class _Import:
         self.options = options
         self.targets: dict[Group, Target] = {}
         self.by_ids: dict[tuple[int, int], Target] = {}
+        self.by_run: dict[int, Target] = {}  # the first target of each run
 
     def group(self, sample: Sample, fmt: str) -> Group:
         options = self.options
@@ -252,6 +253,9 @@ class _Import:
         if target is None:
             target = self.targets[group] = Target(self.store, group)
             self.by_ids[(target.run_id, target.guest_id)] = target
+            first = self.by_run.setdefault(target.run_id, target)
+            if first is not target:
+                target.share(first)
         summary.groups.setdefault(group[:4], 0)
         return target
 
@@ -286,6 +290,7 @@ class _Import:
             # rolled back: the runs and guests it made, and what the bulk write made of them
             self.targets.clear()
             self.by_ids.clear()
+            self.by_run.clear()
             self.bulk._kept_table = kept_table
             with self.store.transaction() as conn:  # what is appended to it later is new
                 Identities(conn).remember_path(planned.input, same.seen.runs)
@@ -528,7 +533,9 @@ class _Reading:
             if isinstance(info, str):
                 return info
             if name not in target.declared:
-                target.declare(self.run.store, info)
+                problem = target.declare(self.run.store, info)
+                if problem is not None:
+                    return problem
         return None
 
     def run_ids(self) -> list[int]:
@@ -536,12 +543,14 @@ class _Reading:
         return [route.target.run_id for route in self.by_group.values()]
 
     def flush(self) -> None:
-        _count(self.summary, *self.batch.store(self.run.bulk, self.malformed, self.run.by_ids))
+        _count(self.summary, self.batch.store(self.run.bulk), 0)
         self.batch = Batch(self.planned.input.source)
 
     def end(self) -> ImportSummary:
         """Store what is left, and the summary; or the error of an input that failed."""
         self.flush()
+        run = self.run
+        _count(self.summary, *merge_staged(run.bulk, self.batch.source, self.malformed, run.by_ids))
         for target, failures in self.failures.items():
             rows: list[FailedRow] = [
                 (*f[6:15], f.error, f.source, f.placement, f.cpus) for f in failures

@@ -15,6 +15,8 @@ or whose size passes :data:`MAX_VALUE`: the Welch–Satterthwaite degrees of fre
 float64 past about 1e77 (seen: an OverflowError at 1e100); at 1e75 the fourth power is 1e300,
 and the sums of squares of 2,000,000 values stay near 1e156.
 
+A run takes at most :data:`MAX_METRICS` metrics: a name past them is malformed.
+
 A message quotes at most :data:`QUOTED` characters of a value (:func:`shown`) and names at
 most a few items (:func:`listed`), all on one line.
 """
@@ -31,6 +33,10 @@ MAX_ITERATION = 2**53
 MAX_VALUE = 1e75
 FIRST_TIME = 0.0  # 1970-01-01T00:00:00Z
 END_TIME = 253_402_300_800.0  # 10000-01-01T00:00:00Z: the first second datetime cannot show
+# metrics of one run: past it a name is refused as malformed, once the run has this many, so
+# a file of a million names fails in seconds, not minutes; every lab compare of such a run
+# would tabulate, test and plot each of them
+MAX_METRICS = 10_000
 QUOTED = 80  # characters of a value a message quotes
 LISTED = 3  # items a message names
 

@@ -33,6 +33,8 @@ from functools import lru_cache
 from itertools import chain
 from typing import Any
 
+from lab.store.staged import Staged
+
 Key = tuple[int, int, int]  # run id, guest id, iteration
 # what an iteration ran in, as `lab export` writes it: its boot, its CPU placement ("own" or
 # "swapped") and that placement's host CPUs; each may be None
@@ -43,8 +45,11 @@ AttemptFields = tuple[
     int, float | None, float | None, float | None, float | None, int | None, str | None
 ]
 ATTEMPT_WIDTH = 9  # an iteration with them: its number, start, then these seven
-# (run id, guest id, iteration, line, started, metrics, attempt): one sample as read, numbered
-Numbered = tuple[int, int, int, int, float | None, dict[str, float], AttemptFields | None]
+# (run id, guest id, iteration, line, started, metrics, attempt, mark): one sample as read,
+# numbered
+Numbered = tuple[
+    int, int, int, int, float | None, dict[str, float], AttemptFields | None, Mark | None
+]
 # (iteration, attempt, started, ended, wall, user, sys, exit status, boot id, output tail,
 # source, placement, cpus): one failed attempt, as the iteration table holds it
 FailedRow = tuple[
@@ -97,15 +102,21 @@ def _statement(shape: str, shared: int, width: int, rows: int) -> str:
 # The stored iterations among a batch's keys, given as a JSON array of [run, guest, iteration]:
 # one statement looks them all up (each an index seek), where one per key costs a round trip.
 # Each attempt of an iteration is a row: its successful one comes last (ok 1), and counts.
+# The seek is by the primary key, named: SQLite's planner, knowing nothing of json_each's rows,
+# took the covering index iteration_boot instead, which seeks (run, guest) only and scanned
+# every attempt of the guest for each key (an import grouped by metric grew with the square of
+# its rows: 100,000 rows in 141 s).
 _FIND = (
     "SELECT i.run_id, i.guest_id, i.iteration, i.rowid FROM json_each(?1) AS j"
-    " JOIN iteration AS i ON i.run_id = j.value ->> 0 AND i.guest_id = j.value ->> 1"
-    " AND i.iteration = j.value ->> 2 ORDER BY i.ok"
+    " JOIN iteration AS i INDEXED BY sqlite_autoindex_iteration_1 ON i.run_id = j.value ->> 0"
+    " AND i.guest_id = j.value ->> 1 AND i.iteration = j.value ->> 2 ORDER BY i.ok"
 )
+# The stored samples among a batch's (run, guest, iteration, metric): one seek each, where
+# reading every metric of each iteration grew with the square of an iteration's metrics.
 _METRICS = (
     "SELECT s.run_id, s.guest_id, s.iteration, s.metric FROM json_each(?1) AS j"
-    " JOIN sample AS s ON s.run_id = j.value ->> 0 AND s.guest_id = j.value ->> 1"
-    " AND s.iteration = j.value ->> 2"
+    " JOIN sample AS s INDEXED BY sqlite_autoindex_sample_1 ON s.run_id = j.value ->> 0"
+    " AND s.guest_id = j.value ->> 1 AND s.iteration = j.value ->> 2 AND s.metric = j.value ->> 3"
 )
 
 
@@ -118,6 +129,7 @@ class Bulk:
             conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM iteration").fetchone()[0]
         )
         self._kept_table = False
+        self.staged = Staged(conn)
 
     def imported_lines(self, run_id: int, guest_id: int, source: str) -> bytearray | None:
         """The lines of ``source`` that the run's guest holds samples of, as a bitmap (bit n
@@ -257,18 +269,28 @@ class Bulk:
         """Samples whose iteration may be stored already (see the module's docstring)."""
         merged = Merged()
         by_key: dict[Key, list[Numbered]] = {}
+        names: dict[Key, set[str]] = {}  # the metrics of each iteration's samples so far
         for item in items:  # several samples of one iteration: its metrics must differ
-            group = by_key.setdefault(item[:3], [])
-            clash = [m for other in group for m in other[5] if m in item[5]]
+            key = item[:3]
+            seen = names.get(key)
+            if seen is None:
+                seen = names[key] = set()
+            clash = [m for m in item[5] if m in seen]
             if clash:
                 merged.clashes.append(
                     (item[3], f"a second {clash[0]!r} value for iteration {item[2]}")
                 )
             else:
-                group.append(item)
+                seen.update(item[5])
+                by_key.setdefault(key, []).append(item)
         keys = json.dumps(list(by_key))
         found = {(r[0], r[1], r[2]): int(r[3]) for r in self._conn.execute(_FIND, (keys,))}
-        mine = [key for key, rowid in found.items() if rowid > self._mark]
+        mine = [
+            [*key, metric]
+            for key, rowid in found.items()
+            if rowid > self._mark
+            for metric in names[key]
+        ]
         have: set[tuple[int, int, int, str]] = set()
         if mine:
             have = {
@@ -279,6 +301,7 @@ class Bulk:
         samples: list[tuple[int, int, int, str, float]] = []
         kept_samples: list[tuple[int, int, int, str, float]] = []
         extended: list[tuple[str, int]] = []  # lines to add to the source of an iteration made here
+        marks: dict[tuple[int, int], list[Any]] = {}  # (number, mark) of the iterations made
         kept: list[Key] = []
         for key, group in by_key.items():
             rowid = found.get(key)
@@ -308,13 +331,20 @@ class Bulk:
                     attempted += (*key, group[0][4], *attempt[:6], where)
                 made = merged.made
                 made[key[:2]] = made.get(key[:2], 0) + 1
+                mark = group[0][7]
+                if mark is not None:
+                    marks.setdefault(key[:2], []).extend((key[2], mark))
             elif own is None:  # the file's source: its lines do not join it
                 extended.append(("," + ",".join(lines), rowid))
+        iterations.sort()
+        samples.sort()
         self.insert(iterations, samples)
         self._insert(_ANY_ATTEMPTED, [], attempted, ATTEMPT_WIDTH + 2)
         self._conn.executemany(
             "UPDATE iteration SET source = source || ? WHERE rowid = ?", extended
         )
+        for (run_id, guest_id), numbered in sorted(marks.items()):
+            self.set_marks(run_id, guest_id, numbered)
         self._conn.executemany(
             "INSERT OR IGNORE INTO sample(run_id, guest_id, iteration, metric, value)"
             " VALUES (?, ?, ?, ?, ?)",

@@ -74,6 +74,22 @@ class Listing:
             " WHERE ?1 IS NULL OR st.name=?1 ORDER BY st.name, r.workload, r.created, r.id",
             (study,),
         ).fetchall()
+        return self._run_records(rows)
+
+    def run_record(self, study: str, key: str) -> RunRecord | None:
+        """Run ``key`` of ``study``, None when the study holds no such run: one lookup, where
+        :meth:`runs` reads every run of the study (``lab import`` of 10,000 runs asked it once
+        a run, and took time growing with the square of the runs)."""
+        rows = self._conn.execute(
+            "SELECT r.id, st.name, r.key, r.workload, r.params, r.schedule, r.target_n,"
+            " r.created FROM run r JOIN study st ON st.id=r.study_id"
+            " WHERE r.key=? AND st.name=?",
+            (key, study),
+        ).fetchall()
+        found = self._run_records(rows)
+        return found[0] if found else None
+
+    def _run_records(self, rows: list[Any]) -> list[RunRecord]:
         result = []
         for r in rows:
             metrics = tuple(

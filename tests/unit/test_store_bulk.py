@@ -35,12 +35,13 @@ def test_merge_into_iterations_made_here_and_before(store: Store) -> None:
     with store.bulk() as bulk:
         bulk.insert([(run, guest, 2, None, "f.csv:2")], [(run, guest, 2, "t", 2.0)])
         merged = bulk.merge("f.csv", [
-            (run, guest, 2, 5, None, {"r": 0.5}, None),  # made by this bulk write: joins it
-            (run, guest, 2, 6, None, {"t": 9.0}, None),  # a second t for iteration 2: a clash
-            (run, guest, 1, 7, None, {"t": 8.0, "r": 0.1}, None),  # stored before: t kept, r added
-            (run, guest, 3, 8, None, {"t": 3.0}, None),  # not stored: made
+            (run, guest, 2, 5, None, {"r": 0.5}, None, None),  # made by this bulk write: joins it
+            (run, guest, 2, 6, None, {"t": 9.0}, None, None),  # a second t for iteration 2: a clash
+            # stored before: t kept, r added
+            (run, guest, 1, 7, None, {"t": 8.0, "r": 0.1}, None, None),
+            (run, guest, 3, 8, None, {"t": 3.0}, None, None),  # not stored: made
         ])  # fmt: skip
-        again = bulk.merge("f.csv", [(run, guest, 1, 9, None, {"t": 7.0}, None)])
+        again = bulk.merge("f.csv", [(run, guest, 1, 9, None, {"t": 7.0}, None, None)])
     assert merged.clashes == [(6, "a second 't' value for iteration 2")]
     assert merged.made == {(run, guest): 1} and merged.kept == 1
     assert again.kept == 0  # iteration 1 was counted as kept once already
@@ -54,8 +55,8 @@ def test_merge_into_iterations_made_here_and_before(store: Store) -> None:
 def test_clash_within_one_merge(store: Store) -> None:
     run, guest = _ids(store)
     with store.bulk() as bulk:
-        merged = bulk.merge("f", [(run, guest, 4, 2, 10.0, {"t": 1.0}, None),
-                                  (run, guest, 4, 3, 11.0, {"t": 2.0}, None)])  # fmt: skip
+        merged = bulk.merge("f", [(run, guest, 4, 2, 10.0, {"t": 1.0}, None, None),
+                                  (run, guest, 4, 3, 11.0, {"t": 2.0}, None, None)])  # fmt: skip
     assert merged.clashes == [(3, "a second 't' value for iteration 4")]
     assert _rows(store) == [(4, "f:2", {"t": 1.0})]
 
