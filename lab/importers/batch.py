@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from itertools import chain
 from typing import Any
 
+import numpy as np
+
 from lab.importers.limits import MAX_METRICS, shown
+from lab.importers.made import Lines, Made
 from lab.importers.malformed import Malformed
 from lab.importers.records import Attempt, BadLine
 from lab.store import MetricInfo, Store
@@ -27,8 +31,8 @@ class Target:
     apart; else ``STUDY/import/WORKLOAD``."""
 
     __slots__ = (
-        "declared", "group", "guest_id", "high", "metrics", "params", "run_id", "run_key",
-        "schedule", "study_id", "target_n",
+        "declared", "group", "guest_id", "high", "made", "metrics", "params", "run_id",
+        "run_key", "schedule", "study_id", "target_n",
     )  # fmt: skip
 
     def __init__(self, store: Store, group: Group) -> None:
@@ -49,6 +53,7 @@ class Target:
         # the run's metrics, stored or declared (one set for the targets of a run: share())
         self.metrics = set() if held is None else {m.name for m in held.metrics}
         self.high = store.max_iteration(self.run_id, self.guest_id)
+        self.made = Made(self.high)  # the iterations this import made, above those stored
 
     def share(self, other: Target) -> None:
         """This target's run is ``other``'s: they count the run's metrics together."""
@@ -215,6 +220,9 @@ class Batch:
         self.source = source
         self.new: dict[Target, _New] = {}
         self.maybe: list[Numbered] = []
+        # samples of one metric of iterations this import made in an earlier batch, per
+        # target: (number, line, metric, value) each, one field after the other
+        self.late: dict[Target, list[Any]] = {}
         self.size = 0
 
     def add(
@@ -235,14 +243,24 @@ class Batch:
                 return
             new.also(row, line)
             before.update(metrics)
-        elif number > target.high:
+        elif number > target.high or (made := target.made.state(number)) is False:
             if new is None:
                 new = self.new[target] = _New()
             row = new.iteration(number, started, f"{self.source}:{line}", attempt)
             new.at[number] = (row, set(metrics))
             if mark is not None:
                 new.marks += (number, mark)
-            target.high = number
+            target.made.add(number)
+            if number > target.high:
+                target.high = number
+        elif made and attempt is None and len(metrics) == 1:
+            late = self.late.get(target)
+            if late is None:
+                late = self.late[target] = []
+            for metric, value in metrics.items():
+                late += (number, line, metric, value)
+            self.size += 1
+            return
         else:
             self.maybe.append(
                 (target.run_id, target.guest_id, number, line, started, metrics, attempt, mark)
@@ -264,6 +282,22 @@ class Batch:
         new = self.new.get(target)
         if number <= target.high:
             entry = new.at.get(number) if new is not None else None
+            made = target.made  # made.state(number) is True, without the call (a row each)
+            offset = number - made.first - 1
+            bits = made.bits
+            if (
+                entry is None
+                and attempt is None
+                and offset >= 0
+                and offset >> 3 < len(bits)
+                and bits[offset >> 3] >> (offset & 7) & 1
+            ):
+                late = self.late.get(target)  # an iteration an earlier batch made
+                if late is None:
+                    late = self.late[target] = []
+                late += (number, line, metric, value)
+                self.size += 1
+                return
             if new is None or entry is None or metric in entry[1]:
                 self.add(target, number, line, started, {metric: value}, malformed, mark, attempt)
                 return
@@ -299,12 +333,14 @@ class Batch:
             values = new.samples[metric] = []
         values += (number, value)
         target.high = number
+        target.made.add(number)
         self.size += 1
 
-    def store(self, bulk: Bulk) -> dict[Target, int]:
-        """Write the batch's new iterations, and stage the samples whose iteration may be
-        stored already (:func:`merge_staged` merges them once the input ends); returns the
-        iterations it made per target."""
+    def store(self, bulk: Bulk, late: Late) -> dict[Target, int]:
+        """Write the batch's new iterations; hand the samples of iterations an earlier batch
+        made to ``late``; and stage the samples whose iteration may be stored already
+        (:func:`merge_staged` merges them once the input ends). Returns the iterations it
+        made per target."""
         made: dict[Target, int] = {}
         for target in sorted(self.new, key=lambda t: (t.run_id, t.guest_id)):
             new, ids = self.new[target], (target.run_id, target.guest_id)
@@ -314,8 +350,65 @@ class Batch:
             for metric, values in new.samples.items():
                 bulk.insert_samples(*ids, metric, values)
             made[target] = len(new.iterations) // new.width
+        for target, samples in self.late.items():
+            late.add(target, samples)
         bulk.staged.add(self.maybe)
         return made
+
+
+class Late:
+    """Samples of iterations this import made in an earlier batch, held across batches and
+    inserted :data:`HELD` at a time, in key order: each insert then walks the store's indexes
+    once, where a batch's few spread over a large store touched a page each (the seed study
+    shuffled: most of its time)."""
+
+    HELD = 400_000  # samples: about 110 bytes each
+
+    def __init__(self) -> None:
+        self.samples: dict[Target, list[Any]] = {}
+        self.count = 0
+
+    def add(self, target: Target, samples: list[Any]) -> None:
+        held = self.samples.get(target)
+        if held is None:
+            self.samples[target] = samples
+        else:
+            held += samples
+        self.count += len(samples) >> 2
+
+    def store(self, bulk: Bulk, malformed: Malformed, lines: Lines) -> None:
+        """Insert them (see :func:`_store_late`), and forget them."""
+        held, self.samples, self.count = self.samples, {}, 0
+        for target in sorted(held, key=lambda t: (t.run_id, t.guest_id)):
+            _store_late(bulk, target, held.pop(target), malformed, lines)
+
+
+def _store_late(
+    bulk: Bulk, target: Target, late: list[Any], malformed: Malformed, lines: Lines
+) -> None:
+    """Insert samples of iterations this import made (``late``: (number, line, metric,
+    value) each) by number, then line: of two values of an iteration's metric, in ``late`` or
+    in the store, the file's first is kept and the other is malformed; the lines of those
+    inserted are kept for their iterations' sources."""
+    ids = (target.run_id, target.guest_id)
+    count = len(late) >> 2
+    numbers, at_lines, metrics, values = late[0::4], late[1::4], late[2::4], late[3::4]
+    keys = (np.fromiter(at_lines, np.int64, count), np.fromiter(numbers, np.int64, count))
+    order = np.lexsort(keys).tolist()
+    numbers = [numbers[i] for i in order]
+    at_lines = [at_lines[i] for i in order]
+    metrics = [metrics[i] for i in order]
+    values = [values[i] for i in order]
+    rows = list(chain.from_iterable(zip(numbers, metrics, values, strict=True)))
+    refused = bulk.insert_late(*ids, rows)
+    for i in refused:
+        message = f"a second {shown(metrics[i])} value for iteration {numbers[i]}"
+        malformed.add(BadLine(at_lines[i], message))
+    if refused:
+        taken = sorted(set(range(count)) - set(refused))
+        numbers = [numbers[i] for i in taken]
+        at_lines = [at_lines[i] for i in taken]
+    lines.extend(ids, numbers, at_lines)
 
 
 def merge_staged(

@@ -40,7 +40,7 @@ from lab.importers.appended import (
     sysbench_samples,
     time_samples,
 )
-from lab.importers.batch import Batch, Group, Route, Target, merge_staged
+from lab.importers.batch import Batch, Group, Late, Route, Target, merge_staged
 from lab.importers.identity import Identities, Past, Seen, fingerprint
 from lab.importers.inputs import Input, open_input
 from lab.importers.jsonl import jsonl_samples
@@ -51,6 +51,7 @@ from lab.importers.limits import (
     time_problem,
     value_problem,
 )
+from lab.importers.made import Lines
 from lab.importers.malformed import Malformed, MalformedInputError
 from lab.importers.records import (
     BadLine,
@@ -79,6 +80,9 @@ RAW_WORKLOAD = {
 DEFAULT_STUDY = "imported"
 NO_PAST = Past(0, False)  # an input of which nothing was read before
 BATCH = 20_000  # samples stored at a time: a few MiB of memory, few enough round trips
+# lines kept for the sources of iterations an earlier batch made (16 bytes each) before they
+# are written: an iteration's source is rewritten once per this many, not once per line
+LINES_HELD = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -424,6 +428,8 @@ class _Reading:
         self.checked: dict[tuple[str, str | None, str | None], MetricInfo | str] = {}
         self.lanes: dict[Context, _Lane] = {}
         self.batch = Batch(source.source)
+        self.late = Late()  # samples of iterations an earlier batch made
+        self.lines = Lines()  # their lines
         self.environments: list[Environment] = []  # stored at the end, once the runs are
         # failed attempts by target: stored at the end, once the samples are (Bulk.insert_failed)
         self.failures: dict[Target, list[Failed]] = {}
@@ -542,13 +548,20 @@ class _Reading:
         """The runs the input's samples went to."""
         return [route.target.run_id for route in self.by_group.values()]
 
-    def flush(self) -> None:
-        _count(self.summary, self.batch.store(self.run.bulk), 0)
+    def flush(self, last: bool = False) -> None:
+        """Store the batch; the late samples and their lines once enough are held, or at the
+        ``last`` flush."""
+        bulk = self.run.bulk
+        _count(self.summary, self.batch.store(bulk, self.late), 0)
         self.batch = Batch(self.planned.input.source)
+        if last or self.late.count >= self.late.HELD:
+            self.late.store(bulk, self.malformed, self.lines)
+        if last or self.lines.count >= LINES_HELD:
+            bulk.join_lines(self.lines.updates())
 
     def end(self) -> ImportSummary:
         """Store what is left, and the summary; or the error of an input that failed."""
-        self.flush()
+        self.flush(last=True)
         run = self.run
         _count(self.summary, *merge_staged(run.bulk, self.batch.source, self.malformed, run.by_ids))
         for target, failures in self.failures.items():

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import chain
@@ -69,7 +69,7 @@ class Merged:
     clashes: list[tuple[int, str]] = field(default_factory=list)
 
 
-ROWS = 2_000  # rows per INSERT: 10,000 parameters at most, under SQLite's limit of 32,766
+ROWS = 2_048  # rows per INSERT: 10,240 parameters at most, under SQLite's limit of 32,766
 _ITERATIONS = (
     "INSERT INTO iteration(run_id, guest_id, iteration, started, source, attempt, ok) VALUES"
 )
@@ -97,6 +97,18 @@ def _statement(shape: str, shared: int, width: int, rows: int) -> str:
     first = shared + 1
     values = (row.format(*(f"?{first + r * width + i}" for i in range(width))) for r in range(rows))
     return f"{insert} {', '.join(values)}"
+
+
+_LATE_ROWS = 2_048  # rows an INSERT of late samples binds (three parameters each)
+
+
+@lru_cache(maxsize=16)
+def _late_statement(rows: int) -> str:
+    """The INSERT OR IGNORE of ``rows`` samples of one guest."""
+    values = ", ".join(f"(?1, ?2, ?{3 + r * 3}, ?{4 + r * 3}, ?{5 + r * 3})" for r in range(rows))
+    return (
+        f"INSERT OR IGNORE INTO sample(run_id, guest_id, iteration, metric, value) VALUES {values}"
+    )
 
 
 # The stored iterations among a batch's keys, given as a JSON array of [run, guest, iteration]:
@@ -185,6 +197,48 @@ class Bulk:
         each, one field after the other."""
         self._insert(_METRIC_SAMPLE, [run_id, guest_id, metric], rows, 2)
 
+    def insert_late(self, run_id: int, guest_id: int, rows: list[Any]) -> list[int]:
+        """Samples of one run's guest whose iterations this bulk write made: ``rows`` holds
+        (iteration, metric, value) of each, one field after the other, in the order they
+        are to be taken. Returns which (by their place in it) were not inserted: a sample of
+        an iteration's metric that the store holds already, or that an earlier row gave.
+
+        Each statement inserts up to _LATE_ROWS rows, and counts what it inserted; only one
+        that inserted fewer (a second value: rare) is undone and its rows inserted one by one,
+        so that each refused row is known."""
+        refused: list[int] = []
+        start, width = 0, 3
+        conn = self._conn
+        while start < len(rows):
+            # a power of two of rows a statement: a dozen statements of every size, where one
+            # of each batch's own size made SQLite's statement cache hold a hundred of them
+            count = min(_LATE_ROWS, 1 << ((len(rows) - start) // width).bit_length() - 1)
+            chunk = rows[start : start + count * width]
+            before = conn.total_changes
+            conn.execute("SAVEPOINT late")
+            conn.execute(_late_statement(count), [run_id, guest_id, *chunk])
+            if conn.total_changes - before != count:
+                conn.execute("ROLLBACK TO late")
+                for at in range(count):
+                    before = conn.total_changes
+                    conn.execute(
+                        _late_statement(1), [run_id, guest_id, *chunk[at * 3 : at * 3 + 3]]
+                    )
+                    if conn.total_changes == before:
+                        refused.append(start // width + at)
+            conn.execute("RELEASE late")
+            start += count * width
+        return refused
+
+    def join_lines(self, updates: Iterable[tuple[str, int, int, int]]) -> None:
+        """Lines to add to the sources of iterations this bulk write made: (",3,9", run id,
+        guest id, iteration) each, in key order."""
+        self._conn.executemany(
+            "UPDATE iteration INDEXED BY sqlite_autoindex_iteration_1 SET source = source || ?"
+            " WHERE run_id = ? AND guest_id = ? AND iteration = ? AND ok = 1",
+            updates,
+        )
+
     def set_marks(self, run_id: int, guest_id: int, marks: list[Any]) -> None:
         """What iterations of one run's guest ran in, once they are inserted: ``marks`` holds
         (iteration, (boot, placement, cpus)) of each, one field after the other, in the
@@ -259,11 +313,16 @@ class Bulk:
         """``INSERT ... VALUES (...), (...), ...`` of up to ROWS rows each: measured here, a
         third less CPU time per row than ``executemany``, which binds and steps each row on
         its own."""
-        step = ROWS * width
-        for start in range(0, len(params), step):
-            chunk = params[start : start + step]
-            sql = _statement(shape, len(shared), width, len(chunk) // width)
+        start = 0
+        while start < len(params):
+            # a power of two of rows a statement: a dozen statements of each shape, where one
+            # of every batch's own length was prepared anew for each batch (and SQLite's
+            # statement cache held a hundred of them)
+            count = min(ROWS, 1 << ((len(params) - start) // width).bit_length() - 1)
+            chunk = params[start : start + count * width]
+            sql = _statement(shape, len(shared), width, count)
             self._conn.execute(sql, shared + chunk if shared else chunk)
+            start += count * width
 
     def merge(self, source: str, items: Sequence[Numbered]) -> Merged:
         """Samples whose iteration may be stored already (see the module's docstring)."""

@@ -1,12 +1,14 @@
-"""Samples read out of order, kept aside until their input ends, then merged in key order.
+"""Samples whose iteration may be stored already, kept aside until their input ends, then
+merged in key order.
 
-``lab import`` stores an input's samples a batch at a time. A sample whose iteration is new
-(numbered above every one stored or written so far) goes in with plain inserts; one whose
-iteration may be stored already (a file in any order but the iterations': grouped by metric,
-shuffled) must be merged (:meth:`lab.store.bulk.Bulk.merge`). Merged a batch at a time, such
-samples fell all over the store's indexes in every batch, and each batch added its lines to the
-sources of the iterations it touched: the seed study's 1.82 M samples shuffled took 22 µs a
-row, five times the rows in order.
+``lab import`` stores an input's samples a batch at a time. A sample of an iteration the import
+makes goes in with plain inserts (lab.importers.batch, lab.importers.made); one whose
+iteration may have been stored before the import (numbered at or below the highest stored
+then: a second import into a run, a file with gaps) must be merged
+(:meth:`lab.store.bulk.Bulk.merge`), and so must a sample of several metrics or with a
+successful attempt's fields (lab export's rows) out of the iterations' order. Merged a batch
+at a time, such samples fell all over the store's indexes in every batch, and each batch
+added its lines to the sources of the iterations it touched.
 
 Here they are appended to a temporary table instead (one insert each, no lookup), and when the
 input ends they are read back sorted by run, guest, iteration and line (SQLite's sorter, which

@@ -72,6 +72,8 @@ def test_any_row_order_stores_what_the_iterations_order_stores(
 ) -> None:
     # batches and merged chunks of a few samples: every path between them is taken
     monkeypatch.setattr(ingest, "BATCH", 7)
+    monkeypatch.setattr(ingest, "LINES_HELD", 4)
+    monkeypatch.setattr(batch.Late, "HELD", 3)
     monkeypatch.setattr(staged, "CHUNK", 5)
     rows = _rows()
     expected = _stored(_import(tmp_path, "iteration", rows))
@@ -120,6 +122,35 @@ def test_a_second_value_out_of_order_is_refused_and_the_first_kept(
     assert summary.bad_count == 1
     _, samples, _ = _stored(tmp_path / "twice.db")
     assert ("thp", 1, "t", 1.0) in samples and ("thp", 1, "t", 9.0) not in samples
+
+
+@pytest.mark.parametrize("held", [1, 100])
+def test_of_two_late_values_the_files_first_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, held: int
+) -> None:
+    # iteration 1 is made by u (line 2); both t values of it come in later batches: the
+    # first (line 4) is inserted, the second (line 5) refused, in one statement or two
+    monkeypatch.setattr(ingest, "BATCH", 1)
+    monkeypatch.setattr(batch.Late, "HELD", held)
+    rows = [
+        "thp,w,u,1,,,,1.0,lower\n",
+        "thp,w,v,2,,,,2.0,lower\n",
+        "thp,w,t,1,,,,4.0,lower\n",
+        "thp,w,t,1,,,,5.0,lower\n",
+        "thp,w,v,1,,,,6.0,lower\n",
+    ]
+    path = tmp_path / "late.csv"
+    path.write_text(HEADER + "".join(rows))
+    with Store.open(tmp_path / "late.db") as store:
+        with pytest.raises(MalformedInputError, match=r"late.csv:5: a second 't' value"):
+            import_file(store, path, ImportOptions())
+        summary = import_file(store, path, ImportOptions(skip_bad=True))
+    assert summary.bad_count == 1 and summary.stored == 2
+    conn = sqlite3.connect(tmp_path / "late.db")
+    samples = conn.execute("SELECT iteration, metric, value FROM sample ORDER BY 1, 2").fetchall()
+    assert samples == [(1, "t", 4.0), (1, "u", 1.0), (1, "v", 6.0), (2, "v", 2.0)]
+    sources = conn.execute("SELECT source FROM iteration ORDER BY iteration").fetchall()
+    assert [s.rpartition(":")[2] for (s,) in sources] == ["2,4,6", "3"]
 
 
 def test_every_line_of_an_iterations_many_metrics_joins_its_source(tmp_path: Path) -> None:
