@@ -4,9 +4,9 @@ Writes long-format CSVs, then imports each into a new store as a child ``python 
 import`` (the whole command: wall and CPU time, peak RSS from ``wait4``), and prints each
 figure beside its goal:
 
-* the seed study's 1,824,000 samples (``bench/seed_scale.py``'s file) in three orders: as
+* the seed study's 1,824,000 samples (``bench/seed_scale.py``'s file) in four orders: as
   ``lab export`` writes them (by iteration), grouped by metric (what pandas' ``melt`` or a
-  loop over metrics writes), and shuffled; each under 15 s and 300 MiB;
+  loop over metrics writes), reversed and shuffled; each under 15 s and 300 MiB;
 * 10,000 runs in one file (a ``run`` column; 4 samples each): under 30 s;
 * 1,000,000 metric names of one iteration: refused at once (``MAX_METRICS`` names per
   iteration, lab.importers.limits), and the most that is taken, ``MAX_METRICS`` names, under
@@ -52,13 +52,15 @@ class Case:
 
 def reorder(source: Path, target: Path, order: str) -> None:
     """``source``'s rows (header first) in another order: grouped by metric (stable within
-    it), or shuffled with a fixed seed."""
+    it), reversed, or shuffled with a fixed seed."""
     with source.open() as f:
         header = f.readline()
         lines = f.readlines()
     if order == "metric":
         column = header.rstrip("\n").split(",").index("metric")
         lines.sort(key=lambda line: line.split(",", column + 1)[column])
+    elif order == "reversed":
+        lines.reverse()
     else:
         random.Random(39).shuffle(lines)
     with target.open("w") as f:
@@ -116,7 +118,7 @@ def main() -> int:
             in_child(write_csv, by_iteration, iterations)
         with by_iteration.open() as f:
             rows = sum(1 for _ in f) - 1
-        for order in ("iteration", "metric", "shuffled"):
+        for order in ("iteration", "metric", "reversed", "shuffled"):
             path = where / f"seed-{iterations}-{order}.csv"
             if not path.exists():
                 in_child(reorder, by_iteration, path, order)
