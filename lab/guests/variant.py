@@ -139,14 +139,7 @@ class GuestTHPMode(TransparentHugePages):
         self.mode = mode
 
     def apply(self, base: DomainSpec) -> DomainSpec:
-        spec = super().apply(base)
-        if not isinstance(spec.boot, KernelBoot):
-            raise UsageError(
-                f"variant {self.name} sets the guest kernel's command line, and this image"
-                " boots through its own bootloader",
-                hint="Use an image the lab boots directly (`lab image build`)",
-            )
-        return replace(spec, boot=spec.boot.with_args(f"transparent_hugepage={self.mode}"))
+        return with_guest_thp(super().apply(base), self.mode, f"variant {self.name}")
 
     def requirement_text(self) -> str:
         return "an image the lab boots directly (`lab image build`), for the kernel command line"
@@ -154,6 +147,18 @@ class GuestTHPMode(TransparentHugePages):
     def verify(self, guest: RunningGuest) -> list[str]:
         enabled = guest.shell.run(["cat", GUEST_THP_ENABLED], timeout=60).stdout
         return check_guest_thp(guest.name, self.mode, enabled)
+
+
+def with_guest_thp(spec: DomainSpec, mode: str, who: str) -> DomainSpec:
+    """``spec`` with the guest kernel's command line saying ``transparent_hugepage=MODE``;
+    refused (naming ``who``) for an image that boots through its own bootloader."""
+    if not isinstance(spec.boot, KernelBoot):
+        raise UsageError(
+            f"{who} sets the guest kernel's command line, and this image boots through its own"
+            " bootloader",
+            hint="Use an image the lab boots directly (`lab image build`)",
+        )
+    return replace(spec, boot=spec.boot.with_args(f"transparent_hugepage={mode}"))
 
 
 class StaticHugePages(Variant):
