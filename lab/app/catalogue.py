@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from lab.core.context import Context
 from lab.core.plugins import Plugins
+from lab.guests.factors import FACTORS, Factor
 from lab.guests.variant import Variant
 from lab.guests.variants import variants_for
 from lab.run.workload import Workload, workloads_for
@@ -14,6 +15,11 @@ from lab.run.workload import Workload, workloads_for
 def variants(ctx: Context) -> Plugins[Variant]:
     """The shipped variants and those of the folders lab.toml's ``variant_dirs`` names."""
     return variants_for(ctx.config)
+
+
+def factors() -> dict[str, Factor]:
+    """The factors whose levels compose into cells (``page-1g.prealloc-on``), by name."""
+    return FACTORS
 
 
 def workloads(ctx: Context) -> Plugins[Workload]:

@@ -14,7 +14,9 @@ def register(subparsers: Any) -> None:
         help="list the variants a twin can be",
         description="List the variant plug-ins (domains/*.py and lab.toml's variant_dirs): name,"
         " delta, host requirements. A plug-in file that failed to load is listed with its error,"
-        " and the status is then 2.",
+        " and the status is then 2. Then the factors: one level of each of some factors makes"
+        " a cell, which is a variant too, named by its levels joined by dots (page-1g.prealloc-on:"
+        " 1 GiB pages, preallocated), so that a study can tell which factor moved a result.",
     )
     parser.add_argument("--json", action="store_true", help="print the variants as JSON")
     parser.set_defaults(run=run)
@@ -23,6 +25,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from rich.table import Table
 
+    from lab.app.catalogue import factors
     from lab.app.catalogue import variants as known
     from lab.core.text import cell
 
@@ -46,5 +49,12 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             table.add_row(cell(name), cell(f"BROKEN: {err.path}: {err.reason}"), "-",
                           style="bold red")  # fmt: skip
         ctx.out.print(table)
+        levels = Table("factor", "level (FACTOR-LEVEL in a cell)", "what it changes")
+        for factor in factors().values():
+            for level in factor.levels.values():
+                levels.add_row(cell(factor.name), cell(level.label), cell(level.description))
+        ctx.out.print(levels)
+        ctx.out.print("a cell: levels joined by dots, e.g. page-1g.prealloc-on (lab up --pair"
+                      " page-thp.prealloc-on,page-1g.prealloc-on)")  # fmt: skip
     variants.refuse_broken()
     return 0

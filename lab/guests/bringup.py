@@ -286,7 +286,8 @@ def _make_guest_files(
     """A linked clone of the base and a seed, in the way of the guest's host."""
     seed = SeedData(
         instance_id=f"{guest.name}-{uuid.uuid4().hex[:12]}",
-        hostname=guest.name,
+        # one DNS label: a cell's dots (lab-page-1g.prealloc-on) would make it a domain name
+        hostname=guest.name.replace(".", "-"),
         authorized_key=client_public,
         host_private_key=host_key.private_openssh,
         host_public_key=host_key.public_openssh,

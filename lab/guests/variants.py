@@ -14,6 +14,7 @@ from lab.core.config import Config
 from lab.core.errors import UnknownNameError
 from lab.core.paths import DOMAINS_DIR
 from lab.core.plugins import PluginKind, Plugins, load_plugins, plugin_dirs
+from lab.guests.factors import looks_like_cell, parse_cell
 from lab.guests.variant import Variant
 
 DEFAULT_DIRS = (DOMAINS_DIR,)
@@ -32,6 +33,8 @@ def variants_for(config: Config) -> Plugins[Variant]:
 
 def get_variant(name: str, variants: Mapping[str, Variant]) -> Variant:
     """The variant called ``name``; one whose file failed to load is that file's error."""
+    if name not in variants and looks_like_cell(name):
+        return parse_cell(name)  # levels of factors, composed (lab.guests.factors)
     if isinstance(variants, Plugins):
         return variants.pick(name)
     try:
