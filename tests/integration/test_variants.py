@@ -1,13 +1,18 @@
-"""Variants beyond the host's memory backing, on one real pair: guest-thp-never,thp-prealloc.
+"""Variants beyond the host's memory backing, on one real pair of cells (issue 41: levels of
+factors composed, tests/unit/test_factors.py shows each builds the XML of the plug-in it
+spells): page-thp.guest-thp-never (the guest-thp-never variant) and page-thp.prealloc-on
+(thp-prealloc).
 
 After the session's pair is down (conftest's ORDER), `lab up` brings this pair up (one
-bring-up for both variants) and verifies each the way it declares:
+bring-up for both) and verifies each the way its levels declare:
 
 - guest-thp-never: in the guest over SSH, THP is off there; `lab diff` shows the kernel
   command line as its one delta, in the domain XML and as QEMU's -append;
-- thp-prealloc: its QEMU's resident memory covers its RAM right after boot; the
+- prealloc-on: its QEMU's resident memory covers its RAM right after boot; the
   guest-thp-never twin beside it, which faults its RAM in, shows the check tells the two
-  apart; `lab diff --live` shows the preallocation as thp-prealloc's delta.
+  apart; `lab diff --live` shows the preallocation as its delta.
+
+Beside them, libvirt itself refuses the cell the lab refuses, 1 GiB pages on demand.
 """
 
 from __future__ import annotations
@@ -27,13 +32,14 @@ pytestmark = pytest.mark.integration
 SIZING = ("--vcpus", "1", "--memory", "1G", "--reserve-host-cpus", "0")
 THP_ENABLED = "/sys/kernel/mm/transparent_hugepage/enabled"
 GUEST_KIB = 1024**2
+NEVER, PREALLOC = "page-thp.guest-thp-never", "page-thp.prealloc-on"
 
 
 @pytest.fixture(scope="module")
 def variants_pair(prepared_host: Lab) -> Iterator[Lab]:
     lab = prepared_host
     lab("down")  # the session's pair (down already, in a full session) or one left behind
-    lab("up", "--pair", "guest-thp-never,thp-prealloc", *SIZING)
+    lab("up", "--pair", f"{NEVER},{PREALLOC}", *SIZING)
     yield lab
     lab("down", check=False)
 
@@ -48,27 +54,27 @@ def test_the_pair_came_up_verified(variants_pair: Lab) -> None:
     (host,) = json.loads(variants_pair("status", "--json").stdout)["hosts"]
     assert host["verified"] is True
     assert {g["name"]: g["state"] for g in host["guests"]} == {
-        "lab-guest-thp-never": "running",
-        "lab-thp-prealloc": "running",
+        f"lab-{NEVER}": "running",
+        f"lab-{PREALLOC}": "running",
     }
 
 
 def test_thp_is_off_in_the_guest_that_declares_it_and_only_there(variants_pair: Lab) -> None:
     facts = {g["name"]: g["facts"] for g in variants_pair.state()["guests"]}
-    assert facts["lab-guest-thp-never"]["thp_enabled"] == "never"
-    assert facts["lab-thp-prealloc"]["thp_enabled"] in ("always", "madvise")
-    assert "[never]" in variants_pair("ssh", "guest-thp-never", "cat", THP_ENABLED).stdout
-    booted = variants_pair("ssh", "guest-thp-never", "cat", "/proc/cmdline").stdout.split()
+    assert facts[f"lab-{NEVER}"]["thp_enabled"] == "never"
+    assert facts[f"lab-{PREALLOC}"]["thp_enabled"] in ("always", "madvise")
+    assert "[never]" in variants_pair("ssh", NEVER, "cat", THP_ENABLED).stdout
+    booted = variants_pair("ssh", NEVER, "cat", "/proc/cmdline").stdout.split()
     assert booted[-1] == "transparent_hugepage=never"
-    other = variants_pair("ssh", "thp-prealloc", "cat", "/proc/cmdline").stdout
+    other = variants_pair("ssh", PREALLOC, "cat", "/proc/cmdline").stdout
     assert "transparent_hugepage=never" not in other
 
 
 def test_lab_diff_shows_the_kernel_command_line_as_the_one_delta(variants_pair: Lab) -> None:
-    changes = json.loads(variants_pair("diff", "thp", "guest-thp-never", "--json", *SIZING).stdout)
+    changes = json.loads(variants_pair("diff", "page-thp", NEVER, "--json", *SIZING).stdout)
     delta = [c for c in changes if c["kind"] != "identity"]
     assert [(c["kind"], c["path"], c["by"]) for c in delta] == [
-        ("variant", "/domain/os/cmdline/text()", "guest-thp-never")
+        ("variant", "/domain/os/cmdline/text()", NEVER)
     ]
     assert delta[0]["b"] == delta[0]["a"] + " transparent_hugepage=never"
 
@@ -76,21 +82,21 @@ def test_lab_diff_shows_the_kernel_command_line_as_the_one_delta(variants_pair: 
 def test_the_preallocated_twin_holds_all_its_ram_and_the_other_does_not(
     variants_pair: Lab,
 ) -> None:
-    assert resident_kib("lab-thp-prealloc") >= GUEST_KIB
-    assert resident_kib("lab-guest-thp-never") < GUEST_KIB  # faults its RAM in as it goes
+    assert resident_kib(f"lab-{PREALLOC}") >= GUEST_KIB
+    assert resident_kib(f"lab-{NEVER}") < GUEST_KIB  # faults its RAM in as it goes
 
 
 def test_qemu_was_told_each_variant_s_delta_and_libvirt_holds_the_preallocation(
     variants_pair: Lab,
 ) -> None:
     xml = subprocess.run(
-        ["virsh", "-c", "qemu:///system", "dumpxml", "lab-thp-prealloc"],
+        ["virsh", "-c", "qemu:///system", "dumpxml", f"lab-{PREALLOC}"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
     assert "<allocation mode='immediate'/>" in xml
-    done = variants_pair("diff", "--live", "guest-thp-never", "thp-prealloc", "--json", check=False)
+    done = variants_pair("diff", "--live", NEVER, PREALLOC, "--json", check=False)
     found = json.loads(done.stdout)
     assert [d for d in found if d["kind"] == "unexplained"] == [], done.stdout
     variant = {d["option"]: (d["a"], d["b"]) for d in found if d["kind"] == "variant"}
@@ -100,3 +106,20 @@ def test_qemu_was_told_each_variant_s_delta_and_libvirt_holds_the_preallocation(
     consequences = {d["option"] for d in found if d["kind"] == "consequence"}
     assert consequences <= {"-object pc.ram prealloc-context", "-object thread-context tc-pc.ram"}
     assert done.returncode == 0
+
+
+def test_libvirt_refuses_the_cell_the_lab_refuses(variants_pair: Lab, tmp_path: Path) -> None:
+    # the lab's reason for refusing page-1g.prealloc-off is libvirt's own: the domain the
+    # levels compose, handed to libvirt, is refused with the words the lab quotes
+    refused = variants_pair("xml", "--variant", "page-1g.prealloc-off", *SIZING, check=False)
+    assert refused.returncode == 2 and "hugepages are not allowed" in refused.stderr
+    xml = variants_pair("xml", "--variant", "page-1g.prealloc-on", *SIZING).stdout
+    path = tmp_path / "ondemand.xml"
+    path.write_text(xml.replace('mode="immediate"', 'mode="ondemand"'))
+    native = subprocess.run(
+        ["virsh", "-c", "qemu:///system", "domxml-to-native", "qemu-argv", "--xml", str(path)],
+        capture_output=True,
+        text=True,
+    )
+    assert native.returncode != 0
+    assert "hugepages are not allowed with memory allocation ondemand" in native.stderr

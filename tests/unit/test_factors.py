@@ -52,7 +52,12 @@ def test_levels_compose_into_the_backing_they_declare(
 def test_a_cell_is_the_variant_it_spells_in_xml() -> None:
     # page-thp.prealloc-on builds the domain the thp-prealloc plug-in builds, shp1g's likewise
     variants = load_variants()
-    for cell, variant in (("page-thp.prealloc-on", "thp-prealloc"), ("page-1g", "shp1g")):
+    pairs = (
+        ("page-thp.prealloc-on", "thp-prealloc"),
+        ("page-1g", "shp1g"),
+        ("page-thp.guest-thp-never", "guest-thp-never"),
+    )
+    for cell, variant in pairs:
         mine = etree.tostring(parse_cell(cell).apply(base_spec()).to_xml())
         theirs = etree.tostring(variants[variant].apply(base_spec()).to_xml())
         assert mine == theirs
