@@ -138,12 +138,17 @@ def primary_change(c: MetricComparison, pair: Pair) -> tuple[float, tuple[float,
 
 def boot_notes(comparisons: Sequence[MetricComparison]) -> list[str]:
     """What the verdicts mean given the boots measured (``BootAnalysis.note``), each note
-    once with the workload·metrics it is about."""
+    once with the workload·metrics it is about, or "every row" when it is about all of them
+    (the demo study's 24 metrics named in one footnote pushed the answer off the screen)."""
     said: dict[str, list[str]] = {}
-    for c in comparisons:
-        if c.subset == ALL and c.boots is not None:
+    shown = [c for c in comparisons if c.subset == ALL]
+    for c in shown:
+        if c.boots is not None:
             said.setdefault(c.boots.note, []).append(f"{c.workload} · {c.metric}")
-    return [f"{', '.join(names)}: {note}" for note, names in said.items()]
+    return [
+        f"{'every row' if len(names) == len(shown) else ', '.join(names)}: {note}"
+        for note, names in said.items()
+    ]
 
 
 def family_note(comparisons: Sequence[MetricComparison]) -> str:
