@@ -258,7 +258,7 @@ def means(c: MetricComparison) -> tuple[Figure, str]:
         how = "points: the y axis does not start at zero, so no bars"
     ax.set_ylabel(_label(c))
     caption = (
-        f"The study's figure: means with the margin of error at {confidence} confidence ({how})."
+        f"Each arm's mean with the summary's margin of error at {confidence} confidence ({how})."
     )
     return fig, caption
 

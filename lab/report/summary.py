@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from lab.core.units import format_measure, format_percent, format_ratio
 from lab.stats.analysis import ALL, Arm, MetricComparison, Pair
-from lab.stats.difference import mean_margin
 from lab.stats.verdict import Outcome
 
 HEADER = ("workload", "metric", "A", "B", "change (B vs A)", "verdict")
@@ -116,8 +115,9 @@ def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
 def arm_margin(arm: Arm) -> float:
     """The margin beside an arm's mean: t, and for autocorrelated samples the batch means'
     effective n, as in the difference's intervals the verdict reads (not the study's z·s/√n,
-    which at n = 2 shows ±1.95 where t gives ±3183)."""
-    return mean_margin(arm.values, arm.summary.confidence)
+    which at n = 2 shows ±1.95 where t gives ±3183); ``lab.stats.analysis`` puts it in the
+    arm's summary, so the tables, JSON and plots show this one too."""
+    return arm.summary.margin
 
 
 def primary_change(c: MetricComparison, pair: Pair) -> tuple[float, tuple[float, float]]:

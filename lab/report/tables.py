@@ -164,7 +164,6 @@ DIAGNOSTIC_ROWS = (
     Row(
         "effective_n", "Effective sample size", "count", lambda a: round(a.diagnostics.effective_n)
     ),
-    _diag("margin_effective", "Margin of error with it", "value"),
     _diag("kendall_tau", "Kendall τ (value vs iteration)", "ratio"),
     _diag("kendall_p", "  p", "p"),
     _diag("drift_percent", "Theil–Sen drift over the run (%)", "pct"),
