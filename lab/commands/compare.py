@@ -124,6 +124,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from lab.app.environment import environment_report  # deferred, as above
 
     analysis = analyse(ctx, request(args))
+    analysis.refuse_nothing_to_compare()
     with ThreadPoolExecutor(1) as pool:
         # The environment's evidence is SQLite's aggregates over every backing sample (0.3 s
         # for the seed study's 1.4 million), read on a connection of its own while the
@@ -134,6 +135,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             ctx, analysis, args.format, args.detail or bool(args.workload and args.metric)
         )
         said = environment.result()
+    if analysis.alone:  # the summary has no row for them: say why, once
+        ctx.note(f"not compared, one variant only: {', '.join(analysis.alone)}")
     for line in said.notes:
         ctx.note(line)
     for line in said.warnings:
