@@ -24,12 +24,15 @@ def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "compare", help="compare the variants of every workload and metric in the store",
         description="For each workload and metric: the reference study's table per variant"
-        " (mean, samples, sd, min, max, margin of error z·s/√n); the difference B − A with a"
+        " (mean, samples, sd, min, max, margin of error t·s/√n, from batch means where the"
+        " samples are autocorrelated, as in the summary); the difference B − A with a"
         " Welch interval, the ratio of means, the median difference, Brunner–Munzel p and"
         " effect sizes; a verdict (faster, slower, equivalent or inconclusive against"
         " --threshold); and diagnostics of the samples (tails, outliers, autocorrelation,"
-        " drift, warm-up). With more than two variants, every pair, Benjamini–Hochberg"
-        " corrected. A is the variant whose guest was stored first unless --baseline says."
+        " drift, warm-up). With more than two variants, every pair, its verdict"
+        " Bonferroni-adjusted for the metric's pairs (the Brunner–Munzel p also"
+        " Benjamini–Hochberg adjusted). A is the variant whose guest was stored first (the"
+        " first imported) unless --baseline says."
         " For synchronised runs (schedule or parameter `sync`) or with --paired, also the"
         " paired analysis by iteration: paired t interval, Wilcoxon signed-rank p and how much"
         " variance pairing removed. For runs that swapped the twins' CPU sets (lab run"
