@@ -87,6 +87,11 @@ def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
             by_boot = c.boots is not None and bool(c.boots.pairs)
             mark = " *" if c.stopped is not None and pair is c.pairs[0] and not by_boot else ""
             d = pair.difference
+            if _tied(arms[pair.a].summary.sd, arms[pair.b].summary.sd, pair):
+                rows.append(SummaryRow(workload, c.metric, cells[0], cells[1],
+                                       f"{format_percent(percent)} %, no sample varies *",
+                                       pair.verdict.outcome))  # fmt: skip
+                continue
             if math.isfinite(percent) and math.isfinite(low):
                 change = (
                     f"{format_percent(percent)} % [{format_percent(low)},"
@@ -149,6 +154,27 @@ def boot_notes(comparisons: Sequence[MetricComparison]) -> list[str]:
         f"{'every row' if len(names) == len(shown) else ', '.join(names)}: {note}"
         for note, names in said.items()
     ]
+
+
+def tied_notes(comparisons: Sequence[MetricComparison]) -> list[str]:
+    """Why an inconclusive verdict on samples that never vary is one: its row's interval has
+    no width, and only the verdict's text says the split's p is above α (the report said it,
+    the terminal did not)."""
+    lines = []
+    for c in comparisons:
+        if c.subset != ALL:
+            continue
+        arms = {arm.label: arm.summary for arm in c.arms}
+        for pair in c.pairs:
+            if _tied(arms[pair.a].sd, arms[pair.b].sd, pair):
+                lines.append(f"{c.workload} · {c.metric}: {pair.verdict.text}")
+    return lines
+
+
+def _tied(sd_a: float, sd_b: float, pair: Pair) -> bool:
+    """No sample of either arm varies and the verdict is inconclusive (``decide_constant``):
+    an interval of no width that decides nothing."""
+    return sd_a == 0 and sd_b == 0 and pair.verdict.outcome == Outcome.INCONCLUSIVE
 
 
 def family_note(comparisons: Sequence[MetricComparison]) -> str:

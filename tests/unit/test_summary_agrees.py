@@ -129,6 +129,25 @@ def test_two_constant_samples_a_side_are_not_b_better_at_99_99() -> None:
     assert f"p = {permutation_p(2, 2):.3g}" in text and "no sample varies" in text
 
 
+def test_an_inconclusive_verdict_on_tied_samples_says_why_in_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 40: n = 3, every sample alike within an arm: the terminal showed a 0-width
+    interval and "inconclusive" with no reason, where the report said "p = 0.1, above α"."""
+    db = tmp_path / "lab.db"
+    with Store.open(db) as store:
+        study = store.ensure_study("s")
+        run = store.ensure_run(study, "s/w", "w", {}, "sync", 3, [MetricInfo("t", "s", "lower")])
+        for variant, value in (("thp", 10.0), ("shp1g", 9.0)):
+            guest = store.ensure_guest(study, f"lab-{variant}", variant)
+            store.record(run, guest, [IterationRecord(i, 1, True, metrics={"t": value})
+                                      for i in (1, 2, 3)])  # fmt: skip
+    assert main(["compare", "--db", str(db)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"p = {permutation_p(3, 3):.3g}" in out and "above α = 0.0001" in out
+    assert "no sample varies *" in out and "[-10.00, -10.00]" not in out
+
+
 def test_constant_arms_decide_when_the_clean_split_is_beyond_chance() -> None:
     assert permutation_p(8, 8) > 1e-4  # 2/C(16,8): not enough at 99.99 %, enough at 99 %
     assert constant_verdict([10] * 8, [9] * 8)[0] == "inconclusive"
