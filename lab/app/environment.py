@@ -38,6 +38,17 @@ class EnvironmentReport:
     notes: list[str]  # what backed each twin's memory
     warnings: list[str]  # what could change a result: differences, a variant not in effect
 
+    @property
+    def pointer(self) -> str:
+        """The notes in one line, for the summary: ten lines of QEMU options and backing
+        census after the table pushed the answer off the screen (``--detail`` has them)."""
+        if not self.notes:
+            return ""
+        return (
+            f"evidence: {len(self.notes)} note(s) on what backed each twin's memory and what"
+            " QEMU was told beyond the variant: lab compare --detail, or lab report"
+        )
+
 
 def environment_report(ctx: Context, selection: Selection) -> EnvironmentReport:
     """What the recorded environment of the runs ``selection`` names says about them."""

@@ -140,7 +140,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         said = environment.result()
     if analysis.alone:  # the summary has no row for them: say why, once
         ctx.note(f"not compared, one variant only: {', '.join(analysis.alone)}")
-    for line in said.notes:
+    detail = args.detail or bool(args.workload and args.metric) or args.format != "table"
+    for line in said.notes if detail else [said.pointer] if said.pointer else []:
         ctx.note(line)
     for line in said.warnings:
         ctx.warn(line)

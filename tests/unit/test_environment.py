@@ -148,11 +148,15 @@ def test_compare_says_what_backed_each_twins_memory_and_warns_when_a_variant_fai
         for e in store.environment(run):  # the end of the start: the backing read again
             if e.scope == "guest":
                 store.record_environment(run, "guest", e.name, {**e.facts, **backing[e.name]})
-    assert main(["compare", "--db", str(db)]) == 0
+    assert main(["compare", "--db", str(db), "--detail"]) == 0
     err = capsys.readouterr().err
     assert "memory of lab-shp1g: 100 % of its 1,048,576 KiB of RAM in hugetlb pages" in err
     assert "lab-thp (thp): no huge pages at all backed its memory" in err
     assert "changed between its starts" not in err  # the backing moves; that is no change
+    assert main(["compare", "--db", str(db)]) == 0  # the summary: the evidence in one line
+    err = capsys.readouterr().err
+    assert "memory of" not in err and err.count("evidence: ") == 1
+    assert "lab compare --detail, or lab report" in err
 
 
 def test_the_report_carries_the_evidence(tmp_path: Path) -> None:
@@ -179,7 +183,7 @@ def test_compare_names_what_qemu_was_told_beyond_the_variant(
                 raw = (captures / f"qemu-7.2-cmdline-{e.name}-tcg.bin").read_text()
                 args = json.dumps([a for a in raw.split("\0") if a])
                 store.record_environment(run, "guest", e.name, {**e.facts, "qemu_cmdline": args})
-    assert main(["compare", "--db", str(db)]) == 0
+    assert main(["compare", "--db", str(db), "--detail"]) == 0
     err = capsys.readouterr().err
     assert "QEMU was told more than the variant, -object pc.ram prealloc: lab-thp (absent)," in err
     assert "lab-shp1g true (guest RAM preallocated" in err
