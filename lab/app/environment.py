@@ -15,6 +15,7 @@ from lab.app.runs import declared_by_variants, find_run, find_sweep
 from lab.core.context import Context
 from lab.run.backing import describe, problem
 from lab.run.environment import (
+    BOOT_FACTS,
     Difference,
     changes,
     comparable_host,
@@ -158,7 +159,8 @@ def _between(store: Store, first: RunRecord, second: RunRecord) -> list[Differen
     ]  # fmt: skip
     found: list[Difference] = []
     for variant in sorted(set(by_variant[0]) & set(by_variant[1])):
-        pair = [(f"{run.key} {variant}", {k: v for k, v in side[variant].items() if k != "host"})
+        pair = [(f"{run.key} {variant}",
+                 {k: v for k, v in side[variant].items() if k != "host" and k not in BOOT_FACTS})
                 for run, side in zip((first, second), by_variant, strict=True)]  # fmt: skip
         found += differences(pair, "guest", frozenset())
     hosts = [
