@@ -127,6 +127,30 @@ class Analysis:
     comparisons: list[MetricComparison]
     sweeps: list[SweepComparison] = field(default_factory=list)
 
+    @property
+    def alone(self) -> list[str]:
+        """The workloads whose samples are of one variant, each with it ("w1 (thp)"): they
+        have nothing to be compared with (a pytest-benchmark test per workload, one variant
+        a file), and the summary has no row for them."""
+        found: dict[str, None] = {}
+        for c in self.comparisons:
+            if len(c.arms) < 2:
+                found[f"{c.workload} ({', '.join(a.label for a in c.arms)})"] = None
+        return list(found)
+
+    def refuse_nothing_to_compare(self) -> None:
+        """Refuse a selection in which no workload holds two variants: the summary was empty
+        and the status 0, as if the variants had been compared."""
+        if self.sweeps or any(len(c.arms) > 1 for c in self.comparisons):
+            return
+        alone = self.alone
+        shown = ", ".join(alone[:4]) + (f" and {len(alone) - 4} more" if len(alone) > 4 else "")
+        raise UsageError(
+            f"nothing to compare: each workload holds one variant: {shown}",
+            hint="lab compare compares the variants of one workload: store them under one"
+            " workload name (lab import --workload W)",
+        )
+
 
 def select_samples(store: Store, selection: Selection) -> Samples:
     """The series ``selection`` names, without their warm-up: ``selection.warmup`` when

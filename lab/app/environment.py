@@ -15,6 +15,7 @@ from lab.app.runs import declared_by_variants, find_run, find_sweep
 from lab.core.context import Context
 from lab.run.backing import describe, problem
 from lab.run.environment import (
+    BOOT_FACTS,
     Difference,
     changes,
     comparable_host,
@@ -37,6 +38,17 @@ from lab.store.records import EvidenceSummary, RunRecord
 class EnvironmentReport:
     notes: list[str]  # what backed each twin's memory
     warnings: list[str]  # what could change a result: differences, a variant not in effect
+
+    @property
+    def pointer(self) -> str:
+        """The notes in one line, for the summary: ten lines of QEMU options and backing
+        census after the table pushed the answer off the screen (``--detail`` has them)."""
+        if not self.notes:
+            return ""
+        return (
+            f"evidence: {len(self.notes)} note(s) on what backed each twin's memory and what"
+            " QEMU was told beyond the variant: lab compare --detail, or lab report"
+        )
 
 
 def environment_report(ctx: Context, selection: Selection) -> EnvironmentReport:
@@ -147,7 +159,8 @@ def _between(store: Store, first: RunRecord, second: RunRecord) -> list[Differen
     ]  # fmt: skip
     found: list[Difference] = []
     for variant in sorted(set(by_variant[0]) & set(by_variant[1])):
-        pair = [(f"{run.key} {variant}", {k: v for k, v in side[variant].items() if k != "host"})
+        pair = [(f"{run.key} {variant}",
+                 {k: v for k, v in side[variant].items() if k != "host" and k not in BOOT_FACTS})
                 for run, side in zip((first, second), by_variant, strict=True)]  # fmt: skip
         found += differences(pair, "guest", frozenset())
     hosts = [

@@ -33,7 +33,7 @@ from lab.store.records import EvidenceSeries
 class ReportRequest:
     analysis: AnalyseRequest
     out: str | None = None  # None: a `report` folder beside the store
-    embed: bool = False  # the figures inside the page, not PNG files beside it
+    embed: bool = True  # the figures inside the page (one file), not PNG files beside it
 
 
 @dataclass(frozen=True)

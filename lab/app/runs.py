@@ -33,17 +33,17 @@ class RunSummary:
     target_n: int | None
     created: float | None
     guests: tuple[GuestProgress, ...]
-    stopped: str | None  # why it stopped before its n (its --until rule), if it did
+    stopped: str | None  # why its --until rule stopped it, if one did (early or at its n)
     sweep: str | None = None  # the key of the sweep it is a value of (lab run --sweep)
 
     @property
     def state(self) -> str:
-        if self.stopped:
-            return "stopped early"
+        """A run its rule stopped at its n did every iteration: it is complete, not "stopped
+        early" (the rule records a stop at the maximum n too)."""
         target = self.target_n or 0
         if self.guests and all(g.done >= target for g in self.guests):
             return "complete"
-        return "incomplete"
+        return "stopped early" if self.stopped else "incomplete"
 
     def to_json(self) -> dict[str, Any]:
         """As ``lab runs --json`` prints it: its moments in ISO 8601 (``iso_timestamp``)."""

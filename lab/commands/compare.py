@@ -24,12 +24,15 @@ def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "compare", help="compare the variants of every workload and metric in the store",
         description="For each workload and metric: the reference study's table per variant"
-        " (mean, samples, sd, min, max, margin of error z·s/√n); the difference B − A with a"
+        " (mean, samples, sd, min, max, margin of error t·s/√n, from batch means where the"
+        " samples are autocorrelated, as in the summary); the difference B − A with a"
         " Welch interval, the ratio of means, the median difference, Brunner–Munzel p and"
         " effect sizes; a verdict (faster, slower, equivalent or inconclusive against"
         " --threshold); and diagnostics of the samples (tails, outliers, autocorrelation,"
-        " drift, warm-up). With more than two variants, every pair, Benjamini–Hochberg"
-        " corrected. A is the variant whose guest was stored first unless --baseline says."
+        " drift, warm-up). With more than two variants, every pair, its verdict"
+        " Bonferroni-adjusted for the metric's pairs (the Brunner–Munzel p also"
+        " Benjamini–Hochberg adjusted). A is the variant whose guest was stored first (the"
+        " first imported) unless --baseline says."
         " For synchronised runs (schedule or parameter `sync`) or with --paired, also the"
         " paired analysis by iteration: paired t interval, Wilcoxon signed-rank p and how much"
         " variance pairing removed. For runs that swapped the twins' CPU sets (lab run"
@@ -124,6 +127,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from lab.app.environment import environment_report  # deferred, as above
 
     analysis = analyse(ctx, request(args))
+    analysis.refuse_nothing_to_compare()
     with ThreadPoolExecutor(1) as pool:
         # The environment's evidence is SQLite's aggregates over every backing sample (0.3 s
         # for the seed study's 1.4 million), read on a connection of its own while the
@@ -134,7 +138,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             ctx, analysis, args.format, args.detail or bool(args.workload and args.metric)
         )
         said = environment.result()
-    for line in said.notes:
+    if analysis.alone:  # the summary has no row for them: say why, once
+        ctx.note(f"not compared, one variant only: {', '.join(analysis.alone)}")
+    detail = args.detail or bool(args.workload and args.metric) or args.format != "table"
+    for line in said.notes if detail else [said.pointer] if said.pointer else []:
         ctx.note(line)
     for line in said.warnings:
         ctx.warn(line)

@@ -39,7 +39,9 @@ def register(subparsers: Any) -> None:
         " variances), iterations 1 to 2**53, timestamps in the years 1970 to 9999, and"
         " names at most 200 characters without control characters. Importing the same"
         " bytes again (from any file or standard input) stores nothing; importing a file"
-        " again adds only what was appended to it since.",
+        " again adds only what was appended to it since. The variant stored first (the"
+        " first file's first row) is A in lab compare, B's change read against it: import"
+        " the baseline first, or name it with lab compare --baseline V.",
     )  # fmt: skip
     parser.add_argument(
         "files", nargs="+", metavar="FILE",

@@ -38,8 +38,12 @@ def register(subparsers: Any) -> None:
         "--out", metavar="DIR",
         help="folder to write (default: a `report` folder beside the store)",
     )  # fmt: skip
-    parser.add_argument("--embed", action="store_true",
-                        help="embed the figures in the page, not as PNG files")  # fmt: skip
+    parser.add_argument(
+        "--embed", action=argparse.BooleanOptionalAction, default=True,
+        help="the figures inside index.html (the default: the page alone is the whole report,"
+        " moved or mailed as one file); --no-embed writes them as PNG files in figures/ beside"
+        " it, and then both are the report",
+    )  # fmt: skip
     parser.add_argument("--workload", metavar="W", help="only this workload")
     add_run_argument(parser)
     add_sweep_argument(parser)

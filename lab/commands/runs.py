@@ -83,7 +83,8 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
     for s in found:
         firsts = [g.first for g in s.guests if g.first is not None]
         lasts = [g.last for g in s.guests if g.last is not None]
-        state = f"stopped early: {s.stopped}" if s.stopped else s.state
+        early = s.state == "stopped early"
+        state = f"{s.state}: {s.stopped}" if early else s.state
         params = _params(s.params) + (f"\nof sweep {s.sweep}" if s.sweep else "")
         table.add_row(*map(cell, (s.key, s.study, s.workload, params, s.schedule or "-",
                       _guests(s), _when(min(firsts, default=None)),

@@ -3,9 +3,11 @@ labels wrapped to the figure.
 
 One absurd interval (retransmits from 0 to 1e9: a change of +1e11 %, an interval out to
 1e16 %) used to set the axis alone, every other metric's change collapsing onto 0 under a
-``1e16`` multiplier. The span is the changes that are of a size with each other and the
-threshold; the intervals that reach no further than three times that; what lies beyond is
-drawn at the axis's end as an arrowhead labelled with its value.
+``1e16`` multiplier; and one wide one (−1,885 %) among changes of a few % hid the ±1 %
+band and every other row. The span is the changes within :data:`GAP` times the typical one
+(the lower median of their sizes, or the threshold); the intervals that reach no further
+than three times that; what lies beyond is drawn at the axis's end as an arrowhead
+labelled with its value.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import math
 import textwrap
 from collections.abc import Sequence
 
-GAP = 50.0  # a change this many times the size of the ones before it is off the axis
+GAP = 10.0  # a change this many times the typical one is off the axis
 REACH = 3.0  # interval ends within three times the changes' span are drawn whole
 PAD = 0.08  # room beyond the span, for an arrowhead, in parts of the span
 
@@ -22,16 +24,14 @@ PAD = 0.08  # room beyond the span, for an arrowhead, in parts of the span
 def change_bounds(
     points: Sequence[float], ends: Sequence[float], threshold: float = 0.0
 ) -> tuple[float, float]:
-    """Where the change axis's drawn values end (in %): 0, ±threshold, the changes of a size
-    with each other (sorted by size, each at most :data:`GAP` times the largest before it,
-    starting from the threshold or 1 %), and the interval ends within :data:`REACH` times
-    that span. A change or an end beyond is drawn at these bounds as an arrowhead."""
+    """Where the change axis's drawn values end (in %): 0, ±threshold, the changes at most
+    :data:`GAP` times the typical one (the lower median of their sizes, at least the
+    threshold and 1 %: one far-out change of two is not typical), and the interval ends
+    within :data:`REACH` times that span. A change or an end beyond is drawn at these
+    bounds as an arrowhead."""
     sizes = sorted(abs(p) for p in points if math.isfinite(p))
-    kept = max(threshold, sizes[0] if sizes else 0.0, 1.0)
-    for size in sizes:
-        if size > GAP * kept:
-            break
-        kept = max(kept, size)
+    typical = sizes[(len(sizes) - 1) // 2] if sizes else 0.0
+    kept = GAP * max(threshold, typical, 1.0)
     core = [p for p in points if math.isfinite(p) and abs(p) <= kept]
     low, high = min(*core, -threshold, 0.0), max(*core, threshold, 0.0)
     room = max(high - low, 2 * threshold, 1.0)

@@ -21,7 +21,7 @@ from rich.table import Table
 from lab.core.text import cell, shown
 from lab.report.boots import boots_data
 from lab.report.hosts import host_note, host_table
-from lab.report.summary import HEADER, STYLES, boot_notes, family_note, summary_rows
+from lab.report.summary import HEADER, STYLES, boot_notes, family_note, summary_rows, tied_notes
 from lab.report.sweeps import as_json_data as sweep_json
 from lab.report.sweeps import csv_rows as sweep_csv_rows
 from lab.report.tables import (
@@ -128,7 +128,7 @@ def print_summary(console: Console, comparisons: Sequence[MetricComparison]) -> 
     for c in comparisons:
         if c.stopped is not None:
             console.print(cell(f"* {c.workload} · {c.metric}: {c.stopped.note}"))
-    for line in boot_notes(comparisons):
+    for line in [*boot_notes(comparisons), *tied_notes(comparisons)]:
         console.print(cell(f"* {line}"))
     note = family_note(comparisons)
     if note:

@@ -1,7 +1,8 @@
 """``lab report``: one HTML page with the tables, the figures and the study's metadata.
 
 The page has no external links (no CDN, no fonts, no scripts from elsewhere): figures are
-PNG files beside it referenced by relative paths, or embedded as base64 with ``embed``. A
+embedded as base64 (``embed``, the default: moved alone, a page whose figures were files
+beside it lost them), or PNG files beside it referenced by relative paths. A
 few lines of inline script mark ``<html data-images="loaded">`` once every image has
 decoded, which is what the headless-browser test reads back.
 """
@@ -287,7 +288,7 @@ def render(
     comparisons: Sequence[MetricComparison],
     meta: ReportMeta,
     out_dir: Path,
-    embed: bool = False,
+    embed: bool = True,
     sweeps: Sequence[SweepComparison] = (),
 ) -> Path:
     """Write ``out_dir/index.html`` (and its figures) and return its path. Sweeps get a

@@ -177,6 +177,7 @@ def box_violin(c: MetricComparison) -> tuple[Figure, str]:
 
 def run_order(c: MetricComparison) -> tuple[Figure, str]:
     fig, ax = new_figure(8.0, 4.0)
+    lines, dense = 0, False
     for i, arm in enumerate(c.arms):
         color = COLORS[i % len(COLORS)]
         idx = thin(arm.values)
@@ -185,11 +186,19 @@ def run_order(c: MetricComparison) -> tuple[Figure, str]:
                    alpha=0.25 if dense else 0.7, label=text.shown(arm.label),
                    rasterized=True)  # fmt: skip
         x, y = smoothed(arm.iterations, arm.values)
-        ax.plot(x, y, color=color, linewidth=2)
+        if x.size > 1:  # one bin (under 10 samples) is a point, no line
+            ax.plot(x, y, color=color, linewidth=2)
+            lines += 1
     ax.set_xlabel("iteration")
     ax.set_ylabel(_label(c))
-    ax.legend(markerscale=4, loc="upper right")  # "best" weighs 40,000 points: slow
-    caption = "Every sample against its iteration; the line is the running median (50 bins)."
+    # above the axes, never over a sample ("best" weighs 40,000 points: slow)
+    ax.legend(markerscale=4 if dense else 1, loc="lower left", bbox_to_anchor=(0.0, 1.0),
+              ncols=max(1, len(c.arms)), frameon=False, borderaxespad=0.2)  # fmt: skip
+    caption = "Every sample against its iteration" + (
+        "; each line is a running median (of 50 bins, or of 5 samples each when fewer)."
+        if lines
+        else "."
+    )
     if any(a.values.size > MAX_POINTS for a in c.arms):
         caption += f" Points drawn: {MAX_POINTS:,} evenly spaced per variant."
     return fig, caption
@@ -258,7 +267,7 @@ def means(c: MetricComparison) -> tuple[Figure, str]:
         how = "points: the y axis does not start at zero, so no bars"
     ax.set_ylabel(_label(c))
     caption = (
-        f"The study's figure: means with the margin of error at {confidence} confidence ({how})."
+        f"Each arm's mean with the summary's margin of error at {confidence} confidence ({how})."
     )
     return fig, caption
 
@@ -274,8 +283,9 @@ def bars_from_zero(bottom: float, top: float) -> bool:
 
 
 def _changes(
-    ax: Axes, rows: Sequence[str], points: np.ndarray, intervals: np.ndarray, threshold: float
-) -> list[str]:
+    ax: Axes, rows: Sequence[str], points: np.ndarray, intervals: np.ndarray, threshold: float,
+    chars: int = 40,
+) -> list[str]:  # fmt: skip
     """Each row's change in % with its interval on a horizontal axis (row 0 at the top),
     the threshold band shaded; what lies beyond :func:`lab.report.axes.change_bounds` is
     drawn at the axis's end as an arrowhead labelled with its value. Returns what was cut,
@@ -287,7 +297,7 @@ def _changes(
     )
     bounds = axis_.change_bounds(points.tolist(), [*lows.tolist(), *highs.tolist()], threshold)
     if threshold:
-        ax.axvspan(-threshold, threshold, color="#dddddd", label=f"±{threshold:g}% threshold")
+        ax.axvspan(-threshold, threshold, color="#dddddd")  # the caption says what it is
     ax.axvline(0, color="black", linewidth=0.8)
     cut: list[str] = []
     for row, name in enumerate(rows):
@@ -314,13 +324,14 @@ def _changes(
                     f"{axis_.percent_text(beyond[0])} (interval to {axis_.percent_text(beyond[1])})"
                 )
             ax.annotate(words, (bound, y[row]), xytext=(0, 7), textcoords="offset points",
-                        ha="left" if side == 0 else "right", va="bottom", fontsize="small",
+                        ha="left" if side == 0 else "right", va="bottom", fontsize=9,
                         color="#b42318")  # fmt: skip
             what = "change" if beyond[0] == mid else "interval"
-            cut.append(f"{name}: {what} {words}")
+            cut.append(f"{' '.join(name.split())}: {what} {words}")
     ax.set_xlim(*axis_.limits(bounds))
     ax.set_ylim(-0.7, len(rows) - 0.3)
-    ax.set_yticks(y, [axis_.wrapped(name, 40) for name in rows])
+    ax.set_yticks(y, ["\n".join(axis_.wrapped(part, chars) for part in name.split("\n"))
+                      for name in rows])  # fmt: skip
     ax.ticklabel_format(axis="x", useOffset=False)
     return cut
 
@@ -342,39 +353,46 @@ def difference(c: MetricComparison) -> tuple[Figure, str]:
     cut = _changes(ax, names, pct, ci, threshold)
     better = "lower" if c.direction == "lower" else "higher"
     ax.set_xlabel(f"B − A, % of A's mean ({better} is better)")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="lower right", fontsize="small")
     caption = (
         f"Difference of means as a percentage of A with its {c.confidence * 100:g}% confidence"
-        " interval (ratio of means); the grey band is the practical threshold."
+        " interval (ratio of means)"
+        + (f"; the grey band is the ±{threshold:g} % threshold." if threshold else ".")
     )
     return fig, caption + _cut_caption(cut)
 
 
+FOREST_INCHES = 5.0  # wide: shown 390 px wide (a phone), its 10 pt text is 10.8 px high
+
+
 def forest(comparisons: Sequence[MetricComparison]) -> tuple[Figure, str]:
-    """Every metric's change (B vs A, in % of A, turned so that right is better) with its
-    interval, on one axis, the ±threshold band shaded: the whole answer in one picture. An
-    interval or change far beyond the others is cut at the axis's end, labelled with its
-    value, so that one absurd interval leaves the others readable."""
+    """Every metric's change (B − A, in % of A, as each metric's difference plot reads it)
+    with its interval, on one axis, the ±threshold band shaded: the whole answer in one
+    picture, each row saying which way is better. An interval or change far beyond the
+    others is cut at the axis's end, labelled with its value, so that one wide interval
+    leaves the band and the others readable."""
     rows = [(c, p) for c in comparisons if c.subset == ALL for p in c.pairs]
-    fig, ax = new_figure(7.0, 1.4 + 0.5 * len(rows))
-    names, benefit, intervals = [], [], []
+    fig, ax = new_figure(FOREST_INCHES, 1.2 + 0.5 * len(rows))
+    several = any(len(c.pairs) > 1 for c, _ in rows)
+    names, changes, intervals = [], [], []
     for c, p in rows:
-        sign = -1.0 if c.direction == "lower" else 1.0  # right is better for every metric
         percent, interval = primary_change(c, p)
-        names.append(text.shown(f"{c.workload} · {c.metric}: {p.b} vs {p.a}"))
-        benefit.append(sign * percent)
-        intervals.append([sign * v for v in interval])
+        pair = f": {p.b} vs {p.a}" if several else ""
+        names.append(
+            text.shown(f"{c.workload} · {c.metric}{pair}") + f"\n({c.direction} is better)"
+        )
+        changes.append(percent)
+        intervals.append(list(interval))
     # one in units has no place on an axis in %
     threshold = rows[0][0].threshold.value * 100 if rows and rows[0][0].threshold.relative else 0.0
-    cut = _changes(ax, names, np.array(benefit, dtype=float),
-                   np.array(intervals, dtype=float).reshape(-1, 2), threshold)  # fmt: skip
-    ax.set_xlabel("B's benefit over A, % of A's mean (right is better)")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="lower right", fontsize="small")
+    cut = _changes(ax, names, np.array(changes, dtype=float),
+                   np.array(intervals, dtype=float).reshape(-1, 2), threshold,
+                   chars=24)  # fmt: skip
+    ax.set_xlabel("B − A, % of A's mean")
     caption = (
-        "Every metric's change with its confidence interval, turned so that right means B is"
-        " better (lower times, higher throughput); the grey band is the practical threshold."
+        f"Every metric's change (B − A, % of A's mean) with the interval its verdict read; the"
+        f" grey band is the ±{threshold:g} % threshold."
+        if threshold
+        else "Every metric's change (B − A, % of A's mean) with the interval its verdict read."
     )
     return fig, caption + _cut_caption(cut)
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from lab.core.units import format_measure, format_percent, format_ratio
 from lab.stats.analysis import ALL, Arm, MetricComparison, Pair
-from lab.stats.difference import mean_margin
 from lab.stats.verdict import Outcome
 
 HEADER = ("workload", "metric", "A", "B", "change (B vs A)", "verdict")
@@ -88,6 +87,11 @@ def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
             by_boot = c.boots is not None and bool(c.boots.pairs)
             mark = " *" if c.stopped is not None and pair is c.pairs[0] and not by_boot else ""
             d = pair.difference
+            if _tied(arms[pair.a].summary.sd, arms[pair.b].summary.sd, pair):
+                rows.append(SummaryRow(workload, c.metric, cells[0], cells[1],
+                                       f"{format_percent(percent)} %, no sample varies *",
+                                       pair.verdict.outcome))  # fmt: skip
+                continue
             if math.isfinite(percent) and math.isfinite(low):
                 change = (
                     f"{format_percent(percent)} % [{format_percent(low)},"
@@ -116,8 +120,9 @@ def summary_rows(comparisons: Sequence[MetricComparison]) -> list[SummaryRow]:
 def arm_margin(arm: Arm) -> float:
     """The margin beside an arm's mean: t, and for autocorrelated samples the batch means'
     effective n, as in the difference's intervals the verdict reads (not the study's z·s/√n,
-    which at n = 2 shows ±1.95 where t gives ±3183)."""
-    return mean_margin(arm.values, arm.summary.confidence)
+    which at n = 2 shows ±1.95 where t gives ±3183); ``lab.stats.analysis`` puts it in the
+    arm's summary, so the tables, JSON and plots show this one too."""
+    return arm.summary.margin
 
 
 def primary_change(c: MetricComparison, pair: Pair) -> tuple[float, tuple[float, float]]:
@@ -138,12 +143,38 @@ def primary_change(c: MetricComparison, pair: Pair) -> tuple[float, tuple[float,
 
 def boot_notes(comparisons: Sequence[MetricComparison]) -> list[str]:
     """What the verdicts mean given the boots measured (``BootAnalysis.note``), each note
-    once with the workload·metrics it is about."""
+    once with the workload·metrics it is about, or "every row" when it is about all of them
+    (the demo study's 24 metrics named in one footnote pushed the answer off the screen)."""
     said: dict[str, list[str]] = {}
-    for c in comparisons:
-        if c.subset == ALL and c.boots is not None:
+    shown = [c for c in comparisons if c.subset == ALL]
+    for c in shown:
+        if c.boots is not None:
             said.setdefault(c.boots.note, []).append(f"{c.workload} · {c.metric}")
-    return [f"{', '.join(names)}: {note}" for note, names in said.items()]
+    return [
+        f"{'every row' if len(names) == len(shown) else ', '.join(names)}: {note}"
+        for note, names in said.items()
+    ]
+
+
+def tied_notes(comparisons: Sequence[MetricComparison]) -> list[str]:
+    """Why an inconclusive verdict on samples that never vary is one: its row's interval has
+    no width, and only the verdict's text says the split's p is above α (the report said it,
+    the terminal did not)."""
+    lines = []
+    for c in comparisons:
+        if c.subset != ALL:
+            continue
+        arms = {arm.label: arm.summary for arm in c.arms}
+        for pair in c.pairs:
+            if _tied(arms[pair.a].sd, arms[pair.b].sd, pair):
+                lines.append(f"{c.workload} · {c.metric}: {pair.verdict.text}")
+    return lines
+
+
+def _tied(sd_a: float, sd_b: float, pair: Pair) -> bool:
+    """No sample of either arm varies and the verdict is inconclusive (``decide_constant``):
+    an interval of no width that decides nothing."""
+    return sd_a == 0 and sd_b == 0 and pair.verdict.outcome == Outcome.INCONCLUSIVE
 
 
 def family_note(comparisons: Sequence[MetricComparison]) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lab.core.units import format_percent
+from lab.core.units import format_percent, scale_for
 from lab.report.boots import arm_table, pair_table
 from lab.report.hosts import host_note, host_table
 from lab.report.warmup import warmup_notes, warmup_table
@@ -164,7 +164,6 @@ DIAGNOSTIC_ROWS = (
     Row(
         "effective_n", "Effective sample size", "count", lambda a: round(a.diagnostics.effective_n)
     ),
-    _diag("margin_effective", "Margin of error with it", "value"),
     _diag("kendall_tau", "Kendall τ (value vs iteration)", "ratio"),
     _diag("kendall_p", "  p", "p"),
     _diag("drift_percent", "Theil–Sen drift over the run (%)", "pct"),
@@ -184,10 +183,11 @@ def _warmup(arm: Arm) -> float:
     return (d.warmup_mean / d.rest_mean - 1) * 100
 
 
-def decimals_for(comparisons: Sequence[MetricComparison]) -> int:
-    """Decimals that show the smallest margin of error with two significant digits."""
+def decimals_for(comparisons: Sequence[MetricComparison], factor: float = 1.0) -> int:
+    """Decimals that show the smallest margin of error, in units of ``factor`` (1e-6 for
+    µs of a metric in s), with two significant digits."""
     margins = [
-        a.summary.margin
+        a.summary.margin / factor
         for c in comparisons
         for a in c.arms
         if math.isfinite(a.summary.margin) and a.summary.margin > 0
@@ -197,8 +197,9 @@ def decimals_for(comparisons: Sequence[MetricComparison]) -> int:
     return max(0, min(8, 1 - math.floor(math.log10(min(margins)))))
 
 
-def format_value(value: Value, kind: str, decimals: int) -> str:
-    """A raw value as the text tables show it."""
+def format_value(value: Value, kind: str, decimals: int, factor: float = 1.0) -> str:
+    """A raw value as the text tables show it: one in the metric's unit ("value", "sci")
+    divided by ``factor``, the prefix the table's title names (µs for 1e-6 of a metric in s)."""
     if value is None:
         return "–"
     if isinstance(value, str):
@@ -212,7 +213,7 @@ def format_value(value: Value, kind: str, decimals: int) -> str:
     if kind == "share":
         return f"{value * 100:.1f}%"
     if kind == "value":
-        return f"{value:,.{decimals}f}"
+        return f"{value / factor:,.{decimals}f}"
     if kind == "pct":
         return format_percent(value)  # a change from near zero: 1.2e+56, not 57 digits
     if kind == "p":
@@ -220,7 +221,7 @@ def format_value(value: Value, kind: str, decimals: int) -> str:
     if kind == "expect":
         return f"{value:.3g}"
     if kind == "sci":
-        return f"{value:.3g}"
+        return f"{value / factor:.3g}"
     return f"{value:.3f}"  # ratio-like numbers without a unit
 
 
@@ -256,8 +257,9 @@ def _columns(block: Sequence[MetricComparison], subjects: str) -> list[tuple[str
 
 
 def _table(
-    title: str, rows: Sequence[Row], columns: list[tuple[str, Any]], decimals: int, skip_none: bool
-) -> TableData:
+    title: str, rows: Sequence[Row], columns: list[tuple[str, Any]], decimals: int,
+    skip_none: bool, factor: float = 1.0,
+) -> TableData:  # fmt: skip
     body = []
     for row in rows:
         values = [row.get(obj) for _, obj in columns]
@@ -265,82 +267,98 @@ def _table(
             continue
         if row.key == "dropped" and all(v == 0 for v in values):
             continue
-        body.append((row.label, *(format_value(v, row.kind, decimals) for v in values)))
+        body.append((row.label, *(format_value(v, row.kind, decimals, factor) for v in values)))
     return TableData(title, ("", *(h for h, _ in columns)), tuple(body))
 
 
 def block_tables(block: Sequence[MetricComparison]) -> list[TableData]:
     """The study's table, the difference table and the diagnostics for one workload·metric."""
-    decimals = decimals_for(block)
     first = block[0]
+    # in the unit the summary shows (µs, not 0.00000174 s): scaled by A's mean, as its row is
+    factor, unit = scale_for(first.arms[0].summary.mean if first.arms else math.nan, first.unit)
+    decimals = decimals_for(block, factor)
+    better = "lower" if first.direction == "lower" else "higher"
+    heading = f"{first.workload} · {first.metric}{f' ({unit})' if unit else ''}, {better} is better"
     tables = [
         _table(
-            f"{first.title}: the study's table",
+            f"{heading}: the study's table",
             SUMMARY_ROWS,
             _columns(block, "arms"),
             decimals,
             False,
+            factor,
         )
     ]
     if first.pairs:
         tables.append(
             _table(
-                f"{first.title}: B against A at {first.confidence * 100:g}% confidence,"
+                f"{heading}: B against A at {first.confidence * 100:g}% confidence,"
                 f" threshold ±{first.threshold}",
                 DIFFERENCE_ROWS,
                 _columns(block, "pairs"),
                 decimals,
                 True,
+                factor,
             )
         )
     if first.paired:
         tables.append(
             _table(
-                f"{first.title}: paired by iteration (synchronised runs) at"
+                f"{heading}: paired by iteration (synchronised runs) at"
                 f" {first.confidence * 100:g}% confidence",
                 PAIRED_ROWS,
                 _columns(block, "paired"),
                 decimals,
                 False,
+                factor,
             )
         )
     placed = next((c.placement for c in block if c.placement is not None), None)
     if placed is not None:
         tables.append(
             _table(
-                f"{first.title}: Placement: variant and CPU set told apart (the twins swapped"
+                f"{heading}: Placement: variant and CPU set told apart (the twins swapped"
                 f" CPU sets) at {placed.effects.confidence * 100:g}% confidence",
                 PLACEMENT_ROWS,
                 [(f"{placed.b} vs {placed.a}", placed)],
                 decimals,
                 False,
+                factor,
             )
         )
     tables.append(
         _table(
-            f"{first.title}: diagnostics", DIAGNOSTIC_ROWS, _columns(block, "arms"), decimals, False
+            f"{heading}: diagnostics",
+            DIAGNOSTIC_ROWS,
+            _columns(block, "arms"),
+            decimals,
+            False,
+            factor,
         )
     )
     hosts = next((c.hosts for c in block if c.hosts is not None), None)
     if hosts is not None:
-        tables.append(TableData(*host_table(hosts, first.title)))
+        tables.append(TableData(*host_table(hosts, first.title)))  # raw values: its unit
     if first.boots is not None:  # each arm's boots; the pairs read from their means
-        tables.extend(_boot_tables(first, decimals))
+        tables.extend(_boot_tables(first, heading, decimals, factor))
     if first.warmup is not None:  # what was left out before every table above, and why
-        title, header, rows = warmup_table(first.warmup, first.title)
+        title, header, rows = warmup_table(first.warmup, heading)
         tables.append(TableData(title, header, tuple(rows)))
     return tables
 
 
-def _boot_tables(c: MetricComparison, decimals: int) -> list[TableData]:
+def _boot_tables(
+    c: MetricComparison, heading: str, decimals: int, factor: float
+) -> list[TableData]:
     """The Boots tables (``lab.report.boots``), their cells formatted as the others."""
     assert c.boots is not None
-    parts = [arm_table(c.boots, c.title)]
+    parts = [arm_table(c.boots, heading)]
     if c.boots.pairs:
         level = c.pairs[0].verdict_confidence or c.confidence
-        parts.append(pair_table(c.boots, c.title, level))
+        parts.append(pair_table(c.boots, heading, level))
     return [
-        TableData(title, header, tuple((label, *(format_value(v, kind, decimals) for v in cells))
+        TableData(title, header, tuple((label, *(format_value(v, kind, decimals, factor)
+                                                 for v in cells))
                                        for label, cells, kind in rows))
         for title, header, rows in parts
     ]  # fmt: skip

@@ -29,11 +29,18 @@ GUEST_FACTS = ("kernel", "thp_enabled", "thp_defrag", "compiler")
 # Facts that differ between twins by construction: their XML (the variant and the names) and
 # what it declares for memory; their QEMU's command lines and memory (qemu_*) are compared
 # apart, option by option (lab.run.qemuargs) and against the declared backing (lab.run.backing).
-IDENTITY = frozenset({"domain_xml_sha256", "memory_backing_declared"})
+# domain_xml_sha256 is the live XML's, as stores before domain_defined_sha256 hold it.
+IDENTITY = frozenset({"domain_defined_sha256", "domain_xml_sha256", "memory_backing_declared"})
+# What a reboot records of each twin's new boot (lab.run.reboot): a boot id is new in every
+# boot and the time a cycle took is each twin's own, so they differ between twins and between
+# starts by nature, and say nothing about the experiment.
+BOOT_FACTS = frozenset({"reboot_boot_id", "reboot_s", "reboot_before_iteration"})
 
 
-def guest_environment(output: str, domain_xml: str | None) -> dict[str, str]:
-    """A guest's facts from :data:`GUEST_SCRIPT`'s output and its live domain XML."""
+def guest_environment(output: str, defined_xml: str | None) -> dict[str, str]:
+    """A guest's facts from :data:`GUEST_SCRIPT`'s output and its domain XML as defined
+    (libvirt's inactive XML): the live one of every new boot has new ids, labels and paths,
+    and its hash "changed between starts" of a run that rebooted and changed nothing."""
     lines = [*output.splitlines(), *[""] * len(GUEST_FACTS)]
     facts = dict(zip(GUEST_FACTS, (line.strip() for line in lines), strict=False))
     for name in ("thp_enabled", "thp_defrag"):
@@ -42,8 +49,8 @@ def guest_environment(output: str, domain_xml: str | None) -> dict[str, str]:
         except ValueError:
             facts[name] = NOT_AVAILABLE
     facts = {k: v or NOT_AVAILABLE for k, v in facts.items()}
-    facts["domain_xml_sha256"] = (
-        hashlib.sha256(domain_xml.encode()).hexdigest() if domain_xml else NOT_AVAILABLE
+    facts["domain_defined_sha256"] = (
+        hashlib.sha256(defined_xml.encode()).hexdigest() if defined_xml else NOT_AVAILABLE
     )
     return facts
 
@@ -105,7 +112,7 @@ def changes(records: Sequence[EnvironmentRecord]) -> list[str]:
     for (scope, name), facts in latest(records).items():
         before = first[(scope, name)]
         for fact in sorted(set(before) & set(facts)):  # a fact a later lab added is no change
-            if fact.startswith("qemu_") or before[fact] == facts[fact]:
+            if fact.startswith("qemu_") or fact in BOOT_FACTS or before[fact] == facts[fact]:
                 continue
             lines.append(f"{scope} {name} {fact}: {before.get(fact)} → {facts.get(fact)}")
     return lines
@@ -121,7 +128,7 @@ def twin_differences(
     guests = [(name, facts) for (scope, name), facts in now.items() if scope == "guest"]
     guest_facts = [(name, {k: v for k, v in f.items() if k not in ("host", "variant")})
                    for name, f in guests]  # fmt: skip
-    found = differences(guest_facts, "guest", IDENTITY | frozenset(declared))
+    found = differences(guest_facts, "guest", IDENTITY | BOOT_FACTS | frozenset(declared))
     hosts = [(name, comparable_host(facts)) for (scope, name), facts in now.items()
              if scope == "host"]  # fmt: skip
     if len(hosts) > 1:

@@ -98,7 +98,9 @@ class Evidence:
         state_of: Callable[[GuestRecord], LabState],
         domain_xml: Callable[[GuestRecord], str | None],
         with_guest: Callable[[Any, Callable[[Any], Any]], Any],  # the controller's
+        defined_xml: Callable[[GuestRecord], str | None] | None = None,  # the inactive XML
     ) -> None:
+        self.defined_xml = defined_xml or domain_xml
         self.ctx, self.store, self.run_id, self.guests = ctx, store, run_id, guests
         self.counters, self.schedule, self.sites = counters, schedule, sites
         self.state_of, self.domain_xml, self.with_guest = state_of, domain_xml, with_guest
@@ -147,7 +149,7 @@ class Evidence:
             guest, lambda g: g.shell.run(["sh", "-c", GUEST_SCRIPT], timeout=60).stdout
         )
         xml = self.xml[guest.record.name] = self.domain_xml(guest.record)
-        facts = guest_environment(output or "", xml)
+        facts = guest_environment(output or "", self.defined_xml(guest.record))
         facts.update(host=guest.record.host, variant=guest.record.variant)
         facts.update(self._backing(guest.record, xml))
         facts["qemu_cmdline"] = json.dumps(qemu_cmdline(self._host(guest.record).read_text,

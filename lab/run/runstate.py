@@ -150,6 +150,16 @@ class RunState:
         except Exception:  # the guest may be down; the XML is context, not a requirement
             return None
 
+    def _defined_xml(self, record: GuestRecord) -> str | None:
+        """The domain as defined (VIR_DOMAIN_XML_INACTIVE, 2): what the user defined, the
+        same in every boot until it is redefined."""
+        site = self.sites.get(record.host)
+        try:
+            conn = site[0].ctx.libvirt if site else self.ctx.libvirt
+            return str(conn.lookupByName(record.name).XMLDesc(2))
+        except Exception:  # as _domain_xml: context, not a requirement
+            return None
+
     def _domain(self, record: GuestRecord) -> Any:
         """The guest's libvirt domain (raises libvirt's error when there is none)."""
         site = self.sites.get(record.host)

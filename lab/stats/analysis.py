@@ -41,6 +41,7 @@ from lab.stats.difference import (
     Difference,
     compare,
     mean_intervals,
+    mean_margin,
 )
 from lab.stats.discard import WarmupCut
 from lab.stats.paired import PairedDifference, paired_difference
@@ -172,7 +173,8 @@ def _arm(
         host=series.host,
         iterations=iterations,
         values=values,
-        summary=summarize(values, level),
+        # one margin in every output: the summary's t with the batch means' effective n
+        summary=replace(summarize(values, level), margin=mean_margin(values, level)),
         dropped=series.values.size - values.size,
         untrimmed=untrimmed,
     )

@@ -175,14 +175,11 @@ class BootAnalysis:
     def note(self) -> str:
         """What the verdict means, given the boots: one line for ``lab compare``."""
         counts = ", ".join(f"{label} {c.boots}" for label, c in self.arms)
-        if self.pairs:
-            iccs = ", ".join(f"{label} {_number(c.icc)}" for label, c in self.arms)
+        if self.pairs:  # each metric's intraclass correlation is in its Boots table
             return (
-                f"unit: boot. Boots per arm: {counts}; intraclass correlation (the share of"
-                f" the variance between boots): {iccs}. The intervals and verdicts above are"
-                " read from the boot means (Welch), so they hold for other boots of these"
-                " guests, not only the ones measured; the tables' intervals are from"
-                " iterations"
+                f"unit: boot. Boots per arm: {counts}. The intervals and verdicts are read from"
+                " the boot means (Welch), so they hold for other boots of these guests, not"
+                " only the ones measured"
             )
         if all(c.boots == 1 for _, c in self.arms):
             return (
@@ -195,10 +192,6 @@ class BootAnalysis:
             " between-boot variance cannot be estimated, so the verdict holds for these boots"
             " only; `lab run --reboot-every K` gives each arm several"
         )
-
-
-def _number(value: float) -> str:
-    return f"{value:.2f}" if math.isfinite(value) else "n/a"
 
 
 def boot_verdict(

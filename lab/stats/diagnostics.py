@@ -9,7 +9,8 @@ Each check here is a way that assumption fails in a long benchmark loop:
 - outliers: Tukey's fences (1.5 and 3 interquartile ranges beyond the quartiles) and the
   most extreme value in σ;
 - dependence: the lag-1 autocorrelation r in iteration order and the effective sample size
-  ``n·(1−r)/(1+r)`` of an AR(1) process, with the margin of error recomputed from it;
+  ``n·(1−r)/(1+r)`` of an AR(1) process (the margin of error of an autocorrelated arm is the
+  batch means', ``lab.stats.difference.mean_margin``: one margin in every output);
 - drift: Kendall's tau of value against iteration and the Theil–Sen slope with its interval
   (on at most 100,000 and 600 evenly spaced samples: ``kendall_points``, ``theil_sen_points``);
 - warm-up: the first iterations against the rest (Welch's test).
@@ -24,7 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import stats
 
-from lab.stats.descriptive import check_confidence, margin_of_error
+from lab.stats.descriptive import check_confidence
 
 THEIL_SEN_MAX_POINTS = 600  # Theil–Sen sorts n²/2 slopes: above this, evenly spaced points
 KENDALL_MAX_POINTS = 100_000  # plenty to see a drift; keeps a million-sample arm under 0.1 s
@@ -50,7 +51,6 @@ class Diagnostics:
     most_extreme_value: float
     lag1_autocorrelation: float
     effective_n: float
-    margin_effective: float
     kendall_tau: float
     kendall_p: float
     kendall_points: int
@@ -162,7 +162,6 @@ def diagnose(values: np.ndarray, iterations: np.ndarray | None, confidence: floa
         most_extreme_value=float(x[extreme]) if n else math.nan,
         lag1_autocorrelation=r1,
         effective_n=n_eff,
-        margin_effective=margin_of_error(sd, n_eff, level),
         kendall_tau=float(tau.statistic) if tau is not None else math.nan,
         kendall_p=float(tau.pvalue) if tau is not None else math.nan,
         kendall_points=int(step.size),
@@ -197,8 +196,8 @@ def alerts(d: Diagnostics) -> list[str]:
     if d.lag1_autocorrelation > 0.1:
         found.append(
             f"successive samples are correlated (lag-1 r = {d.lag1_autocorrelation:.2f}):"
-            f" effective n {d.effective_n:,.0f} of {d.n:,}, margin {d.margin_effective:.3g}"
-            " instead of the naive one"
+            f" effective n {d.effective_n:,.0f} of {d.n:,}; its margin of error and intervals"
+            " are from batch means"
         )
     if d.kendall_p < 0.001 and abs(d.drift_percent) >= 0.1:
         found.append(

@@ -213,3 +213,29 @@ def test_a_run_against_another_is_read_by_each_runs_boots(
     c = compare_json(capsys, db, "--run", "before", "--against", "after")
     assert c["boots"]["unit"] == "boot"
     assert [(a["arm"], a["boots"]) for a in c["boots"]["arms"]] == [("before", 3), ("after", 4)]
+
+
+def test_a_boot_note_true_of_every_row_is_said_once_for_every_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 40: the footnote named every metric (24 in the demo study) and each one's ICC,
+    the same note told again per metric; the ICCs are in --detail's Boots tables."""
+    db = tmp_path / "lab.db"
+    rng = np.random.default_rng(3)
+    metrics = [MetricInfo(f"m{k}", "s", "lower") for k in range(6)]
+    with Store.open(db) as store:
+        study = store.ensure_study("s")
+        run = store.ensure_run(study, "s/w", "w", {}, "sync", 40, metrics)
+        for variant in ("thp", "shp1g"):
+            guest = store.ensure_guest(study, f"lab-{variant}", variant)
+            store.record(run, guest, [
+                IterationRecord(i, 1, True, boot_id=f"{variant}-{i // 10}",
+                                metrics={m.name: float(rng.normal(100, 1)) for m in metrics})
+                for i in range(1, 41)
+            ])  # fmt: skip
+    assert main(["compare", "--db", str(db)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.count("unit: boot") == 1 and "* every row: unit: boot." in out
+    assert "w · m0" not in out and "intraclass" not in out
+    assert main(["compare", "--db", str(db), "--detail", "--metric", "m0"]) == 0
+    assert "Intraclass correlation" in capsys.readouterr().out

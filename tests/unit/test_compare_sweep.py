@@ -170,7 +170,9 @@ def test_the_report_has_the_sweep_table_its_plot_and_each_value_s_backing(
             store.record_environment(r.run_id, "guest", "lab-thp", {
                 "qemu_hugetlb_kib": "0", "qemu_anon_huge_kib": str(524288 * (i + 1)),
                 "memory_kib": "1048576", "memory_backing_declared": "default"})  # fmt: skip
-    code, _, err = lab(capsys, "report", "--db", str(db), "--out", str(tmp_path / "out"))
+    code, _, err = lab(
+        capsys, "report", "--db", str(db), "--out", str(tmp_path / "out"), "--no-embed"
+    )
     assert code == 0, err
     page = (tmp_path / "out" / "index.html").read_text()
     section = page[page.index('<h2 id="sweeps">') : page.index('<h2 id="metadata">')]

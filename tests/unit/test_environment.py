@@ -61,14 +61,14 @@ def test_a_guests_facts_come_from_the_script_and_its_xml() -> None:
     assert facts["kernel"] == "6.1.0-18-amd64"
     assert (facts["thp_enabled"], facts["thp_defrag"]) == ("madvise", "always")
     assert facts["compiler"] == "gcc (Debian 12.2.0-14) 12.2.0"
-    assert len(facts["domain_xml_sha256"]) == 64
+    assert len(facts["domain_defined_sha256"]) == 64
     bare = guest_environment("6.1.0\n\n\n\n", None)  # no THP files, no gcc, no XML
-    assert bare["thp_enabled"] == bare["compiler"] == bare["domain_xml_sha256"] == NOT_AVAILABLE
+    assert bare["thp_enabled"] == bare["compiler"] == bare["domain_defined_sha256"] == NOT_AVAILABLE
 
 
 def test_twins_differ_only_where_a_fact_differs_and_never_by_their_xml() -> None:
-    thp = {"kernel": "6.1", "thp_enabled": "always", "domain_xml_sha256": "a"}
-    shp = {"kernel": "6.1", "thp_enabled": "never", "domain_xml_sha256": "b", "compiler": "gcc"}
+    thp = {"kernel": "6.1", "thp_enabled": "always", "domain_defined_sha256": "a"}
+    shp = {"kernel": "6.1", "thp_enabled": "never", "domain_defined_sha256": "b", "compiler": "gcc"}
     found = differences([("lab-thp", thp), ("lab-shp1g", shp)], "guest")
     assert [d.fact for d in found] == ["compiler", "thp_enabled"]
     assert found[1].text == "guest thp_enabled: lab-thp always, lab-shp1g never"
@@ -90,7 +90,7 @@ def stored(path: Path, thp_mode: str = "always", key: str = "k", b: str = "shp1g
             guest = store.ensure_guest(study, name, variant)
             store.record_environment(run, "guest", name, {
                 "kernel": "6.1", "thp_enabled": mode, "host": "local", "variant": variant,
-                "domain_xml_sha256": name})  # fmt: skip
+                "domain_defined_sha256": name})  # fmt: skip
             store.record(run, guest, [
                 IterationRecord(i + 1, 1, True, started=float(i), ended=i + 0.5,
                                 metrics={"time_s": v, "rate": 100.0 / v})
@@ -148,11 +148,15 @@ def test_compare_says_what_backed_each_twins_memory_and_warns_when_a_variant_fai
         for e in store.environment(run):  # the end of the start: the backing read again
             if e.scope == "guest":
                 store.record_environment(run, "guest", e.name, {**e.facts, **backing[e.name]})
-    assert main(["compare", "--db", str(db)]) == 0
+    assert main(["compare", "--db", str(db), "--detail"]) == 0
     err = capsys.readouterr().err
     assert "memory of lab-shp1g: 100 % of its 1,048,576 KiB of RAM in hugetlb pages" in err
     assert "lab-thp (thp): no huge pages at all backed its memory" in err
     assert "changed between its starts" not in err  # the backing moves; that is no change
+    assert main(["compare", "--db", str(db)]) == 0  # the summary: the evidence in one line
+    err = capsys.readouterr().err
+    assert "memory of" not in err and err.count("evidence: ") == 1
+    assert "lab compare --detail, or lab report" in err
 
 
 def test_the_report_carries_the_evidence(tmp_path: Path) -> None:
@@ -179,7 +183,7 @@ def test_compare_names_what_qemu_was_told_beyond_the_variant(
                 raw = (captures / f"qemu-7.2-cmdline-{e.name}-tcg.bin").read_text()
                 args = json.dumps([a for a in raw.split("\0") if a])
                 store.record_environment(run, "guest", e.name, {**e.facts, "qemu_cmdline": args})
-    assert main(["compare", "--db", str(db)]) == 0
+    assert main(["compare", "--db", str(db), "--detail"]) == 0
     err = capsys.readouterr().err
     assert "QEMU was told more than the variant, -object pc.ram prealloc: lab-thp (absent)," in err
     assert "lab-shp1g true (guest RAM preallocated" in err

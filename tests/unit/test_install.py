@@ -94,3 +94,19 @@ def test_the_installed_lab_ships_a_runner_that_runs_with_python_alone(
     )  # fmt: skip
     reply = json.loads(status.stdout)
     assert (reply["run_key"], reply["running"], reply["journal_bytes"]) == ("k", False, 0)
+
+
+def test_the_installed_lab_keeps_its_store_where_the_readme_says(
+    installed: Path, tmp_path: Path
+) -> None:
+    """Issue 40: the README said `results/lab.db`; installed, it is the user's data folder."""
+    env = {**os.environ, "PYTHONPATH": str(installed), "HOME": str(tmp_path), "COLUMNS": "300"}
+    for name in ("XDG_DATA_HOME", "LAB_DB", "LAB_CONFIG", "XDG_CONFIG_HOME"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-m", "lab", "config"], cwd="/", env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"'{tmp_path}/.local/share/lab/lab.db'" in done.stdout
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    said = "after `pip install`, `lab.db` in your data folder (`~/.local/share/lab/lab.db`"
+    assert said in readme

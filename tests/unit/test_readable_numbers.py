@@ -105,3 +105,31 @@ def test_the_summary_fits_columns_and_cuts_no_number(tmp_path: Path) -> None:
         assert set(numbers.findall(out)) == whole, out  # none cut, none folded in two
     wide = _compare(db, None)  # piped without $COLUMNS: 160 wide, one line a row
     assert max(len(line.rstrip()) for line in wide.splitlines()) > 100
+
+
+def test_the_detail_tables_show_microseconds_in_the_summarys_unit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 40: the summary said µs where --detail printed raw seconds ("0.00000174")."""
+    from lab.cli import main
+
+    db = tmp_path / "lab.db"
+    rng = np.random.default_rng(5)
+    with Store.open(db) as store:
+        study = store.ensure_study("s")
+        run = store.ensure_run(study, "s/w", "w", {}, "sync", 30,
+                               [MetricInfo("lat", "s", "lower")])  # fmt: skip
+        for variant, mean in (("thp", 1.74e-6), ("shp1g", 1.70e-6)):
+            guest = store.ensure_guest(study, f"lab-{variant}", variant)
+            store.record(run, guest, [
+                IterationRecord(i, 1, True, metrics={"lat": float(mean + rng.normal(0, 2e-8))})
+                for i in range(1, 31)
+            ])  # fmt: skip
+    assert main(["compare", "--db", str(db), "--detail"]) == 0
+    out = capsys.readouterr().out
+    assert "µs" in out.split("\n\n")[0]  # the summary
+    assert "w · lat (µs), lower is better: the study's table" in " ".join(out.split())
+    mean_row = next(line for line in out.splitlines() if line.startswith("│ Mean "))
+    shown = [float(cell) for cell in re.findall(r"\d+\.\d+", mean_row)]
+    assert shown == pytest.approx([1.74, 1.70], abs=0.02)
+    assert "0.0000" not in out

@@ -15,6 +15,7 @@ import pytest
 from lab.core.clock import ManualClock
 from lab.core.errors import UsageError
 from lab.core.hostexec import Result
+from lab.guests.labstate import GuestRecord
 from lab.run.controller import Controller
 from lab.run.reboot import BOOT_ID
 from lab.store import Store
@@ -123,3 +124,47 @@ def test_reboot_every_is_refused_with_a_sweep_or_below_one(tmp_path: Path) -> No
         with pytest.raises(UsageError, match="--reboot-every"):
             Controller(controller.ctx, Store.open(tmp_path / "lab.db"), controller.state,
                        [g.record for g in controller.guests], plan, lambda r: None)  # type: ignore[arg-type,return-value]  # fmt: skip
+
+
+class OwnBootDomain(Domain):
+    """A boot id of each guest's own, as the kernel's random ones are."""
+
+    def create(self) -> None:
+        super().create()
+        self.guest.boot = f"{self.guest.name}-boot-{self.guest.boots}"
+
+
+def test_a_rebooted_run_raises_no_false_alarm(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 40: after a reboot the twins "differed beyond their variant" in reboot_boot_id
+    and reboot_s, and each domain "changed between its starts": the live XML of a new boot
+    has a new id (and labels, paths). What the user defined is compared instead."""
+    from lab.cli import main
+
+    log: list[str] = []
+    guests = {name: BootingGuest(name, log) for name in NAMES}
+    controller, store = make_controller(tmp_path, guests, 5, schedule="sync", clock=ManualClock(),
+                                        poll_interval=1.0, reboot_every=2)  # fmt: skip
+    domains = {name: OwnBootDomain(guest) for name, guest in guests.items()}
+    controller._domain = lambda record: domains[record.name]  # type: ignore[method-assign]
+
+    def live(record: GuestRecord) -> str:  # a new id in every boot, and a new pty
+        name = record.name
+        boot = guests[name].boots
+        return f"<domain id='{boot}'><name>{name}</name><console tty='/dev/pts/{boot}'/></domain>"
+
+    controller.evidence.domain_xml = live
+    controller.evidence.defined_xml = lambda record: f"<domain><name>{record.name}</name></domain>"
+    controller.run()
+    reboots = {e.facts["reboot_boot_id"] for e in store.environment(controller.run_id)
+               if "reboot_boot_id" in e.facts}  # fmt: skip
+    assert reboots == {f"{g}-boot-{k}" for g in NAMES for k in (2, 3)}
+    store.close()
+    db = str(tmp_path / "lab.db")
+    assert main(["compare", "--db", db]) == 0
+    err = capsys.readouterr().err
+    assert "differ beyond" not in err and "changed between" not in err
+    assert main(["runs", "--db", db, "show", controller.key, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["twins_differ"] == [] and shown["environment_changes"] == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import re
 from pathlib import Path
 
@@ -23,7 +24,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with Store.open(db) as store:
         study = store.ensure_study("hugepages")
         store.ensure_guest(study, "lab-thp", "thp", host_facts={"kernel": "6.1.0", "cpus": 2})
-    assert main(["report", "--db", str(db), "--out", str(folder / "out")]) == 0
+    assert main(["report", "--db", str(db), "--out", str(folder / "out"), "--no-embed"]) == 0
     return folder / "out" / "index.html"
 
 
@@ -69,6 +70,26 @@ def test_embed_writes_one_file(tmp_path: Path) -> None:
     page = (tmp_path / "r" / "index.html").read_text()
     assert page.count('<img src="data:image/png;base64,') == 7  # the forest plot, then 6
     assert not (tmp_path / "r" / "figures").exists()
+
+
+def test_the_report_is_one_file_by_default_and_moved_alone_keeps_its_figures(
+    tmp_path: Path,
+) -> None:
+    """Issue 40: the README called the report self-contained, and moved alone its 37 PNGs
+    in figures/ broke."""
+    db = study_store(tmp_path / "lab.db", n=300)
+    assert main(["report", "--db", str(db), "--out", str(tmp_path / "r")]) == 0
+    assert [p.name for p in (tmp_path / "r").iterdir()] == ["index.html"]
+    moved = tmp_path / "elsewhere.html"
+    (tmp_path / "r" / "index.html").rename(moved)
+    page = moved.read_text()
+    sources = re.findall(r'<img src="([^"]+)"', page)
+    assert len(sources) == 1 + 2 * 6 and all(
+        s.startswith("data:image/png;base64,") for s in sources
+    )
+    for src in sources:
+        assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+    assert moved.stat().st_size < 250_000 * len(sources)  # about 0.1 MB a figure
 
 
 def test_report_of_empty_store_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -144,7 +144,7 @@ def test_the_report_has_one_backing_figure_for_the_run_that_recorded_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = backing_store(tmp_path / "lab.db")
-    code = main(["report", "--db", str(db), "--out", str(tmp_path / "out")])
+    code = main(["report", "--db", str(db), "--out", str(tmp_path / "out"), "--no-embed"])
     assert code == 0, capsys.readouterr().err
     page = (tmp_path / "out" / "index.html").read_text()
     section = evidence(page)
@@ -171,6 +171,6 @@ def test_a_store_without_backing_metrics_has_no_backing_figure(tmp_path: Path) -
     from tests.unit.test_compare import study_store
 
     db = study_store(tmp_path / "lab.db", n=30)
-    assert main(["report", "--db", str(db), "--out", str(tmp_path / "out")]) == 0
+    assert main(["report", "--db", str(db), "--out", str(tmp_path / "out"), "--no-embed"]) == 0
     assert "backing-" not in (tmp_path / "out" / "index.html").read_text()
     assert not list((tmp_path / "out" / "figures").glob("backing-*"))

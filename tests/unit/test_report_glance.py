@@ -141,26 +141,25 @@ def test_an_interval_beyond_the_axis_is_cut_there_and_labelled_with_its_value(
     low, high = ax.get_xlim()
     c = built.comparisons["retransmits"]
     percent, interval = primary_change(c, c.pairs[0])
-    turned = sorted(-v for v in interval)  # lower is better: right means B is better
-    assert turned[0] < low  # the interval runs far beyond the axis ...
+    far = max(interval)  # B − A, as each metric's difference plot reads it
+    assert far > high  # the interval runs far beyond the axis ...
     labels = [t for t in ax.texts if isinstance(t, Annotation)]
     assert len(labels) == 1
     (label,) = labels
-    assert label.xy[0] == pytest.approx(low, abs=0.1 * (high - low))  # ... cut at its end
-    assert axes.percent_text(-percent) in label.get_text()
-    assert axes.percent_text(turned[0]) in label.get_text()
-    arrows = [line for line in ax.lines if line.get_marker() == "<"]
+    assert label.xy[0] == pytest.approx(high, abs=0.1 * (high - low))  # ... cut at its end
+    assert axes.percent_text(percent) in label.get_text()
+    assert axes.percent_text(far) in label.get_text()
+    arrows = [line for line in ax.lines if line.get_marker() == ">"]
     assert [tuple(line.get_xydata()[0]) for line in arrows] == [label.xy]
     # the ordinary changes keep an axis of their size, each drawn at its value
     points = sorted(x for line in ax.lines if line.get_marker() == "o"
                     for x in line.get_xdata())  # fmt: skip
     ordinary = [built.comparisons[m] for m in ("bandwidth", "latency", LONG_METRIC)]
-    expected = sorted((-1 if c.direction == "lower" else 1) * primary_change(c, c.pairs[0])[0]
-                      for c in ordinary)  # fmt: skip
+    expected = sorted(primary_change(c, c.pairs[0])[0] for c in ordinary)
     assert points == pytest.approx(expected)
     assert high - low < 20 * max(abs(p) for p in expected)
-    assert axes.percent_text(turned[0]) in caption  # and the page says so beside the figure
-    assert axes.percent_text(turned[0]) in built.page
+    assert axes.percent_text(far) in caption  # and the page says so beside the figure
+    assert axes.percent_text(far) in built.page
 
 
 def test_change_bounds_leave_out_only_what_is_far_beyond_the_rest() -> None:
@@ -168,6 +167,51 @@ def test_change_bounds_leave_out_only_what_is_far_beyond_the_rest() -> None:
     assert low <= -6.0 and 9.0 <= high < 100  # every ordinary end drawn; 2e5 and 1e11 not
     alone = axes.change_bounds([1e11], [2e5, 4e16], 1.0)  # the only change is always drawn
     assert alone[0] <= 0 and 1e11 <= alone[1] < 4e16
+
+
+def test_one_wide_interval_leaves_the_threshold_band_readable() -> None:
+    """Issue 40: one interval to −1,885 % (and its change, −70 %) set the shared axis, and
+    the ±1 % band and every other row shrank to nothing; it is cut at the axis's end."""
+    points = [1.83, -0.53, 0.42, -70.5]
+    ends = [1.03, 2.75, -1.45, 0.40, -0.25, 1.09, -99.7, -1885.0]
+    low, high = axes.change_bounds(points, ends, 1.0)
+    assert 2.0 / (high - low) > 0.2  # the band is a fifth of the axis or more
+    assert low > -70.5 and high >= 2.75  # the far change is cut; the ordinary ends are drawn
+
+
+def test_the_forest_reads_b_minus_a_with_no_legend_on_the_data_and_readable_text(
+    built: Built,
+) -> None:
+    """As each metric's difference plot reads it (it said "right is better", turned), each
+    row naming which way is better; no legend over a row; its text at least 9 px high when
+    the page shows it 390 px wide (a phone: it was about 6)."""
+    fig, caption = built.figures["*", "forest"]
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "B − A, % of A's mean" and ax.get_legend() is None
+    rows = [t.get_text() for t in ax.get_yticklabels()]
+    assert any("(lower is better)" in r for r in rows)
+    assert any("(higher is better)" in r for r in rows)
+    assert "right" not in caption and "turned" not in caption and "±1 % threshold" in caption
+    texts = [ax.xaxis.label, *ax.texts, *ax.get_xticklabels(), *ax.get_yticklabels()]
+    for t in texts:
+        assert t.get_fontsize() / 72 * 390 / fig.get_figwidth() >= 9, t.get_text()
+
+
+def test_the_run_order_legend_is_above_the_samples_and_the_caption_says_what_is_drawn(
+    built: Built,
+) -> None:
+    """A legend at the upper right covered a sample, and the caption named a running median
+    that four samples do not draw."""
+    for metric in ("bandwidth", "retransmits"):
+        fig, caption = built.figures[metric, "order"]
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        legend = ax.get_legend()
+        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+        assert legend.get_window_extent(renderer).y0 >= ax.get_window_extent(renderer).y1 - 1
+        medians = [line for line in ax.lines if len(line.get_xdata()) > 1]
+        assert bool(medians) == ("running median" in caption)
+    assert "running median" not in built.figures["retransmits", "order"][1]  # 4 samples each
 
 
 def test_every_axis_label_is_inside_its_figure(built: Built) -> None:

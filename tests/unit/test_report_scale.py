@@ -59,7 +59,7 @@ def test_each_blocks_figures_are_drawn_by_a_worker_and_written_here(
 
     monkeypatch.setattr(html, "figure_pngs", marked)
     db = study_store(tmp_path / "lab.db", n=60)
-    assert main(["report", "--db", str(db), "--out", str(tmp_path / "out")]) == 0
+    assert main(["report", "--db", str(db), "--out", str(tmp_path / "out"), "--no-embed"]) == 0
     page = (tmp_path / "out" / "index.html").read_text()
     workers = set(re.findall(r"\[drawn by (\d+)\]", page))
     assert workers and str(os.getpid()) not in workers
@@ -75,7 +75,16 @@ def test_with_one_block_nothing_is_forked(tmp_path: Path, monkeypatch: pytest.Mo
 
     monkeypatch.setattr(html, "ProcessPoolExecutor", refuse)
     db = study_store(tmp_path / "lab.db", n=60)
-    argv = ["report", "--db", str(db), "--out", str(tmp_path / "out"), "--metric", "total_time_s"]
+    argv = [
+        "report",
+        "--db",
+        str(db),
+        "--out",
+        str(tmp_path / "out"),
+        "--metric",
+        "total_time_s",
+        "--no-embed",
+    ]
     assert main(argv) == 0
     page = (tmp_path / "out" / "index.html").read_text()
     assert len(re.findall(r'<img src="figures/\d\d-', page)) == 6

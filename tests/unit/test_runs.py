@@ -173,3 +173,24 @@ def test_compare_one_run_against_another_variant_by_variant(
     ]
     code, _, err = lab(capsys, "compare", "--db", str(db), "--against", "sysbench-memory-cccc")
     assert code == 2 and "name the first with --run KEY" in err
+
+
+def test_a_run_its_rule_stopped_at_its_n_is_complete_not_stopped_early(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The rule records a stop at the maximum n too (issue 40: all 400 iterations done,
+    listed as "stopped early")."""
+    path = tmp_path / "lab.db"
+    with Store.open(path) as store:
+        study = store.ensure_study("hp")
+        thp = store.ensure_guest(study, "lab-thp", "thp")
+        shp = store.ensure_guest(study, "lab-shp1g", "shp1g")
+        run = store.ensure_run(study, "sysbench-memory-cccc55556666", "sysbench-memory",
+                               {}, "sync", 2, [TIME])  # fmt: skip
+        store.record(run, thp, [ok(1, 5.0), ok(2, 5.1)])
+        store.record(run, shp, [ok(1, 4.0), ok(2, 4.1)])
+        store.record_stop(run, "after 1 balanced blocks: inconclusive, and the maximum is reached")
+    code, out, _ = lab(capsys, "runs", "--db", str(path), "--json")
+    assert code == 0 and json.loads(out)[0]["state"] == "complete"
+    code, out, _ = lab(capsys, "runs", "--db", str(path))
+    assert code == 0 and "complete" in out and "stopped early" not in out

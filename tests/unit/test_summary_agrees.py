@@ -3,13 +3,21 @@ simulation written here."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
+from matplotlib.collections import LineCollection
 from scipy import stats
 
+from lab.cli import main
+from lab.report.formats import as_json_data
+from lab.report.plots import means
 from lab.report.summary import arm_margin, summary_rows
-from lab.stats.analysis import analyse
-from lab.store import Series
+from lab.stats.analysis import MetricComparison, analyse
+from lab.stats.descriptive import margin_of_error
+from lab.store import IterationRecord, MetricInfo, Series, Store
 
 
 def series(variant: str, values: np.ndarray, study: str = "s") -> Series:
@@ -48,9 +56,16 @@ def test_the_summary_margin_covers_an_autocorrelated_mean() -> None:
     for row in x:
         (c,) = analyse([series("a", row), series("b", row + 1)], 95, 0.01, order=["a", "b"])
         covered += abs(row.mean()) <= arm_margin(c.arms[0])
-        z_covered += abs(row.mean()) <= c.arms[0].summary.margin
+        z_covered += abs(row.mean()) <= margin_of_error(float(np.std(row, ddof=1)), row.size, 0.95)
     assert z_covered / len(x) < 0.85  # the old margin, for contrast
     assert covered / len(x) > 0.91
+
+
+def plot_data(c: MetricComparison) -> list[float]:
+    """The half-lengths of the error bars the report's means figure draws."""
+    fig, _ = means(c)
+    bars = [col for col in fig.axes[0].collections if isinstance(col, LineCollection)]
+    return [abs(seg[1][1] - seg[0][1]) / 2 for col in bars for seg in col.get_segments()]
 
 
 def constructed(n: int, mean: float, sd: float, seed: int) -> np.ndarray:
@@ -114,6 +129,25 @@ def test_two_constant_samples_a_side_are_not_b_better_at_99_99() -> None:
     assert f"p = {permutation_p(2, 2):.3g}" in text and "no sample varies" in text
 
 
+def test_an_inconclusive_verdict_on_tied_samples_says_why_in_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 40: n = 3, every sample alike within an arm: the terminal showed a 0-width
+    interval and "inconclusive" with no reason, where the report said "p = 0.1, above α"."""
+    db = tmp_path / "lab.db"
+    with Store.open(db) as store:
+        study = store.ensure_study("s")
+        run = store.ensure_run(study, "s/w", "w", {}, "sync", 3, [MetricInfo("t", "s", "lower")])
+        for variant, value in (("thp", 10.0), ("shp1g", 9.0)):
+            guest = store.ensure_guest(study, f"lab-{variant}", variant)
+            store.record(run, guest, [IterationRecord(i, 1, True, metrics={"t": value})
+                                      for i in (1, 2, 3)])  # fmt: skip
+    assert main(["compare", "--db", str(db)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"p = {permutation_p(3, 3):.3g}" in out and "above α = 0.0001" in out
+    assert "no sample varies *" in out and "[-10.00, -10.00]" not in out
+
+
 def test_constant_arms_decide_when_the_clean_split_is_beyond_chance() -> None:
     assert permutation_p(8, 8) > 1e-4  # 2/C(16,8): not enough at 99.99 %, enough at 99 %
     assert constant_verdict([10] * 8, [9] * 8)[0] == "inconclusive"
@@ -149,3 +183,43 @@ def test_the_ratio_interval_errs_at_the_threshold_no_more_than_nominal(direction
         p = stats.binomtest(wrong, studies, 0.025, alternative="greater").pvalue
         print(f"\n{direction}, n = {n}: {wrong / studies:.4f} beyond θ, nominal 0.025")
         assert p > 0.001
+
+
+def test_every_output_shows_the_summary_margin_at_two_samples(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 40: at n = 2 the JSON said 3.89 (z) where the table said 6,366 (t); the --detail
+    table, the JSON and the report's means figure now show the summary's t margin."""
+    db = tmp_path / "lab.db"
+    with Store.open(db) as store:
+        study = store.ensure_study("s")
+        run = store.ensure_run(study, "s/w", "w", {}, "sync", 2, [MetricInfo("t", "s", "lower")])
+        for variant, values in (("thp", (10.0, 12.0)), ("shp1g", (13.0, 15.0))):
+            guest = store.ensure_guest(study, f"lab-{variant}", variant)
+            store.record(run, guest, [IterationRecord(i, 1, True, metrics={"t": v})
+                                      for i, v in enumerate(values, 1)])  # fmt: skip
+    low, high = stats.t.interval(0.9999, 1, loc=11.0, scale=stats.sem([10.0, 12.0]))
+    assert main(["compare", "--db", str(db), "--format", "json"]) == 0
+    (c,) = json.loads(capsys.readouterr().out)
+    assert c["arms"][0]["summary"]["margin"] == pytest.approx((high - low) / 2)  # 6,366
+    assert main(["compare", "--db", str(db), "--detail"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if "Margin of error" in line)
+    assert "6366" in row.replace(",", "") and "± 6,366 s" in out
+    arms = [series("thp", np.array([10.0, 12.0])), series("shp1g", np.array([13.0, 15.0]))]
+    (comparison,) = analyse(arms, 99.99, 0.01, order=["thp", "shp1g"])
+    drawn = plot_data(comparison)
+    assert drawn == pytest.approx([(high - low) / 2] * 2)
+
+
+def test_the_json_margin_covers_a_mean_at_lag_one_r_0_9() -> None:
+    """Issue 40: on AR(1) r = 0.9 the JSON gave ±0.43 (z, iid) where the effective-n margin
+    is ±1.9; in simulation the margin every output shows covers the mean near its level."""
+    rng = np.random.default_rng(11)
+    x = ar1(rng, (300, 400), 0.9)
+    covered = 0
+    for row in x:
+        (c,) = analyse([series("a", row), series("b", row + 1)], 95, 0.01, order=["a", "b"])
+        data = as_json_data([c])[0]["arms"][0]["summary"]
+        covered += abs(row.mean()) <= data["margin"]
+    assert covered / len(x) > 0.88  # z·s/√n covers about 45 % here
