@@ -63,6 +63,7 @@ class GuestProgress:
     # are not counted twice (each is dropped from here once its journal line is read).
     live: set[tuple[int, int]] = field(default_factory=set)
     journal_read_at: float = -1e9  # when its journal was last read (ingest)
+    looked_up_at: float = -1e9  # when libvirt was last asked of its domain (a silent step)
     last_boot: str | None = None  # the boot id of the last attempt taken (--reboot-every)
 
 

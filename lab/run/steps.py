@@ -14,6 +14,8 @@ from lab.run.ingesting import JournalIngest
 from lab.run.runstate import GuestProgress
 from lab.run.schedules import STATUS_EVERY
 
+LOOK_UP_EVERY = 5.0  # seconds between libvirt lookups of a stepped guest that is silent
+
 # A stepped runner answers each step on its channel, and its journal (the durable record,
 # and what says a runner stopped) is read at most this often while the channel lives.
 JOURNAL_EVERY_S = 10.0
@@ -81,18 +83,24 @@ class SteppedRunners(JournalIngest):
             guest.channel = guest.stepping = None
             self.ingest(guest)  # what it journalled, and why it ended
             return False
-        if guest.stepping == iteration and self.clock.monotonic() - guest.heard_at >= STATUS_EVERY:
-            # Silent for long: a long iteration, or a guest gone without closing the
-            # connection (destroyed: no reset ever comes). Its host's libvirt says whether
-            # it still runs: if not, nothing can answer, and a read of its journal over the
-            # dead connection would wait out the request's bound (60 s) to learn it. Then
+        now = self.clock.monotonic()
+        silent = now - guest.heard_at
+        if guest.stepping == iteration and silent >= LOOK_UP_EVERY:
+            # Silent: a long iteration, or a guest gone without closing the connection
+            # (destroyed: no reset ever comes). Its host's libvirt says whether it still runs,
+            # a lookup every LOOK_UP_EVERY s: if not, nothing can answer, and a read of its
+            # journal over the dead connection would wait out the request's bound (60 s) to
+            # learn it; a domain gone stops the run at once (with_guest). Past STATUS_EVERY
             # its journal says which; a read that fails is a GuestError, and with_guest
             # waits for the guest from there.
-            guest.heard_at = self.clock.monotonic()
-            down = self.domain_down(guest)
-            if down is not None:
-                raise GuestError(f"{guest.record.name} does not answer: {down}")
-            self.ingest(guest)
+            if now - guest.looked_up_at >= LOOK_UP_EVERY:
+                guest.looked_up_at = now
+                down = self.domain_down(guest)
+                if down is not None:
+                    raise GuestError(f"{guest.record.name} does not answer: {down}")
+            if silent >= STATUS_EVERY:
+                guest.heard_at = now
+                self.ingest(guest)
         return guest.stepping == iteration
 
     def _answer(self, guest: GuestProgress, line: str) -> None:

@@ -11,6 +11,7 @@ from lab.run.runstate import GuestProgress, RunState
 
 MAX_TROUBLES = 3  # runner failures in a row, with no attempt recorded, before a run stops
 MIN_GUEST_FREE = 1024 * 1024  # bytes free in the runner's folder below which a guest is "full"
+GONE = "its domain no longer exists (destroyed and undefined: `lab down`, or virsh)"
 
 
 class RunFailed(LabError):
@@ -40,7 +41,7 @@ class GuestTrouble(RunState):
             uuid, active = str(dom.UUIDString()), bool(dom.isActive())
         except libvirt.libvirtError as lookup:
             if lookup.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
-                return "its domain no longer exists (destroyed and undefined: `lab down`, or virsh)"
+                return GONE
             return None
         except Exception:  # no hypervisor at hand: SSH's word is all there is
             return None
@@ -83,9 +84,18 @@ class GuestTrouble(RunState):
 
     def _unanswered(self, guest: GuestProgress, err: GuestError) -> None:
         """Say once that the run waits for ``guest``, and why; stop the run once it has
-        waited ``guest_timeout`` (not while it stops its runners: Ctrl-C stays Ctrl-C)."""
+        waited ``guest_timeout`` (not while it stops its runners: Ctrl-C stays Ctrl-C). A
+        guest whose domain libvirt no longer has stops the run at once: no answer can come
+        from it, where a silent or shut-off guest may come back."""
         now, timeout = self.clock.monotonic(), self.plan.guest_timeout
         name = guest.record.name
+        if not self.stopping and guest.lost_at is None and self.domain_down(guest) == GONE:
+            raise GuestLost(
+                f"{name}: {GONE}; the run stopped with {len(guest.completed)} of"
+                f" {self.plan.n} iterations stored for it",
+                hint="Every stored iteration is kept. Bring the pair back (lab down, then lab"
+                f" up with the same pair), then resume with {self.plan.resume}",
+            )
         if guest.lost_at is None:
             guest.lost_at, guest.unreachable = now, True
             self.ctx.warn(

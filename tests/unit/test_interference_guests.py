@@ -23,7 +23,7 @@ from lab.core.config import config_from_mapping
 from lab.core.errors import ConfigError, GuestError, UsageError
 from lab.core.hostexec import Result
 from lab.run.controller import Controller, GuestLost
-from lab.run.schedules import STATUS_EVERY
+from lab.run.steps import LOOK_UP_EVERY
 from tests.unit.fakeguest import NAMES, FakeChannel, FakeRunnerGuest, make_controller
 
 DOMAIN = """<domain type='test'><name>{name}</name><memory>1024</memory>
@@ -229,9 +229,9 @@ class HungGuest(FakeRunnerGuest):
 def test_a_silent_stepped_guest_whose_domain_is_gone_is_not_read_over_its_dead_connection(
     tmp_path: Path,
 ) -> None:
-    """Silent for STATUS_EVERY mid-step: libvirt is asked first. With the domain gone no
-    answer can come, so the guest is lost from then on, instead of a journal read over the
-    dead connection waiting out the request's 60 s bound before the guest timeout starts."""
+    """Silent mid-step: libvirt is asked every LOOK_UP_EVERY s. With the domain gone no
+    answer can come, so the run stops then (status 4), instead of a journal read over the
+    dead connection waiting out the request's 60 s bound, or the guest timeout after it."""
     clock = ManualClock()
     hung = HungGuest(NAMES[1], clock)
     guests = {NAMES[0]: FakeRunnerGuest(NAMES[0], per_read=5), NAMES[1]: hung}
@@ -248,12 +248,37 @@ def test_a_silent_stepped_guest_whose_domain_is_gone_is_not_read_over_its_dead_c
         controller.run()
     waited = clock.t - start
     assert hung.bounded == 0, "a request went over the dead connection"
-    assert STATUS_EVERY + 20 <= waited < STATUS_EVERY + 20 + 10
-    assert "its domain no longer exists" in caught.value.message
-    assert [w for w in warnings if "unreachable" in w] == [
-        f"{NAMES[1]} unreachable, will retry for up to 20 s, then the run stops (status 4):"
-        " its domain no longer exists (destroyed and undefined: `lab down`, or virsh)"
-    ]
+    assert LOOK_UP_EVERY <= waited < LOOK_UP_EVERY + 5  # not STATUS_EVERY, nor a timeout
+    assert caught.value.exit_code == 4
+    assert caught.value.message.startswith(
+        f"{NAMES[1]}: its domain no longer exists (destroyed and undefined: `lab down`, or virsh)"
+    )
+    assert [w for w in warnings if "unreachable" in w] == []  # no wait to announce
+
+
+@pytest.mark.parametrize("schedule", ["concurrent", "alternate", "sync"])
+def test_a_guest_whose_domain_is_gone_stops_the_run_at_once_with_status_4(
+    tmp_path: Path, schedule: str
+) -> None:
+    # issue 39 §5: destroyed and undefined, it waited out the whole guest timeout (330 s on
+    # the real pair); a guest that is only silent still gets the wait (the test above it)
+    controller, gone, warnings = lost_run(tmp_path, schedule)
+    controller.ctx.__dict__["libvirt"] = libvirt.open("test:///default")  # no such domain
+    clock = controller.ctx.clock
+    assert isinstance(clock, ManualClock)
+    start = clock.t
+    with pytest.raises(GuestLost) as caught:
+        controller.run()
+    assert clock.t - start < 10  # where the timeout is 60
+    assert caught.value.exit_code == 4
+    stored = len(controller.guests[1].completed)
+    assert caught.value.message == (
+        f"{NAMES[1]}: its domain no longer exists (destroyed and undefined: `lab down`, or"
+        f" virsh); the run stopped with {stored} of 30 iterations stored for it"
+    )
+    assert "resume with `lab run probe --n 30`" in (caught.value.hint or "")
+    assert [w for w in warnings if "unreachable" in w] == []
+    assert gone.failures <= 2  # not retried
 
 
 def test_the_guest_timeout_comes_from_lab_toml_or_the_command_line() -> None:
