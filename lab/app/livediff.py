@@ -6,7 +6,7 @@ from __future__ import annotations
 from lab.core.context import Context
 from lab.core.errors import UsageError
 from lab.guests.sites import guests_of, require_up
-from lab.guests.variants import variants_for
+from lab.guests.variants import find_variant, variants_for
 from lab.host.qemuproc import qemu_cmdline
 from lab.run.qemuargs import QemuDifference, compare_cmdlines, declared_options, parse_cmdline
 
@@ -41,6 +41,7 @@ def live_differences(ctx: Context, a: str, b: str) -> tuple[str, str, list[QemuD
     # What the twins' variants declare they change: a variant since removed, or whose file
     # no longer loads, declares nothing, so its change shows as unexplained.
     variants = variants_for(ctx.config)
-    declared = {g.variant: variants[g.variant].changes for g in chosen if g.variant in variants}
+    known = {g.variant: find_variant(g.variant, variants) for g in chosen}
+    declared = {name: v.changes for name, v in known.items() if v is not None}
     a, b = chosen[0].name, chosen[1].name
     return a, b, compare_cmdlines(args[0], args[1], a, b, declared_options(declared))

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from lab.core.config import Config
 from lab.core.errors import UsageError
 from lab.core.units import iso_timestamp
-from lab.guests.variants import variants_for
+from lab.guests.variants import find_variant, variants_for
 from lab.run.environment import changes, latest, twin_differences
 from lab.store import Store
 from lab.store.records import FailedAttempt, GuestProgress, RunRecord, SweepRecord
@@ -166,8 +166,9 @@ def declared_by_variants(
     if config is None:
         return frozenset(), {}
     variants = variants_for(config)
-    chosen = [variants[v] for (scope, _), facts in now.items()
-              if scope == "guest" and (v := facts.get("variant", "")) in variants]  # fmt: skip
+    found = [find_variant(facts.get("variant", ""), variants)
+             for (scope, _), facts in now.items() if scope == "guest"]  # fmt: skip
+    chosen = [variant for variant in found if variant is not None]
     return (
         frozenset(fact for variant in chosen for fact in variant.guest_facts),
         {variant.name: variant.changes for variant in chosen},

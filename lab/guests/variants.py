@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from lab.core.config import Config
-from lab.core.errors import UnknownNameError
+from lab.core.errors import LabError, UnknownNameError
 from lab.core.paths import DOMAINS_DIR
 from lab.core.plugins import PluginKind, Plugins, load_plugins, plugin_dirs
 from lab.guests.factors import looks_like_cell, parse_cell
@@ -41,3 +41,16 @@ def get_variant(name: str, variants: Mapping[str, Variant]) -> Variant:
         return variants[name]
     except KeyError:
         raise UnknownNameError("variant", name, list(variants)) from None
+
+
+def find_variant(name: str, variants: Mapping[str, Variant]) -> Variant | None:
+    """The variant a stored guest was brought up as: a plug-in, or a cell of factor levels;
+    None when neither is known any more (removed, broken, misspelt)."""
+    if name in variants:
+        return variants[name]
+    if looks_like_cell(name):
+        try:
+            return parse_cell(name)
+        except LabError:
+            return None
+    return None

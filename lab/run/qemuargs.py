@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from lab.domainxml.boot import KernelBoot
 from lab.domainxml.memorybacking import MemoryBacking
 
+SHORT_NAME = 20  # characters of a domain's name in libvirt's domain-N-NAME folders
 VARIANT, CONSEQUENCE, IDENTITY, UNEXPLAINED = "variant", "consequence", "identity", "unexplained"
 
 # What libvirt adds to a memory backend because of hugetlb backing, and what it means.
@@ -110,9 +111,11 @@ def _fields(value: str) -> dict[str, object]:
 
 def normalise(value: str, names: Sequence[str]) -> str:
     """The argument with the guest's identity replaced: its name (also in libvirt's
-    ``domain-N-NAME`` and ``N-NAME`` paths), UUIDs, MACs and descriptor numbers."""
+    ``domain-N-NAME`` and ``N-NAME`` paths, where libvirt cuts a name to its first 20
+    characters: ``domain-30-lab-page-thp.guest-t``), UUIDs, MACs and descriptor numbers."""
     for name in names:
         value = re.sub(rf"(?:domain-)?\d+-{re.escape(name)}\b", "<domain>", value)
+        value = re.sub(rf"domain-\d+-{re.escape(name[:SHORT_NAME])}", "<domain>", value)
         value = value.replace(name, "<name>")
     value = _UUID.sub("<uuid>", value)
     value = _MAC.sub("<mac>", value)

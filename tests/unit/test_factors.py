@@ -12,7 +12,7 @@ from lab.domainxml.domain import DomainSpec
 from lab.guests.cpuplan import plan_cpus
 from lab.guests.factors import FACTORS, Cell, Factor, Level, looks_like_cell, parse_cell
 from lab.guests.twins import base_spec as twin_base
-from lab.guests.variants import get_variant, load_variants
+from lab.guests.variants import find_variant, get_variant, load_variants
 from lab.host.hugepages import HugePageNeed
 from tests.unit.helpers import settings, topology
 
@@ -109,3 +109,14 @@ def test_a_plug_in_keeps_its_name_and_other_names_are_not_cells() -> None:
     variants = load_variants()
     assert get_variant("guest-thp-never", variants) is variants["guest-thp-never"]
     assert not looks_like_cell("shp1g") and not looks_like_cell("pagey-1g")
+
+
+def test_a_stored_guest_of_a_cell_is_found_as_its_variant() -> None:
+    # lab diff --live and the twins' environment read what a guest's variant declares from
+    # its stored name: a cell's declared nothing, and its delta showed as unexplained
+    variants = load_variants()
+    found = find_variant("page-thp.guest-thp-never", variants)
+    assert found is not None and found.changes == ("/domain/memoryBacking", "/domain/os/cmdline")
+    assert found.guest_facts == ("thp_enabled",)
+    assert find_variant("shp1g", variants) is variants["shp1g"]
+    assert find_variant("page-4k", variants) is None and find_variant("gone", variants) is None
