@@ -16,6 +16,7 @@ Unknown keys and wrong types are refused with the file, the key and what to writ
 from __future__ import annotations
 
 import hashlib
+import math
 import textwrap
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
@@ -34,6 +35,12 @@ from lab.guests.variants import load_variants
 from lab.run.sweep import SweepPlan, plan_sweep
 from lab.run.workload import GuestInfo, ParamValue, Workload, get_workload, load_workloads
 from lab.stats.verdict import parse_threshold
+
+# Bounds of a study's numbers, so that a typo (vcpus = n = 10^20) is refused by `lab study check`
+# and not met at bring-up or hours into a run. KVM on x86 takes at most 4096 vCPUs a guest; ten
+# million iterations of even one second each are four months of a pair.
+MAX_VCPUS = 4096
+MAX_ITERATIONS = 10_000_000
 
 SCHEDULES = ("concurrent", "alternate", "sync")
 DEFAULT_CONFIDENCE = 99.99
@@ -220,14 +227,14 @@ def parse_study(
         variants = load_variants()
     name = _checked(source, "name", data["name"], _plain("study"))
     pair = _checked(source, "variants", data["variants"], _variants(variants))
-    vcpus = _checked(source, "vcpus", data["vcpus"], _at_least(1))
+    vcpus = _checked(source, "vcpus", data["vcpus"], _at_least(1, MAX_VCPUS))
     memory = _checked(source, "memory", data["memory"], _size)
     image = data.get("image")
     if image is not None:
         _checked(source, "image", image, _plain("image"))
     reserve = data.get("reserve_host_cpus")
     if reserve is not None:
-        _checked(source, "reserve_host_cpus", reserve, _at_least(0))
+        _checked(source, "reserve_host_cpus", reserve, _at_least(0, MAX_VCPUS))
     confidence = float(
         _checked(source, "confidence", data.get("confidence", DEFAULT_CONFIDENCE), _level)
     )
@@ -302,8 +309,8 @@ def _workload(
                 f" not {type(value).__name__} ({value!r})",
                 hint=f"e.g. params = {{ {key} = 10 }} (see `lab workloads`)",
             )
-        params[key] = value
-    n = _checked(source, f"{where}: n", table["n"], _at_least(1))
+        params[key] = _checked(source, f"{where}: params.{key}", value, partial(_param, key))
+    n = _checked(source, f"{where}: n", table["n"], _at_least(1, MAX_ITERATIONS))
     until = table.get("until")
     if until is not None:
         from lab.stats.sequential import parse_until  # deferred: heavy (scipy)
@@ -313,7 +320,7 @@ def _workload(
                         _one_of(SCHEDULES))  # fmt: skip
     swap_every = table.get("swap_every")
     if swap_every is not None:
-        _checked(source, f"{where}: swap_every", swap_every, _at_least(1))
+        _checked(source, f"{where}: swap_every", swap_every, _at_least(1, MAX_ITERATIONS))
         if schedule != "sync":
             raise ConfigError(
                 f'{source}: {where}: swap_every needs schedule = "sync", not {schedule!r}:'
@@ -322,7 +329,7 @@ def _workload(
             )
     reboot_every = table.get("reboot_every")
     if reboot_every is not None:
-        _checked(source, f"{where}: reboot_every", reboot_every, _at_least(1))
+        _checked(source, f"{where}: reboot_every", reboot_every, _at_least(1, MAX_ITERATIONS))
     warmup = table.get("warmup")
     if warmup is not None:
         from lab.stats.discard import declared_warmup  # deferred: heavy (scipy)
@@ -400,12 +407,23 @@ def _checked(source: str, key: str, value: Any, check: Callable[[Any], Any] | No
     return value
 
 
-def _at_least(low: int) -> Callable[[int], None]:
+def _at_least(low: int, high: int) -> Callable[[int], None]:
     def check(value: int) -> None:
         if value < low:
             raise ValueError(f"must be {low} or more")
+        if value > high:
+            raise ValueError(f"must be {high:,} or less")
 
     return check
+
+
+def _param(key: str, value: ParamValue) -> None:
+    """A TOML integer has 64 bits and a number is finite: a workload's parameter goes on a
+    guest's command line, where 10^20 or inf is no value any tool takes."""
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        raise ValueError(f"params.{key} must be between -2^63 and 2^63 - 1")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"params.{key} must be a finite number")
 
 
 def _one_of(choices: tuple[str, ...]) -> Callable[[str], None]:

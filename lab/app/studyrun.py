@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,7 +24,6 @@ from lab.app.report import ReportRequest, ReportResult, report
 from lab.app.run import RunOutcome, RunRequest, check_request, run_workload
 from lab.app.show import Show
 from lab.app.study import Study, StudyWorkload
-from lab.app.up import UpOutcome, UpRequest, up
 from lab.core import units
 from lab.core.context import Context
 from lab.core.errors import UsageError
@@ -33,6 +33,11 @@ from lab.guests.plan import TwinRequest
 from lab.run.lock import run_lock
 from lab.run.workload import workloads_for
 from lab.store import Store
+
+if TYPE_CHECKING:
+    # lab.app.up imports libvirt (the guests' bring-up), and `lab study check` reads this
+    # module in the analysis install, which has no libvirt: imported where a study runs.
+    from lab.app.up import UpOutcome, UpRequest
 
 INTERRUPTED = 130  # a run stopped by Ctrl-C (128 + SIGINT), as `lab run` exits
 
@@ -187,6 +192,8 @@ class StudyActions:
 
 
 def real_actions(ctx: Context) -> StudyActions:
+    from lab.app.up import up  # deferred: libvirt (see the imports)
+
     return StudyActions(
         lab_state=lambda: load_state(Path(ctx.config.state_dir)),
         up=partial(up, ctx),
@@ -222,6 +229,8 @@ def run_study(
     state = actions.lab_state()
     if state is None:
         ctx.err.rule(cell(f"lab up --pair {','.join(study.variants)} (from {study.name})"))
+        from lab.app.up import UpRequest  # deferred: libvirt (see the imports)
+
         show.up(actions.up(UpRequest(twin_request(study, ctx))))
     else:
         check_lab(state, study)

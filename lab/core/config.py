@@ -237,10 +237,12 @@ def check_hosts(value: Any, source: str = "config") -> None:
         parse_uri(uri, where=f"{where}: {name}")
 
 
-def _at_least(low: int) -> Any:
+def _at_least(low: int, high: int) -> Any:
     def check(value: Any) -> None:
         if value < low:
             raise ValueError(f"must be {low} or more")
+        if value > high:
+            raise ValueError(f"must be {high:,} or less")
 
     return check
 
@@ -271,14 +273,19 @@ def _subnet(value: Any) -> None:
     parse_subnet(value)
 
 
+# KVM on x86 takes at most 4096 vCPUs a guest; a timeout past a week is a typo, and one past
+# 2^31 s overflows the waits it is handed to.
+_MAX_VCPUS = 4096
+_MAX_SECONDS = 7 * 24 * 3600
+
 # Values a type alone does not rule out: each check raises ValueError, TypeError or a LabError.
 _CHECKS: dict[str, Any] = {
     "image": _name("image"),
     "network": _name("network"),
-    "vcpus": _at_least(1),
-    "reserve_host_cpus": _at_least(0),
-    "boot_timeout": _at_least(1),
-    "guest_timeout": _at_least(1),
+    "vcpus": _at_least(1, _MAX_VCPUS),
+    "reserve_host_cpus": _at_least(0, _MAX_VCPUS),
+    "boot_timeout": _at_least(1, _MAX_SECONDS),
+    "guest_timeout": _at_least(1, _MAX_SECONDS),
     "memory": _size,
     "accelerator": _one_of("auto", "kvm", "qemu"),
     "tcg_cpu": _one_of("default", "maximum"),

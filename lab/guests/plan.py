@@ -44,13 +44,16 @@ def host_topology(ctx: Context) -> Topology:
     """The host's topology from libvirt; without libvirtd, a flat one from os.cpu_count()."""
     try:
         return parse_capabilities(ctx.libvirt.getCapabilities())
+    except ModuleNotFoundError:
+        # the analysis install (no host extra): `lab xml` only writes XML, and plans as here
+        reason = "libvirt-python is not installed (pip install './[host]' adds it)"
     except LabError as err:
-        ctx.note(f"{err.message}; planning on a single NUMA node of {os.cpu_count()} CPUs")
-        cpus = tuple(
-            HostCPU(id=i, node=0, socket=0, core=i, siblings=(i,))
-            for i in range(os.cpu_count() or 1)
-        )
-        return Topology(arch="x86_64", cpu_features=frozenset(), cells=(Cell(0, 0, cpus),))
+        reason = err.message
+    ctx.note(f"{reason}; planning on a single NUMA node of {os.cpu_count()} CPUs")
+    cpus = tuple(
+        HostCPU(id=i, node=0, socket=0, core=i, siblings=(i,)) for i in range(os.cpu_count() or 1)
+    )
+    return Topology(arch="x86_64", cpu_features=frozenset(), cells=(Cell(0, 0, cpus),))
 
 
 def default_boot(ctx: Context) -> Boot:

@@ -82,3 +82,14 @@ def test_study_help_points_at_the_shipped_examples(
     text = " ".join(capsys.readouterr().out.split())
     assert f"{STUDIES_DIR}/*.toml" in text
     assert sorted(p.name for p in STUDIES_DIR.glob("*.toml"))
+
+
+def test_study_check_and_xml_need_no_libvirt(tmp_path: Path) -> None:
+    # issue 39 §4c: both only read files and write XML, so they belong to the analysis install
+    done = lab_without_libvirt(tmp_path, "study", "check", str(STUDIES_DIR / "demo.toml"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith("demo.toml: valid")
+    done = lab_without_libvirt(tmp_path, "xml", "--variant", "thp", "--vcpus", "1")
+    assert done.returncode == 0, done.stderr
+    assert "<domain" in done.stdout and "</domain>" in done.stdout
+    assert "libvirt-python is not installed" in done.stderr  # says why it plans on a flat host

@@ -40,8 +40,8 @@ GOOD: dict[str, st.SearchStrategy[Any]] = {
     "accelerator": st.sampled_from(["auto", "kvm", "qemu"]),
     "tcg_cpu": st.sampled_from(["default", "maximum"]),
     "store": st.text(min_size=1, max_size=30),
-    "boot_timeout": st.integers(1, 10**6),
-    "guest_timeout": st.integers(1, 10**6),
+    "boot_timeout": st.integers(1, 7 * 24 * 3600),
+    "guest_timeout": st.integers(1, 7 * 24 * 3600),
     "variant_dirs": st.lists(
         st.from_regex(r"/[a-z0-9_-]{1,10}(/[a-z0-9_-]{1,10})?", fullmatch=True), max_size=3
     ),

@@ -404,3 +404,39 @@ def test_readme_and_help_show_the_same_key_table(capsys: pytest.CaptureFixture[s
     with pytest.raises(SystemExit):
         main(["study", "--help"])
     assert key_reference() in capsys.readouterr().out
+
+
+BIG = "100000000000000000000"  # 10^20: the study that `lab study check` called valid
+ONE_BIG = ONE.replace("n = 3", f"n = {BIG}")
+BOUNDS = [
+    ("vcpus of 10^20", HEAD.replace("vcpus = 1", f"vcpus = {BIG}") + ONE,
+     r"vcpus = 100000000000000000000: must be 4,096 or less"),
+    ("reserve_host_cpus of 10^20", HEAD + f"reserve_host_cpus = {BIG}\n" + ONE,
+     r"reserve_host_cpus = 100000000000000000000: must be 4,096 or less"),
+    ("n of 10^20", HEAD + ONE_BIG, r"n = 100000000000000000000: must be 10,000,000 or less"),
+    ("swap_every of 10^20", HEAD + ONE + f"swap_every = {BIG}\n",
+     r"swap_every = 100000000000000000000: must be 10,000,000 or less"),
+    ("reboot_every of 10^20", HEAD + ONE + f"reboot_every = {BIG}\n",
+     r"reboot_every = 100000000000000000000: must be 10,000,000 or less"),
+    ("an integer param of 10^20", HEAD + ONE + f"params = {{ threads = {BIG} }}\n",
+     r"params\.threads = 100000000000000000000: params\.threads must be between -2\^63"),
+    ("a param of inf", HEAD + ONE + "params = { time = inf }\n",
+     r"params\.time = inf: params\.time must be a finite number"),
+    ("a param of nan", HEAD + ONE + "params = { time = nan }\n",
+     r"params\.time = nan: params\.time must be a finite number"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("why", "text", "message"), BOUNDS, ids=[r[0] for r in BOUNDS])
+def test_every_number_is_bounded_and_the_refusal_names_key_and_bound(
+    why: str, text: str, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message) as refused:
+        study(text)
+    assert str(refused.value).startswith("s.toml: ")
+
+
+def test_numbers_at_their_bounds_are_accepted() -> None:
+    at = HEAD.replace("vcpus = 1", "vcpus = 4096") + ONE.replace("n = 3", "n = 10000000")
+    loaded = study(at + "reboot_every = 10000000\n")
+    assert (loaded.vcpus, loaded.workloads[0].n) == (4096, 10_000_000)

@@ -92,3 +92,17 @@ def test_plugin_folders_are_relative_to_lab_toml(tmp_path: Path) -> None:
         toml.write_text(f"variant_dirs = {bad}\n")
         with pytest.raises(ConfigError, match=r"key 'variant_dirs' must be a list of folders"):
             load_config(toml, environ={})
+
+
+@pytest.mark.parametrize(
+    ("key", "bound"),
+    [("vcpus", "4,096"), ("reserve_host_cpus", "4,096"), ("boot_timeout", "604,800"),
+     ("guest_timeout", "604,800")],
+)  # fmt: skip
+def test_config_numbers_are_bounded_naming_key_and_bound(
+    tmp_path: Path, key: str, bound: str
+) -> None:
+    path = tmp_path / "lab.toml"
+    path.write_text(f"{key} = 100000000000000000000\n")
+    with pytest.raises(ConfigError, match=rf"key '{key}' = 10+: must be {bound} or less"):
+        load_config(path)
