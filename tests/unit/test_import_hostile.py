@@ -5,6 +5,7 @@ command in a process of its own, with real files."""
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -474,8 +475,8 @@ def test_a_file_whose_start_changes_while_it_is_read_is_refused(tmp_path: Path) 
             f.write("thp,w,t_s,0.25\n")
         hashed = Identities.appended
 
-        def then_rewritten(self: Identities, source: Input) -> int | None:
-            lines = hashed(self, source)
+        def then_rewritten(self: Identities, source: Input, options: str) -> int | None:
+            lines = hashed(self, source, options)
             with path.open("r+b") as f:  # right after its start was hashed: a line changes
                 f.seek(len(HEADER) + len(rows) - 2)  # 40000 becomes 40007
                 f.write(b"7")
@@ -487,3 +488,42 @@ def test_a_file_whose_start_changes_while_it_is_read_is_refused(tmp_path: Path) 
             with pytest.raises(UsageError, match="changed while it was read"):
                 import_inputs(store, planned, options)
         assert len(store.values(metric="t_s")[0].values) == 40_001
+
+
+# -- issue 39 §2: an import's identity is its bytes and its options ------------------------
+
+
+def test_the_same_file_with_another_variant_is_stored(tmp_path: Path) -> None:
+    db, path = tmp_path / "lab.db", tmp_path / "f.csv"
+    path.write_text("metric,value\nt_s,1\nt_s,2\n")
+    first = lab("import", str(path), "--variant", "thp", "--workload", "w", "--db", str(db))
+    assert first.returncode == 0, said(first)
+    other = lab("import", str(path), "--variant", "shp1g", "--workload", "w", "--db", str(db))
+    assert other.returncode == 0 and "stored 2 new iteration(s)" in said(other), said(other)
+    assert values(db) == [1.0, 1.0, 2.0, 2.0]
+    again = lab("import", str(path), "--variant", "shp1g", "--workload", "w", "--db", str(db))
+    assert "nothing stored" in said(again), said(again)
+    assert values(db) == [1.0, 1.0, 2.0, 2.0]
+
+
+def test_a_path_record_from_before_options_still_skips_what_the_store_holds(
+    tmp_path: Path,
+) -> None:
+    db, path = tmp_path / "lab.db", tmp_path / "f.csv"
+    path.write_text("metric,value\nt_s,1\n")
+    argv = ("--variant", "thp", "--workload", "w", "--db", str(db))
+    assert lab("import", str(path), *argv).returncode == 0
+    with sqlite3.connect(db) as conn:  # as a lab before options were recorded left it
+        conn.execute("DELETE FROM meta WHERE key LIKE 'import:%'")
+        (value,) = conn.execute("SELECT value FROM meta WHERE key LIKE 'import-path:%'").fetchone()
+        old = json.loads(value)
+        old.pop("options", None)
+        conn.execute("UPDATE meta SET value=? WHERE key LIKE 'import-path:%'", (json.dumps(old),))
+    with path.open("a") as f:
+        f.write("t_s,2\n")
+    same = lab("import", str(path), *argv)
+    assert "stored 1 new iteration(s)" in said(same), said(same)
+    assert values(db) == [1.0, 2.0]
+    other = lab("import", str(path), "--variant", "shp1g", "--workload", "w", "--db", str(db))
+    assert "stored 2 new iteration(s)" in said(other), said(other)
+    assert values(db) == [1.0, 1.0, 2.0, 2.0]
