@@ -527,3 +527,32 @@ def test_a_path_record_from_before_options_still_skips_what_the_store_holds(
     other = lab("import", str(path), "--variant", "shp1g", "--workload", "w", "--db", str(db))
     assert "stored 2 new iteration(s)" in said(other), said(other)
     assert values(db) == [1.0, 1.0, 2.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    "command", [("import", "f.csv", "--variant", "a", "--workload", "w"), ("runs",), ("report",)]
+)
+def test_an_empty_db_is_refused_and_writes_nothing(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    (tmp_path / "f.csv").write_text("metric,value\nt_s,1\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LAB_CONFIG": os.devnull}
+    env["LAB_DB"] = str(tmp_path / "default.db")  # what an empty --db fell back to
+    done = subprocess.run(
+        [sys.executable, "-m", "lab", *command, "--db", ""],
+        capture_output=True, env=env, cwd=tmp_path, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and "--db is empty" in said(done), said(done)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("default.db")]
+
+
+def test_a_url_as_the_store_is_refused_and_makes_no_folder(tmp_path: Path) -> None:
+    (tmp_path / "f.csv").write_text("metric,value\nt_s,1\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LAB_CONFIG": os.devnull}
+    env["LAB_DB"] = "ssh://host/x.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "lab", "import", "f.csv", "--variant", "a", "--workload", "w"],
+        capture_output=True, env=env, cwd=tmp_path, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and "is a URL" in said(done), said(done)
+    assert not (tmp_path / "ssh:").exists()
