@@ -556,3 +556,29 @@ def test_a_url_as_the_store_is_refused_and_makes_no_folder(tmp_path: Path) -> No
     )  # fmt: skip
     assert done.returncode == 2 and "is a URL" in said(done), said(done)
     assert not (tmp_path / "ssh:").exists()
+
+
+@pytest.mark.parametrize("suffix", ["", "-wal", "-shm", "-journal"])
+def test_report_out_naming_the_store_or_its_companions_is_refused(
+    tmp_path: Path, suffix: str
+) -> None:
+    db = tmp_path / "lab.db"
+    data = (HEADER + "thp,w,t_s,1\nthp,w,t_s,2\nshp,w,t_s,3\nshp,w,t_s,4\n").encode()
+    assert lab("import", "-", "--db", str(db), stdin=data).returncode == 0
+    done = lab("report", "--db", str(db), "--out", f"{db}{suffix}")
+    assert done.returncode == 2 and "is the result store" in said(done), said(done)
+    assert not Path(f"{db}{suffix}").is_dir()
+    assert (
+        lab("import", "-", "--db", str(db), stdin=(HEADER + "thp,w,t_s,5\n").encode()).returncode
+        == 0
+    )
+
+
+def test_an_out_with_a_newline_is_shown_escaped(tmp_path: Path) -> None:
+    db, other = tmp_path / "lab.db", tmp_path / "x\ny.db"
+    data = (HEADER + "thp,w,t_s,1\n").encode()
+    assert lab("import", "-", "--db", str(db), stdin=data).returncode == 0
+    other.write_bytes(db.read_bytes())  # a database the lab did not make, under a raw name
+    done = lab("export", "--db", str(db), "--out", str(other))
+    assert done.returncode == 2 and "is a SQLite database" in said(done), said(done)
+    assert "x\\ny.db" in said(done) and "x\ny.db" not in said(done), said(done)
