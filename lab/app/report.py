@@ -22,6 +22,7 @@ from lab.app.environment import environment_report
 from lab.core.context import Context
 from lab.core.errors import UsageError
 from lab.core.outputs import refuse_database
+from lab.core.text import shown
 from lab.report.images import image_summaries
 from lab.run.backing import MEMORY, describe, kib_fact
 from lab.run.environment import latest
@@ -75,7 +76,7 @@ def report(ctx: Context, request: ReportRequest) -> ReportResult:
     try:
         index = render(comparisons, meta, out, embed=request.embed, sweeps=compared)
     except OSError as err:
-        message = f"cannot write the report to {out}: {err}"
+        message = f"cannot write the report to {shown(out)}: {err}"
         raise UsageError(message, hint="Pass another --out") from None
     return ReportResult(index)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from lab.app.stores import store_path
 from lab.core.context import Context
 from lab.core.errors import UsageError
 from lab.core.inventory import LOCAL
@@ -192,7 +193,7 @@ def run_workload(ctx: Context, request: RunRequest) -> RunOutcome:
     labels = sweep.labels() if sweep else [""]
     for each in plans:
         _check_specs(workload, each.params, up, guests, plan.runner_dir)
-    db = request.db or ctx.config.store
+    db = str(store_path(ctx, request.db))
     local = [g for g in guests if g.host == LOCAL]
     shells: dict[str, GuestShell] = {}  # one connection per guest, whatever the values
 

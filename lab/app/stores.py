@@ -3,17 +3,36 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from lab.core.context import Context
+from lab.core.errors import UsageError
+from lab.core.text import shown
 from lab.store.db import Store
+
+# scheme://...: a URL, which SQLite would take for a relative path (a folder named "ssh:")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def store_path(ctx: Context, db: str | None) -> Path:
-    """The store ``db`` names (a command's ``--db``), else the `store` key of lab.toml."""
-    return Path(db or ctx.config.store)
+    """The store ``db`` names (a command's ``--db``), else the `store` key of lab.toml (or
+    $LAB_DB). An empty ``--db`` is refused, not read as "the default store", as an empty
+    run key picks nothing; so is a URL, which would make a folder named after its scheme."""
+    if db is not None and not db.strip():
+        raise UsageError(
+            "--db is empty: it names no store",
+            hint="Give the store's path, or leave --db out for the store lab.toml or $LAB_DB names",
+        )
+    text = ctx.config.store if db is None else db
+    if _URL.match(text):
+        raise UsageError(
+            f"the store {shown(text)} is a URL: the store is a local SQLite file",
+            hint="Give a path on this machine (copy a remote store here first, e.g. with scp)",
+        )
+    return Path(text)
 
 
 def open_store(ctx: Context, db: str | None, create: bool = True) -> Store:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from lab.core.errors import LabError, StdoutError, UsageError
+from lab.core.text import shown
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 TEMP_MARK = ".lab-tmp-"
@@ -38,7 +39,7 @@ class OutputFull(LabError):
     def __init__(self, path: Path, reason: str) -> None:
         self.path = path
         super().__init__(
-            f"cannot write {path}: {reason}; it was left as it was",
+            f"cannot write {shown(path)}: {reason}; it was left as it was",
             hint="Free space there or pass another --out, then run the same command again",
         )
 
@@ -48,19 +49,28 @@ def refuse_database(path: Path, store: Path | None = None) -> None:
     (the same file under any name), one of the store's -wal/-shm/-journal files, or a file
     that starts with SQLite's header (a database the lab did not make)."""
     for suffix in STORE_COMPANIONS if store is not None else ():
-        with contextlib.suppress(OSError):
-            if os.path.samefile(path, f"{store}{suffix}"):
-                raise UsageError(
-                    f"{path} is the result store{' ' + suffix[1:] + ' file' if suffix else ''}"
-                    f" ({store}): writing there would destroy it",
-                    hint="Nothing was written: pass another --out",
-                )
+        if _same_file(path, Path(f"{store}{suffix}")):
+            raise UsageError(
+                f"{shown(path)} is the result store{' ' + suffix[1:] + ' file' if suffix else ''}"
+                f" ({shown(store)}): writing there would destroy it",
+                hint="Nothing was written: pass another --out",
+            )
     if _starts_with_sqlite_header(path):
         raise UsageError(
-            f"{path} is a SQLite database: writing there would destroy it",
+            f"{shown(path)} is a SQLite database: writing there would destroy it",
             hint="Nothing was written: pass another --out, or remove that file first if it is"
             " not needed",
         )
+
+
+def _same_file(path: Path, other: Path) -> bool:
+    """Whether ``path`` is ``other``: the same file under any name, or the same name when
+    one does not exist yet (a store's -wal or -shm file is there only while it is open, and a
+    folder made there would make every later write of the store fail)."""
+    with contextlib.suppress(OSError):
+        if os.path.samefile(path, other):
+            return True
+    return os.path.realpath(path) == os.path.realpath(other)
 
 
 def _starts_with_sqlite_header(path: Path) -> bool:

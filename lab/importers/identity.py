@@ -11,7 +11,9 @@ A file is also remembered by its path (``import-path:<path>``: its size, line co
 SHA-256 when it was imported last, and the runs of those bytes), for the files that hand-run
 loops append to: when the file starts with those same bytes, its lines up to that count are
 skipped (while those runs are all there; else those of them that the store holds) and only
-what was appended since is stored, also after the same bytes were a no-op under that name. A
+what was appended since is stored, also after the same bytes were a no-op under that name.
+That record counts only for the same options: with others (another ``--variant`` ...) the
+lines go to other runs, and only those of them that the store holds there are skipped. A
 file rewritten in place does not start with them: all of its lines are read as new. A file no
 import of which was recorded (by a lab before these records) has the lines skipped that the
 store holds, as then. Standard input has no such past: only its bytes count.
@@ -118,30 +120,32 @@ class Identities:
             f"{RECORD}{digest}:{options}",
             {"source": source.source, "at": time.time(), "runs": runs},
         )
-        self.remember_path(source, runs)
+        self.remember_path(source, options, runs)
 
-    def remember_path(self, source: Input, runs: list[list[object]]) -> None:
-        """Remember what a file read to its end was, and where its bytes' samples are."""
+    def remember_path(self, source: Input, options: str, runs: list[list[object]]) -> None:
+        """Remember what a file read to its end was, with which options, and where its
+        bytes' samples are."""
         if source.source != "stdin":
             self._put(
                 f"{PATH}{source.source}",
                 {
                     "bytes": source.size, "lines": source.line_count,
-                    "sha256": source.digest(), "runs": runs,
+                    "sha256": source.digest(), "runs": runs, "options": options,
                 },
             )  # fmt: skip
 
-    def appended(self, source: Input) -> Past | None:
+    def appended(self, source: Input, options: str) -> Past | None:
         """What of the file was read before: the lines of its last import, when it still
         starts with the same bytes (else none, and for standard input); None for a file no
-        import of which was recorded (by a lab before these records: any of its lines the
-        store holds were read before). The stream is told to check, as it reads, that these
-        bytes do not change meanwhile."""
+        import of which was recorded with these ``options`` (by a lab before these records, or
+        with other options: any of its lines the store holds in the runs these options make
+        were read before, none of those of another variant). The stream is told to check,
+        as it reads, that these bytes do not change meanwhile."""
         if source.source == "stdin":
             return Past(0, False)
         record = self._get(f"{PATH}{source.source}")
-        if record is None:
-            return None
+        if record is None or record.get("options") != options:
+            return None  # its lines went to other runs (or a lab before options said not)
         size, lines, digest = record.get("bytes"), record.get("lines"), record.get("sha256")
         if not (isinstance(size, int) and isinstance(lines, int) and size > 0 and lines > 0):
             return Past(0, False)

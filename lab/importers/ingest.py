@@ -273,10 +273,11 @@ class _Import:
             "unit": options.unit, "direction": options.direction,
         }  # fmt: skip
         kept_table = self.bulk._kept_table
+        made = fingerprint(fields)  # an import's identity: its bytes and these options
         try:
             with self.store.transaction() as conn:
                 identities = Identities(conn)
-                reading = self.read(planned, identities.appended(planned.input))
+                reading = self.read(planned, identities.appended(planned.input, made))
                 source = planned.input
                 if source.changed():
                     raise UsageError(
@@ -285,10 +286,10 @@ class _Import:
                         hint="Import it again once nothing writes to it but appends",
                     )
                 summary = reading.summary
-                same = identities.seen(source.digest(), fingerprint(fields))
+                same = identities.seen(source.digest(), made)
                 if same is not None:
                     raise _Same(summary, same)
-                identities.record(source, fingerprint(fields), reading.run_ids())
+                identities.record(source, made, reading.run_ids())
                 return summary
         except _Same as same:
             # rolled back: the runs and guests it made, and what the bulk write made of them
@@ -297,7 +298,7 @@ class _Import:
             self.by_run.clear()
             self.bulk._kept_table = kept_table
             with self.store.transaction() as conn:  # what is appended to it later is new
-                Identities(conn).remember_path(planned.input, same.seen.runs)
+                Identities(conn).remember_path(planned.input, made, same.seen.runs)
             summary = same.summary
             summary.stored = 0
             summary.groups = {}

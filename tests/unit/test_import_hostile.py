@@ -5,6 +5,7 @@ command in a process of its own, with real files."""
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -474,8 +475,8 @@ def test_a_file_whose_start_changes_while_it_is_read_is_refused(tmp_path: Path) 
             f.write("thp,w,t_s,0.25\n")
         hashed = Identities.appended
 
-        def then_rewritten(self: Identities, source: Input) -> int | None:
-            lines = hashed(self, source)
+        def then_rewritten(self: Identities, source: Input, options: str) -> int | None:
+            lines = hashed(self, source, options)
             with path.open("r+b") as f:  # right after its start was hashed: a line changes
                 f.seek(len(HEADER) + len(rows) - 2)  # 40000 becomes 40007
                 f.write(b"7")
@@ -487,3 +488,97 @@ def test_a_file_whose_start_changes_while_it_is_read_is_refused(tmp_path: Path) 
             with pytest.raises(UsageError, match="changed while it was read"):
                 import_inputs(store, planned, options)
         assert len(store.values(metric="t_s")[0].values) == 40_001
+
+
+# -- issue 39 §2: an import's identity is its bytes and its options ------------------------
+
+
+def test_the_same_file_with_another_variant_is_stored(tmp_path: Path) -> None:
+    db, path = tmp_path / "lab.db", tmp_path / "f.csv"
+    path.write_text("metric,value\nt_s,1\nt_s,2\n")
+    first = lab("import", str(path), "--variant", "thp", "--workload", "w", "--db", str(db))
+    assert first.returncode == 0, said(first)
+    other = lab("import", str(path), "--variant", "shp1g", "--workload", "w", "--db", str(db))
+    assert other.returncode == 0 and "stored 2 new iteration(s)" in said(other), said(other)
+    assert values(db) == [1.0, 1.0, 2.0, 2.0]
+    again = lab("import", str(path), "--variant", "shp1g", "--workload", "w", "--db", str(db))
+    assert "nothing stored" in said(again), said(again)
+    assert values(db) == [1.0, 1.0, 2.0, 2.0]
+
+
+def test_a_path_record_from_before_options_still_skips_what_the_store_holds(
+    tmp_path: Path,
+) -> None:
+    db, path = tmp_path / "lab.db", tmp_path / "f.csv"
+    path.write_text("metric,value\nt_s,1\n")
+    argv = ("--variant", "thp", "--workload", "w", "--db", str(db))
+    assert lab("import", str(path), *argv).returncode == 0
+    with sqlite3.connect(db) as conn:  # as a lab before options were recorded left it
+        conn.execute("DELETE FROM meta WHERE key LIKE 'import:%'")
+        (value,) = conn.execute("SELECT value FROM meta WHERE key LIKE 'import-path:%'").fetchone()
+        old = json.loads(value)
+        old.pop("options", None)
+        conn.execute("UPDATE meta SET value=? WHERE key LIKE 'import-path:%'", (json.dumps(old),))
+    with path.open("a") as f:
+        f.write("t_s,2\n")
+    same = lab("import", str(path), *argv)
+    assert "stored 1 new iteration(s)" in said(same), said(same)
+    assert values(db) == [1.0, 2.0]
+    other = lab("import", str(path), "--variant", "shp1g", "--workload", "w", "--db", str(db))
+    assert "stored 2 new iteration(s)" in said(other), said(other)
+    assert values(db) == [1.0, 1.0, 2.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    "command", [("import", "f.csv", "--variant", "a", "--workload", "w"), ("runs",), ("report",)]
+)
+def test_an_empty_db_is_refused_and_writes_nothing(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    (tmp_path / "f.csv").write_text("metric,value\nt_s,1\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LAB_CONFIG": os.devnull}
+    env["LAB_DB"] = str(tmp_path / "default.db")  # what an empty --db fell back to
+    done = subprocess.run(
+        [sys.executable, "-m", "lab", *command, "--db", ""],
+        capture_output=True, env=env, cwd=tmp_path, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and "--db is empty" in said(done), said(done)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("default.db")]
+
+
+def test_a_url_as_the_store_is_refused_and_makes_no_folder(tmp_path: Path) -> None:
+    (tmp_path / "f.csv").write_text("metric,value\nt_s,1\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LAB_CONFIG": os.devnull}
+    env["LAB_DB"] = "ssh://host/x.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "lab", "import", "f.csv", "--variant", "a", "--workload", "w"],
+        capture_output=True, env=env, cwd=tmp_path, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and "is a URL" in said(done), said(done)
+    assert not (tmp_path / "ssh:").exists()
+
+
+@pytest.mark.parametrize("suffix", ["", "-wal", "-shm", "-journal"])
+def test_report_out_naming_the_store_or_its_companions_is_refused(
+    tmp_path: Path, suffix: str
+) -> None:
+    db = tmp_path / "lab.db"
+    data = (HEADER + "thp,w,t_s,1\nthp,w,t_s,2\nshp,w,t_s,3\nshp,w,t_s,4\n").encode()
+    assert lab("import", "-", "--db", str(db), stdin=data).returncode == 0
+    done = lab("report", "--db", str(db), "--out", f"{db}{suffix}")
+    assert done.returncode == 2 and "is the result store" in said(done), said(done)
+    assert not Path(f"{db}{suffix}").is_dir()
+    assert (
+        lab("import", "-", "--db", str(db), stdin=(HEADER + "thp,w,t_s,5\n").encode()).returncode
+        == 0
+    )
+
+
+def test_an_out_with_a_newline_is_shown_escaped(tmp_path: Path) -> None:
+    db, other = tmp_path / "lab.db", tmp_path / "x\ny.db"
+    data = (HEADER + "thp,w,t_s,1\n").encode()
+    assert lab("import", "-", "--db", str(db), stdin=data).returncode == 0
+    other.write_bytes(db.read_bytes())  # a database the lab did not make, under a raw name
+    done = lab("export", "--db", str(db), "--out", str(other))
+    assert done.returncode == 2 and "is a SQLite database" in said(done), said(done)
+    assert "x\\ny.db" in said(done) and "x\ny.db" not in said(done), said(done)
