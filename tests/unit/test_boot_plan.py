@@ -218,3 +218,11 @@ def test_boots_that_do_not_vary_get_the_capped_plan_not_an_overflow() -> None:
     sd_mean = math.sqrt(within / plan.per_boot)
     assert plan.boots >= 2
     assert sd_mean < delta  # a boot mean this precise needs few boots
+
+
+@pytest.mark.parametrize("argv", [["plan", "--debug"], ["--debug", "plan"], ["plan"]])
+def test_debug_is_taken_after_the_command_as_the_crash_hint_says(argv: list[str]) -> None:
+    from lab.cli import build_parser
+
+    args, _ = build_parser(argv[0] if argv[0] != "--debug" else argv[1]).parse_known_args(argv)
+    assert args.debug is ("--debug" in argv)
