@@ -110,6 +110,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for group in _subcommands(parser).values():
         for each in (group, *_subcommands(group).values()):
             _one_json_spelling(each)
+            # the crash hint says "run the same command with --debug": it must be taken
+            # after the command too; SUPPRESS keeps a --debug given before the command
+            if "--debug" not in each._option_string_actions:
+                each.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                                  help=argparse.SUPPRESS)  # fmt: skip
         _group_options_after_actions(group)
     return parser
 

@@ -108,7 +108,8 @@ def plan_boots(
             )
     optimal = optimal_per_boot(between, within, reboot.seconds, iteration.seconds)
     capped = optimal > max_per_boot
-    low = max(1, min(max_per_boot, math.floor(optimal)))
+    # n* is infinite when the boots do not vary: floor() of it overflows, so cap it first
+    low = max(1, math.floor(min(float(max_per_boot), optimal)))
     candidates = sorted({low, min(max_per_boot, low + 1)})
     found: list[tuple[float, int, Plan]] = []
     for n in candidates:

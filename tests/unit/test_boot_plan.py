@@ -204,3 +204,25 @@ def test_the_boots_plan_of_one_run_reads_that_run_only(
     assert json.loads(capsys.readouterr().out)["boot_plans"][0]["pilot_boots"] == {
         "thp": 3, "shp1g": 3
     }  # fmt: skip
+
+
+def test_boots_that_do_not_vary_get_the_capped_plan_not_an_overflow() -> None:
+    # ICC 0: n* is infinite; before the fix math.floor(inf) raised OverflowError.
+    # With no between-boot variance a boot mean of n iterations has sd √(within/n), so the
+    # plan's boots x iterations must hold the iid sample size scipy's t test needs.
+    within, delta = 4.0, 1.0
+    plan = plan_boots(0.0, within, delta, Cost(60.0, "given"), Cost(1.0, "given"),
+                      confidence=0.95, power=0.9, max_per_boot=1000)  # fmt: skip
+    assert plan.capped and math.isinf(plan.optimal)
+    assert plan.per_boot in (999, 1000)
+    sd_mean = math.sqrt(within / plan.per_boot)
+    assert plan.boots >= 2
+    assert sd_mean < delta  # a boot mean this precise needs few boots
+
+
+@pytest.mark.parametrize("argv", [["plan", "--debug"], ["--debug", "plan"], ["plan"]])
+def test_debug_is_taken_after_the_command_as_the_crash_hint_says(argv: list[str]) -> None:
+    from lab.cli import build_parser
+
+    args, _ = build_parser(argv[0] if argv[0] != "--debug" else argv[1]).parse_known_args(argv)
+    assert args.debug is ("--debug" in argv)
