@@ -1,0 +1,44 @@
+"""The boot-level stop rule: wrong stops on A/A twins stay at or below alpha at any look."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from lab.stats.bootstop import boot_look, look_confidence, planned_looks
+
+_BENCH = Path(__file__).resolve().parents[2] / "bench" / "bootstop_errors.py"
+_spec = importlib.util.spec_from_file_location("bootstop_errors", _BENCH)
+assert _spec and _spec.loader
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+
+
+def test_alpha_is_split_over_the_looks_from_the_second_boot():
+    assert planned_looks(10) == 9
+    assert look_confidence(0.95, 10) == pytest.approx(1 - 0.05 / 9)
+
+
+def test_one_boot_does_not_decide():
+    look = boot_look(np.array([1.0]), np.array([5.0]), 0.95, 10)
+    assert look.difference is None and not look.excludes_zero
+
+
+def test_look_matches_scipy_welch():
+    a, b = np.array([10.0, 11.0, 10.5]), np.array([12.0, 12.5, 11.8])
+    look = boot_look(a, b, 0.95, 4)
+    ref = stats.ttest_ind(b, a, equal_var=False).confidence_interval(1 - 0.05 / 3)
+    assert look.difference is not None
+    assert look.difference.diff_ci == pytest.approx((ref.low, ref.high))
+
+
+@pytest.mark.parametrize("icc", [0.0, 0.5])
+def test_wrong_stops_at_or_below_alpha(icc):
+    streams = 400
+    tolerance = 3 * np.sqrt(0.05 * 0.95 / streams)  # three binomial standard errors
+    rate = bench.wrong_stop_rate(streams, icc, swap=False, max_boots=8, seed=7, iters=10)
+    assert rate <= 0.05 + tolerance
