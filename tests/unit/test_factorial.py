@@ -18,7 +18,8 @@ def test_jain_example_18_effects_intervals_and_shares() -> None:
     assert got["A"].share == pytest.approx(5547 / 7032)
     assert got["B"].share == pytest.approx(1083 / 7032)
     assert got["AB"].share == pytest.approx(300 / 7032)
-    # Published 90 % intervals: q0 (39.08, 42.91), qA (19.58, 23.41), qB (7.58, 11.41), qAB (3.08, 6.91).
+    # Published 90 % intervals: q0 (39.08, 42.91), qA (19.58, 23.41),
+    # qB (7.58, 11.41), qAB (3.08, 6.91).
     assert got["I"].ci == pytest.approx((39.08, 42.91), abs=0.01)
     assert got["A"].ci == pytest.approx((19.58, 23.41), abs=0.01)
     assert got["B"].ci == pytest.approx((7.58, 11.41), abs=0.01)
