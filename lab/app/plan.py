@@ -381,6 +381,7 @@ def _plans_from_store(ctx: Context, request: PlanRequest) -> list[PlanRow]:
         groups.setdefault((s.workload, s.metric), []).append(s)
     goal, threshold, effect = question(request.goal, request.threshold, request.effect)
     rows: list[PlanRow] = []
+    unplanned: list[str] = []  # metrics no plan can be made for, each with why
     for (one_workload, metric), arms in sorted(groups.items()):
         arms.sort(key=lambda s: order.index(s.variant) if s.variant in order else len(order))
         usable = [a for a in arms if a.values.size >= 3]
@@ -401,9 +402,15 @@ def _plans_from_store(ctx: Context, request: PlanRequest) -> list[PlanRow]:
                 request.power, min(r, 0.99), per_iteration, threshold=threshold, mean=mean,
                 goal=goal, direction=usable[0].direction,
             )  # fmt: skip
-        except UsageError as err:
-            raise UsageError(f"{where}: {err.message}", hint=err.hint) from None
+        except UsageError as err:  # this metric only: the others are still planned
+            unplanned.append(f"{where} ({err.message})")
+            continue
         rows.append((f"{one_workload} · {metric}", spread.n, found))
+    if unplanned and rows:
+        ctx.warn(f"not planned: {'; '.join(unplanned)}")
+    if unplanned and not rows:
+        raise UsageError(f"no metric can be planned: {'; '.join(unplanned)}",
+                         hint="Pass --effect, or run a pilot whose samples vary")  # fmt: skip
     if not rows:
         raise UsageError("no metric has 3 samples per variant yet", hint="Run a longer pilot")
     return rows

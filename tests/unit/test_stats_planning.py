@@ -314,3 +314,29 @@ def test_a_threshold_in_units_is_the_bound_itself() -> None:
     assert math.isnan(by_units.threshold)  # no mean: no percentage to show
     with pytest.raises(UsageError, match="cannot reach"):
         plan_samples(2.0, 0.5, 0.95, 0.9, threshold=Threshold(1.0, False), goal=Goal.SUPERIORITY)
+
+
+def test_a_metric_no_plan_can_be_made_for_is_named_and_the_others_planned(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 40 §1: a constant perf counter of a real pilot stopped the whole plan with
+    # "null · perf.cpu_migrations: cannot plan with sd 0.0 and effect 0.0"
+    monkeypatch.setenv("LAB_CONFIG", str(tmp_path / "none.toml"))
+    (tmp_path / "none.toml").write_text("")
+    rows = ["variant,workload,metric,iteration,value,direction"]
+    for variant, shift in (("thp", 0.0), ("shp1g", 0.5)):
+        for i in range(1, 31):
+            rows.append(f"{variant},w,wall_s,{i},{10 + shift + (i * 7 % 11) / 10},lower")
+            rows.append(f"{variant},w,migrations,{i},0,lower")
+    (tmp_path / "pilot.csv").write_text("\n".join(rows) + "\n")
+    db = str(tmp_path / "lab.db")
+    assert main(["import", str(tmp_path / "pilot.csv"), "--db", db]) == 0
+    capsys.readouterr()
+    assert main(["plan", "--from-store", "--db", db]) == 0
+    out, err = capsys.readouterr()
+    table = out.split("boots plan of")[0]  # the samples plan; the boots plans follow it
+    assert "w · wall_s" in table and "w · migrations" not in table
+    (line,) = [line for line in err.splitlines() if "not planned" in line]
+    assert "w · migrations (cannot plan with sd 0" in line
+    assert main(["plan", "--from-store", "--db", db, "--metric", "migrations"]) == 2
+    assert "no metric can be planned: w · migrations" in capsys.readouterr().err
