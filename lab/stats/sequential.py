@@ -302,9 +302,11 @@ def check_stop(
     if met:
         return Decision(True, progress, "stopped by " + method, seq, verdict)
     if seq.n >= rule.max_n:
+        # the verdict once (a verdict rule's progress is it), the maximum in the rule's unit
+        said = "" if rule.kind == "verdict" else f": {verdict.text}"
         reason = (
-            f"{progress}, and the maximum of {rule.max_n} iterations is reached: {verdict.text}."
-            " Run more iterations (a higher --n) to narrow it further"
+            f"{progress}; the most {unit} the run can give, {rule.max_n}, are"
+            f" reached{said}. Run more iterations (a higher --n) to narrow it further"
         )
         return Decision(True, reason, "stopped at the maximum n; the interval is from " + method,
                         seq, verdict)  # fmt: skip

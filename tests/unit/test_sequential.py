@@ -214,3 +214,16 @@ def test_boundaries_spend_alpha_on_simulated_brownian_paths() -> None:
 def test_looks_must_increase() -> None:
     with pytest.raises(UsageError, match="increasing information fractions"):
         obrien_fleming_boundaries([0.5, 0.4, 1.0], 95)
+
+
+def test_a_stop_at_the_maximum_gives_the_verdict_once_and_the_maximum_in_the_rules_unit() -> None:
+    # issue 40 §3: it gave the inconclusive interval twice and called 40 balanced blocks
+    # "the maximum of 40 iterations"
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(100, 5, 40), rng.normal(100, 5, 40)
+    rule = parse_until("verdict", 40)
+    decision = check_stop(rule, a, b, 99.99, 0.01, "lower", ("thp", "shp1g"), "balanced blocks")
+    assert decision.stop and decision.verdict.outcome == "inconclusive"
+    assert decision.reason.count(decision.verdict.text) == 1
+    assert "the most balanced blocks the run can give, 40, are reached" in decision.reason
+    assert "iterations is reached" not in decision.reason
