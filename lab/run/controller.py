@@ -22,6 +22,7 @@ journal is), :mod:`lab.run.ingesting` (journals into the store) and :mod:`lab.ru
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -106,6 +107,7 @@ class Controller(SteppedRunners):
         self.on_update = on_update
         self.rule = self._stop_rule(guests)
         self.decision: Any = None  # lab.stats.sequential.Decision once the rule stopped the run
+        self.boots_read = 0  # boots of both twins the rule has looked at (--reboot-every)
         self.upto = plan.n  # the last iteration of this pass (advance)
         self.begun = self.ended = False
         self.stopping = False  # stop_runners was called: a lost guest no longer stops the run
@@ -206,6 +208,8 @@ class Controller(SteppedRunners):
         from lab.stats.sequential import check_stop
         from lab.stats.stopping import StoppedInterval, rule_view
 
+        if self.plan.reboot_every and self.rule.kind == "verdict":
+            return self._stopped_by_boots()
         first, second = self.guests
         both = sorted(set(first.by_iteration) & set(second.by_iteration))
         if len(both) < 2:
@@ -240,6 +244,49 @@ class Controller(SteppedRunners):
                 reason=self.decision.reason,
             )  # fmt: skip
             # for `lab runs`, and for `lab compare`, whose primary interval it then is
+            self.store.record_stop(self.run_id, self.decision.reason, stopped.to_json())
+            self.stop_runners()
+        return bool(self.decision.stop)
+
+    def _stopped_by_boots(self) -> bool:
+        """--until verdict on a run with boots: read on the boot means, the unit lab compare
+        reads (lab.stats.bootstop), once per boot both twins have completed."""
+        from lab.stats.bootstop import boot_decision, boot_iterations, boot_means
+        from lab.stats.stopping import StoppedInterval
+
+        assert self.rule is not None and self.plan.reboot_every
+        first, second = self.guests
+        every, n = self.plan.reboot_every, self.plan.n
+        most = max(2, math.ceil(n / every))  # boots a twin can have in this run
+        warmup = self.plan.warmup
+        skip = int(warmup) if warmup is not None and warmup.isdigit() else 0
+        boots = self.boots_read
+        while boots < most and all(
+            i in g.by_iteration
+            for g in (first, second)
+            for i in boot_iterations(boots + 1, every, n)
+        ):
+            boots += 1
+        if boots == self.boots_read:
+            return False  # no boot completed since the last look
+        self.boots_read = boots
+        means = [boot_means(g.by_iteration, every, boots, n, skip) for g in (first, second)]
+        assert means[0] is not None and means[1] is not None
+        metric = self.metrics[0]
+        self.decision = boot_decision(
+            means[0], means[1], self.plan.confidence, most, self.plan.threshold,
+            direction=metric.direction, labels=(first.record.variant, second.record.variant),
+        )  # fmt: skip
+        if boots < 2:
+            self.waiting = "two boots of each twin"
+        if self.decision.stop:
+            seq = self.decision.interval
+            stopped = StoppedInterval(
+                metric=metric.name, method=self.decision.method,
+                observations=f"{boots} boot means per twin", confidence=seq.confidence,
+                early=boots < most, diff=seq.diff, diff_ci=seq.diff_ci, percent=seq.percent,
+                percent_ci=seq.percent_ci, reason=self.decision.reason,
+            )  # fmt: skip
             self.store.record_stop(self.run_id, self.decision.reason, stopped.to_json())
             self.stop_runners()
         return bool(self.decision.stop)

@@ -20,12 +20,16 @@ looks are strongly correlated), which costs boots, never wrong stops. The simula
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from lab.stats.boots import BootDifference, boot_difference
 from lab.stats.descriptive import check_confidence
+from lab.stats.sequential import Decision, SequentialInterval
+from lab.stats.verdict import Direction, Outcome, Threshold, decide
 
 MIN_BOOTS = 2  # Welch needs two boot means in each arm
 
@@ -66,3 +70,70 @@ def boot_look(a: np.ndarray, b: np.ndarray, confidence: float, max_boots: int) -
     if boots < MIN_BOOTS:
         return BootLook(boots, level, None)
     return BootLook(boots, level, boot_difference(a, b, level))
+
+
+def boot_iterations(boot: int, every: int, n: int, skip: int = 0) -> range:
+    """The iterations of boot ``boot`` (from 1) of a run of ``n`` rebooting every ``every``
+    (``lab run --reboot-every``): (boot−1)·every+1 to boot·every, the last boot cut at n, less
+    the first ``skip`` of each (its warm-up), one left at least."""
+    first = (boot - 1) * every + 1
+    last = min(boot * every, n)
+    return range(min(first + skip, last), last + 1)
+
+
+def boot_means(
+    values: Mapping[int, float], every: int, boots: int, n: int, skip: int = 0
+) -> list[float] | None:
+    """The means of boots 1..``boots`` of one twin (:func:`boot_iterations`); None while one
+    of them lacks an iteration."""
+    means = []
+    for boot in range(1, boots + 1):
+        numbers = boot_iterations(boot, every, n, skip)
+        if any(i not in values for i in numbers):
+            return None
+        means.append(float(np.mean([values[i] for i in numbers])))
+    return means
+
+
+def boot_decision(
+    a: Sequence[float],
+    b: Sequence[float],
+    confidence: float,
+    max_boots: int,
+    threshold: float | Threshold,
+    direction: Direction = "lower",
+    labels: tuple[str, str] = ("A", "B"),
+) -> Decision:
+    """Continue or stop a run with boots after the boot means ``a`` and ``b`` of its complete
+    boots: stop on a decisive verdict read from the look's interval (:func:`boot_look`), or
+    once ``max_boots`` boots are in. The verdict is lab compare's (``decide``) on that
+    interval, so a stop and the verdict compare gives read the same unit."""
+    look = boot_look(np.asarray(a), np.asarray(b), confidence, max_boots)
+    looks = planned_looks(max_boots)
+    method = (
+        f"Welch's interval on boot means, at {look.level * 100:.6g} % at each of {looks}"
+        f" planned look(s) (α split over them)"
+    )
+    at = f"after {look.boots} boot(s) per twin"
+    d = look.difference
+    if d is None:
+        none = (math.nan, math.nan)
+        interval = SequentialInterval(
+            look.boots, look.level, max_boots, math.nan, none, math.nan, none
+        )
+        verdict = decide((math.nan, math.nan), direction, threshold, *labels, look.level)
+        return Decision(False, f"{at}: two boots a twin are needed", method, interval, verdict)
+    verdict = decide(d.percent_ci, direction, threshold, *labels, look.level, d.diff_ci, d.mean_a)
+    interval = SequentialInterval(look.boots, look.level, max_boots, d.diff, d.diff_ci,
+                                  d.percent, d.percent_ci)  # fmt: skip
+    progress = f"{at}: {verdict.text}"
+    if verdict.outcome != Outcome.INCONCLUSIVE:
+        return Decision(True, progress, "stopped by " + method, interval, verdict)
+    if look.boots >= max_boots:
+        reason = (
+            f"{progress}; the most boots the run can give, {max_boots}, are reached. Run more"
+            " iterations (a higher --n: more boots) to narrow it further"
+        )
+        return Decision(True, reason, "stopped at the maximum n; the interval is " + method,
+                        interval, verdict)  # fmt: skip
+    return Decision(False, progress, method, interval, verdict)

@@ -168,3 +168,41 @@ def test_a_rebooted_run_raises_no_false_alarm(
     assert main(["runs", "--db", db, "show", controller.key, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["twins_differ"] == [] and shown["environment_changes"] == []
+
+
+def _until_verdict(tmp_path: Path, boots: list[tuple[float, float]]) -> Controller:
+    """A run of 4 boots of 10 iterations with --until verdict at 95 %, its twins' samples so
+    far one value per boot (A's, B's), the same in every iteration of that boot."""
+    from lab.stats.sequential import parse_until
+
+    controller, _ = rebooting(tmp_path, 40, 10, [])
+    controller.rule = parse_until("verdict", 40)
+    controller.plan.confidence, controller.plan.threshold = 95.0, 0.01
+    first, second = controller.guests
+    for boot, (a, b) in enumerate(boots):
+        for i in range(boot * 10 + 1, boot * 10 + 11):
+            first.by_iteration[i], second.by_iteration[i] = a, b + (i % 3) * 1e-3
+    return controller
+
+
+def test_until_verdict_on_a_run_with_boots_reads_the_boot_means(tmp_path: Path) -> None:
+    # issue 40 §2: A/A twins whose boots differ (the iterations of a boot alike) stopped on
+    # blocks of iterations as "faster" where the boot means lab compare reads say nothing
+    aa = _until_verdict(tmp_path / "aa", [(100.0, 90.0), (90.0, 100.0), (105.0, 95.0)])
+    assert aa.stopped_by_rule() is False
+    assert aa.decision is not None and aa.decision.verdict.outcome == "inconclusive"
+    assert aa.decision.reason.startswith("after 3 boot(s) per twin: ")
+    # a real difference in every boot: a verdict from the boot means, stored for lab compare
+    better = _until_verdict(tmp_path / "b", [(100.0, 70.0), (104.0, 72.0), (98.0, 69.0)])
+    assert better.stopped_by_rule() is True
+    assert better.decision.verdict.outcome == "faster"
+    assert "boot means" in better.decision.method
+    stopped = better.store.stop_interval(better.run_id)
+    assert stopped is not None and '"observations": "3 boot means per twin"' in stopped
+
+
+def test_the_boot_rule_looks_once_per_completed_boot(tmp_path: Path) -> None:
+    controller = _until_verdict(tmp_path, [(100.0, 70.0)])
+    assert controller.stopped_by_rule() is False  # one boot: no interval yet
+    assert controller.boots_read == 1
+    assert controller.stopped_by_rule() is False and controller.boots_read == 1
