@@ -46,7 +46,11 @@ def open_store_all_or_nothing(path: Path) -> Iterator[Store]:
     (``lab import``): a store that it created is removed again when it fails, and so are the
     folders made for it, so a failed first import leaves no file behind."""
     try:
-        made = [] if path.exists() else [path, Path(f"{path}-wal"), Path(f"{path}-shm")]
+        made = (
+            []
+            if path.exists()
+            else [path, *(Path(f"{path}-{end}") for end in ("wal", "shm", "journal"))]
+        )
         folder = path.parent
         while made and not folder.exists():  # the folders Store.open makes, deepest first
             made.append(folder)

@@ -582,3 +582,20 @@ def test_an_out_with_a_newline_is_shown_escaped(tmp_path: Path) -> None:
     done = lab("export", "--db", str(db), "--out", str(other))
     assert done.returncode == 2 and "is a SQLite database" in said(done), said(done)
     assert "x\\ny.db" in said(done) and "x\ny.db" not in said(done), said(done)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "variant,workload,metric,value\nthp,w,t,abc\n",  # malformed
+        "variant,workload,metric,value\n",  # no samples
+        "variant,workload,metric,value\nthp,w,t,1\n",  # no direction for t
+    ],
+)
+def test_a_refused_first_import_leaves_no_file_behind(tmp_path: Path, text: str) -> None:
+    # issue 39 §2: a refused first import left an empty store (118 KB) behind
+    (tmp_path / "in.csv").write_text(text)
+    folder = tmp_path / "new" / "deeper"
+    assert lab("import", str(tmp_path / "in.csv"), "--db", str(folder / "lab.db")).returncode == 2
+    assert not (tmp_path / "new").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv", "none.toml"]  # as before
