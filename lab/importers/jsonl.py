@@ -26,25 +26,25 @@ from lab.importers.rowfields import KNOWN, Defaults, RowError, blank_fields, row
 ENVIRONMENT = "environment"  # the "record" of lab export's environment lines
 
 
-class _TwiceError(Exception):
+class TwiceError(Exception):
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.key = key
 
 
-def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """A JSON object whose keys are each given once (else which one counts? refused)."""
     found = dict(pairs)
     if len(found) != len(pairs):
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise _TwiceError(key)
+                raise TwiceError(key)
             seen.add(key)
     return found
 
 
-_DECODER = json.JSONDecoder(object_pairs_hook=_once)
+ONCE_DECODER = json.JSONDecoder(object_pairs_hook=once)
 
 
 def jsonl_samples(lines: Iterable[str], defaults: Defaults) -> Iterator[Item]:
@@ -54,8 +54,8 @@ def jsonl_samples(lines: Iterable[str], defaults: Defaults) -> Iterator[Item]:
         if not raw.strip():
             continue
         try:
-            row = _DECODER.decode(raw)
-        except _TwiceError as err:
+            row = ONCE_DECODER.decode(raw)
+        except TwiceError as err:
             yield BadLine(line, f"the key {shown(err.key)} is given twice")
             continue
         except ValueError as err:
