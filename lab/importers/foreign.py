@@ -20,8 +20,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
+from functools import partial
 from typing import Any
 
+from lab.importers.jsonl import ONCE_DECODER, TwiceError
+from lab.importers.limits import name_problem, shown
 from lab.importers.records import BadLine, Item, Sample
 from lab.store import Direction
 
@@ -50,13 +53,18 @@ def is_gnu_time(first_line: str) -> bool:
     return _GNU_TIME_START.match(first_line) is not None
 
 
-def samples(fmt: str, lines: Iterable[str]) -> Iterator[Item]:
-    """The samples of an input of ``fmt`` (one of :data:`FORMATS`)."""
+def samples(fmt: str, lines: Iterable[str], workload: str | None = None) -> Iterator[Item]:
+    """The samples of an input of ``fmt`` (one of :data:`FORMATS`). With ``workload``
+    (``--workload``), pyperf's and pytest-benchmark's benchmarks are metrics of that one
+    workload, each named after its benchmark, where they are a workload each."""
     if fmt == "gnu-time":
         return gnu_time_samples(lines)
     readers = {"hyperfine": _read_hyperfine, "pyperf": _read_pyperf,
                "pytest-benchmark": _read_pytest_benchmark}  # fmt: skip
-    return _document(lines, fmt, _guarded(fmt, readers[fmt]))
+    read: Any = readers[fmt]
+    if fmt != "hyperfine":
+        read = partial(read, as_metrics=workload is not None)
+    return _document(lines, fmt, _guarded(fmt, read))
 
 
 def _document(lines: Iterable[str], fmt: str, read: Any) -> Iterator[Item]:
@@ -68,7 +76,10 @@ def _document(lines: Iterable[str], fmt: str, read: Any) -> Iterator[Item]:
             return
         parts.append(line)
     try:
-        document = json.loads("".join(parts))
+        document = ONCE_DECODER.decode("".join(parts))
+    except TwiceError as err:  # which would count? json.loads keeps the last, silently
+        yield BadLine(1, f"a {fmt} object gives the key {shown(err.key)} twice")
+        return
     except json.JSONDecodeError as err:
         yield BadLine(err.lineno, f"not {fmt}'s JSON ({err.msg})")
         return
@@ -113,54 +124,90 @@ def _guarded(fmt: str, read: Any) -> Any:
     return reader
 
 
-def _value(value: Any, metric: str, what: str) -> tuple[dict[str, Any], str | None]:
+def _value(
+    value: Any, metric: str, what: str, duration: bool = True
+) -> tuple[dict[str, Any], str | None]:
     number = _number(value)
     if number is None:
-        return {}, f"{what}: {str(value)[:40]!r} is not a number"
+        return {}, f"{what}: {shown(str(value), 40)} is not a number"
+    if duration and number < 0:
+        return {}, f"{what}: a negative time ({number:g} s)"
     return {"metrics": {metric: number}}, None
 
 
+def _named(kind: str, name: Any, what: str, seen: set[str]) -> tuple[str, str | None]:
+    """``name`` as the tool gives it, and why lab import refuses it (as CSV's: a control
+    character, too long, quoted short; or a second benchmark of one name, whose samples
+    would join the first's series); a missing name is the document's shape error."""
+    if not isinstance(name, str) or not name:
+        raise _NotTheFormat(f"{what} has no name")
+    problem = name_problem(kind, name)
+    if problem is None and name in seen:
+        problem = f"two {what}s are named {shown(name)}"
+    seen.add(name)
+    return name, problem
+
+
 def _read_hyperfine(document: Any) -> Iterator[tuple[dict[str, Any], str | None]]:
+    seen: set[str] = set()
     for result in _list(document, "results", "the document"):
         command = result.get("command") if isinstance(result, dict) else None
         if not isinstance(command, str) or not command:
             raise _NotTheFormat("a result has no command")
+        command, refused = _named("variant", command, "command", seen)
+        if refused is not None:
+            yield {}, refused
+            continue
         codes = result.get("exit_codes") or []
         for index, time in enumerate(_list(result, "times", f"result {command!r}")):
             code = codes[index] if index < len(codes) else 0
             if code != 0:
-                yield {}, f"{command!r} run {index + 1} failed (exit code {code})"
+                yield {}, f"{shown(command)} run {index + 1} failed (exit code {code})"
                 continue
-            fields, problem = _value(time, "wall_s", f"{command!r} run {index + 1}")
+            fields, problem = _value(time, "wall_s", f"{shown(command)} run {index + 1}")
             yield {**fields, "variant": command}, problem
 
 
 _PYPERF_UNITS = {"second": ("time_s", "s", "lower"), "byte": ("memory_bytes", "B", "lower")}
 
 
-def _read_pyperf(document: Any) -> Iterator[tuple[dict[str, Any], str | None]]:
+def _read_pyperf(
+    document: Any, as_metrics: bool = False
+) -> Iterator[tuple[dict[str, Any], str | None]]:
     common = document.get("metadata") or {}
+    seen: set[str] = set()
     for bench in _list(document, "benchmarks", "the document"):
         metadata = {**common, **(bench.get("metadata") or {})} if isinstance(bench, dict) else {}
-        name = metadata.get("name")
-        if not isinstance(name, str) or not name:
-            raise _NotTheFormat("a benchmark has no name in its metadata")
+        name, refused = _named("workload", metadata.get("name"), "benchmark", seen)
+        if refused is not None:
+            yield {}, refused
+            continue
         unit = metadata.get("unit", "second")
         metric, symbol, direction = _PYPERF_UNITS.get(unit, ("value", "", None))
-        extra: dict[str, Any] = {"workload": name, "units": {metric: symbol}}
+        extra: dict[str, Any] = {"workload": name}
+        if as_metrics:  # --workload: the benchmark is a metric of it, named after it
+            metric, extra = name, {}
+        extra |= {"units": {metric: symbol}}
         if direction:
             extra["directions"] = {metric: direction}
-        for run in _list(bench, "runs", f"benchmark {name!r}"):
+        for run in _list(bench, "runs", f"benchmark {shown(name)}"):
             for value in (run.get("values") or []) if isinstance(run, dict) else []:
-                fields, problem = _value(value, metric, f"benchmark {name!r}")
+                fields, problem = _value(
+                    value, metric, f"benchmark {shown(name)}", unit == "second"
+                )
                 yield {**fields, **extra}, problem
 
 
-def _read_pytest_benchmark(document: Any) -> Iterator[tuple[dict[str, Any], str | None]]:
+def _read_pytest_benchmark(
+    document: Any, as_metrics: bool = False
+) -> Iterator[tuple[dict[str, Any], str | None]]:
+    seen: set[str] = set()
     for bench in _list(document, "benchmarks", "the document"):
         name = bench.get("name") if isinstance(bench, dict) else None
-        if not isinstance(name, str) or not name:
-            raise _NotTheFormat("a benchmark has no name")
+        name, refused = _named("workload", name, "benchmark", seen)
+        if refused is not None:
+            yield {}, refused
+            continue
         stats = bench.get("stats")
         data = stats.get("data") if isinstance(stats, dict) else None
         if not isinstance(data, list):
@@ -172,9 +219,15 @@ def _read_pytest_benchmark(document: Any) -> Iterator[tuple[dict[str, Any], str 
                 ),
             )
             continue
+        metric = name if as_metrics else "time_s"  # --workload: a metric each, named after it
+        extra: dict[str, Any] = (
+            {"units": {name: "s"}, "directions": {name: "lower"}}
+            if as_metrics
+            else {"workload": name}
+        )
         for value in data:
-            fields, problem = _value(value, "time_s", f"benchmark {name!r}")
-            yield {**fields, "workload": name}, problem
+            fields, problem = _value(value, metric, f"benchmark {shown(name)}")
+            yield {**fields, **extra}, problem
 
 
 # GNU time -v: the lines read, by their label, and the metric each gives
@@ -206,7 +259,9 @@ def _gnu_time_block(first: int, block: list[str], status: int) -> Item:
             try:
                 metrics[metric] = _seconds(value) if metric == "wall_s" else float(value)
             except ValueError:
-                return BadLine(first, f"GNU time's {label!r} is not a number: {value[:40]!r}")
+                return BadLine(first, f"GNU time's {label!r} is not a number: {shown(value, 40)}")
+            if metrics[metric] < 0:
+                return BadLine(first, f"GNU time's {label!r} is negative: {shown(value, 40)}")
     if status != 0:
         return BadLine(first, f"the command timed exited with status {status}")
     missing = [label for label, metric in _GNU_TIME_METRICS.items() if metric not in metrics]

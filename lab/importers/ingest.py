@@ -209,7 +209,7 @@ def samples(planned: Planned, options: ImportOptions, malformed: Malformed) -> I
         return csv_samples(planned.input.blocks(malformed.too_long), planned.input.name, defaults)
     lines = planned.input.lines(malformed.too_long)
     if fmt in foreign.FORMATS:
-        return foreign.samples(fmt, lines)
+        return foreign.samples(fmt, lines, options.workload)
     if fmt == "jsonl":
         return jsonl_samples(lines, defaults)
     raw = {"time": time_samples, "sysbench": sysbench_samples, "iperf3": iperf3_text_samples,
