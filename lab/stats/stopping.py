@@ -54,8 +54,10 @@ class StoppedInterval:
     @property
     def note(self) -> str:
         when = "stopped early" if self.early else "ran to its maximum n under a stopping rule"
+        # a confidence sequence is anytime-valid; boot means split alpha over their looks
+        valid = "anytime-valid" if "boot means" not in self.method else "valid at every look"
         return (
-            f"the run {when} ({self.reason}); its interval is the anytime-valid one the rule"
+            f"the run {when} ({self.reason}); its interval is the {valid} one the rule"
             f" read ({self.method}, on {self.observations}), because fixed-n intervals do not"
             " hold after a data-dependent stop"
         )
