@@ -158,6 +158,13 @@ def run_workload(ctx: Context, request: RunRequest) -> RunOutcome:
 
     workload = check_request(request, workloads_for(ctx.config))
     sweep = check_sweep(request, workload)
+    if request.reboot_every:
+        from lab.stats.bootstop import too_few_boots  # deferred: scipy
+
+        ruled = request.until is not None and request.until.strip() == "verdict"
+        few = too_few_boots(request.n, request.reboot_every, request.confidence, ruled)
+        if few is not None:
+            ctx.warn(few)
     up = require_up(ctx, request.hosts)
     state = next((st for site, st in up if not site.remote), up[0][1])
     everyone = guests_of(up)

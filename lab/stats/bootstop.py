@@ -137,3 +137,32 @@ def boot_decision(
         return Decision(True, reason, "stopped at the maximum n; the interval is " + method,
                         interval, verdict)  # fmt: skip
     return Decision(False, progress, method, interval, verdict)
+
+
+WIDE = 4.0  # a t quantile past this makes a boot-level verdict need an effect of many SEs
+
+
+def too_few_boots(n: int, every: int, confidence: float, until: bool) -> str | None:
+    """Why ``n`` iterations rebooting every ``every`` give too few boots for a verdict at
+    ``confidence`` (percent or fraction): lab compare reads one value per boot, so the t
+    quantile of its interval has 2·(boots − 1) degrees of freedom (fewer with Welch's), and
+    with ``until`` the level of each look is higher still (alpha split over the looks);
+    None when the quantile is at most :data:`WIDE`."""
+    from scipy import stats  # deferred: scipy, only for a run with boots
+
+    boots = max(1, math.ceil(n / every))
+    level = look_confidence(confidence, boots) if until else check_confidence(confidence)
+    if boots < MIN_BOOTS:
+        return (
+            f"--n {n} with --reboot-every {every} gives each twin {boots} boot: lab compare"
+            " reads one value per boot and needs two in each twin for any interval"
+        )
+    quantile = float(stats.t.ppf(1 - (1 - level) / 2, 2 * (boots - 1)))
+    if quantile <= WIDE:
+        return None
+    return (
+        f"--n {n} with --reboot-every {every} gives each twin {boots} boots: at"
+        f" {level * 100:.6g} % the boot-level interval is ±{quantile:.1f} standard errors"
+        f" (t with {2 * (boots - 1)} degrees of freedom), so only an effect that large gets a"
+        " verdict; more boots (a higher --n) or a lower --confidence narrow it"
+    )

@@ -42,3 +42,17 @@ def test_wrong_stops_at_or_below_alpha(icc):
     tolerance = 3 * np.sqrt(0.05 * 0.95 / streams)  # three binomial standard errors
     rate = bench.wrong_stop_rate(streams, icc, swap=False, max_boots=8, seed=7, iters=10)
     assert rate <= 0.05 + tolerance
+
+
+def test_too_few_boots_for_a_verdict_are_said_before_the_run() -> None:
+    # issue 40 §2: "at 99.99 % with 4 boots the t quantile is about 9"
+    from lab.stats.bootstop import too_few_boots
+
+    said = too_few_boots(400, 100, 99.99, until=False)
+    assert said is not None and "4 boots" in said and "±9.1 standard errors" in said
+    assert "6 degrees of freedom" in said
+    ruled = too_few_boots(400, 100, 99.99, until=True)  # each look at 1 - alpha/3
+    assert ruled is not None and "99.9967 %" in ruled
+    assert too_few_boots(400, 10, 95, until=True) is None  # 40 boots: t about 3
+    one = too_few_boots(40, 40, 95, until=False)
+    assert one is not None and "needs two in each twin" in one
