@@ -62,10 +62,12 @@ def test_every_image_loads(report: Path, tmp_path: Path) -> None:
 
 
 def test_a_damaged_image_is_noticed(report: Path, tmp_path: Path) -> None:
+    # the figures are embedded in the page (data URIs): the first one's PNG is damaged
     copy = tmp_path / "copy"
     shutil.copytree(report.parent, copy)
-    victim = sorted((copy / "figures").glob("*.png"))[0]
-    victim.write_bytes(b"not a png")
+    page = (copy / "index.html").read_text()
+    start = page.index("data:image/png;base64,") + len("data:image/png;base64,")
+    (copy / "index.html").write_text(page[:start] + "bm90IGEgcG5n" + page[start + 400 :])
     done = chromium(copy / "index.html", tmp_path / "profile", "--dump-dom")
     assert images_state(done.stdout)[0] == "broken"
 

@@ -67,7 +67,11 @@ def test_two_runs_that_differ_are_listed_refused_together_and_picked_one_by_one(
     assert thp["memory_backing_declared"].startswith("default") and thp["qemu_hugetlb_kib"] == "0"
     assert shp["kernel"] == thp["kernel"] and shp["kernel"] != "not available"
     assert shown["twins_differ"] == []  # one image, one host: only the variant differs
-    said = pair.lab("compare", "--db", db, "--run", keys[0]).stderr
+    # the summary gives the evidence one line (issue 40 §3); --detail gives every line
+    summary = pair.lab("compare", "--db", db, "--run", keys[0]).stderr
+    assert "lab: evidence: " in summary and "memory of lab-shp1g" not in summary
+    said = pair.lab("compare", "--db", db, "--run", keys[0], "--detail").stderr
+    said += pair.lab("compare", "--db", db, "--run", keys[0], "--detail").stdout
     assert "memory of lab-shp1g: 100 % of its" in said and "did not take effect" not in said
     assert "QEMU was told more than the variant, -object pc.ram prealloc" in said
     live = pair.lab("diff", "--live", "thp", "shp1g")  # exit 0: nothing unexplained

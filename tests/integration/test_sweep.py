@@ -110,7 +110,7 @@ def test_compare_shows_a_row_per_value_and_the_crossing(pair: Pair, swept: Path)
 @pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed")
 def test_the_report_s_sweep_plot_renders(pair: Pair, swept: Path, tmp_path: Path) -> None:
     out = tmp_path / "report"
-    pair.lab("report", "--db", str(swept), "--out", str(out))
+    pair.lab("report", "--db", str(swept), "--out", str(out), "--no-embed")  # figures/ files
     page = (out / "index.html").read_text()
     section = page[page.index('<h2 id="sweeps">') : page.index('<h2 id="metadata">')]
     plots = re.findall(r'<img src="(figures/sweep-[^"]+)"', section)
