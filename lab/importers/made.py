@@ -62,16 +62,8 @@ class Lines:
         self.pairs: dict[tuple[int, int], array[int]] = {}
         self.count = 0
 
-    def add(self, ids: tuple[int, int], number: int, line: int) -> None:
-        pairs = self.pairs.get(ids)
-        if pairs is None:
-            pairs = self.pairs[ids] = array("q")
-        pairs.append(number)
-        pairs.append(line)
-        self.count += 1
-
     def extend(self, ids: tuple[int, int], numbers: list[int], lines: list[int]) -> None:
-        """:meth:`add` of each (number, line) of ``numbers`` and ``lines``."""
+        """Each (number, line) of ``numbers`` and ``lines``, of the guest ``ids``."""
         pairs = self.pairs.get(ids)
         if pairs is None:
             pairs = self.pairs[ids] = array("q")
