@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import chain
@@ -89,7 +89,7 @@ _SAMPLE = _SAMPLES + " ({0}, {1}, {2}, {3}, {4})"
 _METRIC_SAMPLE = _SAMPLES + " (?1, ?2, {0}, ?3, {1})"
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=128)  # a dozen row counts of each shape (_statements)
 def _statement(shape: str, shared: int, width: int, rows: int) -> str:
     """The INSERT of ``rows`` rows of ``shape`` (made once: it is a few thousand of them)."""
     insert, _, row = shape.partition(" (")
@@ -99,16 +99,22 @@ def _statement(shape: str, shared: int, width: int, rows: int) -> str:
     return f"{insert} {', '.join(values)}"
 
 
-_LATE_ROWS = 2_048  # rows an INSERT of late samples binds (three parameters each)
+# samples of one guest whose metrics vary: a second value of a metric is left out, not an error
+_LATE_SAMPLE = (
+    "INSERT OR IGNORE INTO sample(run_id, guest_id, iteration, metric, value) VALUES"
+    " (?1, ?2, {0}, {1}, {2})"
+)
 
 
-@lru_cache(maxsize=16)
-def _late_statement(rows: int) -> str:
-    """The INSERT OR IGNORE of ``rows`` samples of one guest."""
-    values = ", ".join(f"(?1, ?2, ?{3 + r * 3}, ?{4 + r * 3}, ?{5 + r * 3})" for r in range(rows))
-    return (
-        f"INSERT OR IGNORE INTO sample(run_id, guest_id, iteration, metric, value) VALUES {values}"
-    )
+def _statements(rows: int) -> Iterator[tuple[int, int]]:
+    """(first row, rows) of each INSERT of ``rows`` rows: ROWS at most, a power of two each.
+    A dozen statements of each shape, where one of every batch's own length was prepared
+    anew for each batch (and SQLite's statement cache held a hundred of them)."""
+    start = 0
+    while start < rows:
+        count = min(ROWS, 1 << (rows - start).bit_length() - 1)
+        yield start, count
+        start += count
 
 
 # The stored iterations among a batch's keys, given as a JSON array of [run, guest, iteration]:
@@ -203,31 +209,25 @@ class Bulk:
         are to be taken. Returns which (by their place in it) were not inserted: a sample of
         an iteration's metric that the store holds already, or that an earlier row gave.
 
-        Each statement inserts up to _LATE_ROWS rows, and counts what it inserted; only one
-        that inserted fewer (a second value: rare) is undone and its rows inserted one by one,
-        so that each refused row is known."""
+        Each statement inserts up to ROWS rows, and counts what it inserted; only one that
+        inserted fewer (a second value: rare) is undone and its rows inserted one by one, so
+        that each refused row is known."""
         refused: list[int] = []
-        start, width = 0, 3
-        conn = self._conn
-        while start < len(rows):
-            # a power of two of rows a statement: a dozen statements of every size, where one
-            # of each batch's own size made SQLite's statement cache hold a hundred of them
-            count = min(_LATE_ROWS, 1 << ((len(rows) - start) // width).bit_length() - 1)
-            chunk = rows[start : start + count * width]
+        conn, width = self._conn, 3
+        for start, count in _statements(len(rows) // width):
+            chunk = rows[start * width : (start + count) * width]
             before = conn.total_changes
             conn.execute("SAVEPOINT late")
-            conn.execute(_late_statement(count), [run_id, guest_id, *chunk])
+            conn.execute(_statement(_LATE_SAMPLE, 2, width, count), [run_id, guest_id, *chunk])
             if conn.total_changes - before != count:
                 conn.execute("ROLLBACK TO late")
+                one = _statement(_LATE_SAMPLE, 2, width, 1)
                 for at in range(count):
                     before = conn.total_changes
-                    conn.execute(
-                        _late_statement(1), [run_id, guest_id, *chunk[at * 3 : at * 3 + 3]]
-                    )
+                    conn.execute(one, [run_id, guest_id, *chunk[at * width : (at + 1) * width]])
                     if conn.total_changes == before:
-                        refused.append(start // width + at)
+                        refused.append(start + at)
             conn.execute("RELEASE late")
-            start += count * width
         return refused
 
     def join_lines(self, updates: Iterable[tuple[str, int, int, int]]) -> None:
@@ -313,16 +313,10 @@ class Bulk:
         """``INSERT ... VALUES (...), (...), ...`` of up to ROWS rows each: measured here, a
         third less CPU time per row than ``executemany``, which binds and steps each row on
         its own."""
-        start = 0
-        while start < len(params):
-            # a power of two of rows a statement: a dozen statements of each shape, where one
-            # of every batch's own length was prepared anew for each batch (and SQLite's
-            # statement cache held a hundred of them)
-            count = min(ROWS, 1 << ((len(params) - start) // width).bit_length() - 1)
-            chunk = params[start : start + count * width]
+        for start, count in _statements(len(params) // width):
+            chunk = params[start * width : (start + count) * width]
             sql = _statement(shape, len(shared), width, count)
             self._conn.execute(sql, shared + chunk if shared else chunk)
-            start += count * width
 
     def merge(self, source: str, items: Sequence[Numbered]) -> Merged:
         """Samples whose iteration may be stored already (see the module's docstring)."""
