@@ -267,3 +267,16 @@ def test_parse_warmup_refusals() -> None:
         parse_warmup(2.5)
     with pytest.raises(TypeError):
         parse_warmup(True)
+
+
+def test_a_series_with_nothing_to_cut_is_kept_as_it_is_not_copied(tmp_path: Path) -> None:
+    """Nothing declared and nothing cut: the series and the aligned arrays come back as the
+    same objects (copies of 2 × 3.1M samples took 99 MB at compare's peak)."""
+    db = warm_store(tmp_path / "lab.db", {"thp": values_with_warmup(100, rebooted_at(1), 0)})
+    with Store.open(db) as store:
+        series = store.values()
+        got = cut_warmup(series, store.sample_boots(), store.warmup_declarations(), {})
+    (s,) = series
+    assert got.series[0] is s and got.keep[series_key(s)].all()
+    labels = np.arange(s.values.size)
+    assert got.aligned({series_key(s): labels})[series_key(s)] is labels
