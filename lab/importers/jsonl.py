@@ -21,7 +21,14 @@ from lab.importers.records import (
     Parsed,
     collect,
 )
-from lab.importers.rowfields import KNOWN, Defaults, RowError, blank_fields, row_sample
+from lab.importers.rowfields import (
+    FACTOR,
+    KNOWN,
+    Defaults,
+    RowError,
+    blank_fields,
+    row_sample,
+)
 
 ENVIRONMENT = "environment"  # the "record" of lab export's environment lines
 
@@ -70,7 +77,7 @@ def jsonl_samples(lines: Iterable[str], defaults: Defaults) -> Iterator[Item]:
         if row.get("record") == ENVIRONMENT:  # lab export's environment lines: no sample
             yield _environment(row, line)
             continue
-        unknown = [k for k in row if k not in KNOWN]
+        unknown = [k for k in row if k not in KNOWN and not k.startswith(FACTOR)]
         if unknown:
             yield BadLine(line, f"unknown key(s) {listed(unknown)}")
             continue

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from lab.core.cells import cell_name, factor_problem, level_problem
 from lab.importers.limits import (
     MAX_ITERATION,
     iteration_problem,
@@ -53,6 +54,8 @@ RUN_COLUMNS = ("run", "params", "boot", "placement", "cpus", "schedule")
 MAX_PARAMS = 65_536  # characters of a run's parameters
 
 Defaults = Mapping[str, str | None]  # column -> value from the command line
+# a column (a JSON key) giving one factor's level: the levels name the variant, a cell
+FACTOR = "factor."
 
 
 class RowError(ValueError):
@@ -140,6 +143,7 @@ _NOTHING = (None,) * (len(ATTEMPT) - 1)
 def failed_row(fields: Mapping[str, str | None], line: int) -> Failed:
     """A failed attempt from one row's fields (``ok`` 0): as :func:`sample_row` reads a sample,
     with no metric and no value but an iteration and an attempt."""
+    fields = cell_fields(fields)
     variant, workload = fields["variant"], fields["workload"]
     if not (variant and workload):
         missing = [key for key in ("variant", "workload") if not fields[key]]
@@ -167,8 +171,33 @@ def failed_row(fields: Mapping[str, str | None], line: int) -> Failed:
     )  # fmt: skip
 
 
+def cell_fields(fields: Mapping[str, str | None]) -> Mapping[str, str | None]:
+    """``fields`` with the variant its ``factor.NAME`` fields name (a cell, as
+    :mod:`lab.core.cells` spells it, the factors in the columns' order); ``fields`` itself
+    where there are none. A row with both a variant and factor levels, or a factor without a
+    level, is refused: which would the variant be?"""
+    levels = [(key[len(FACTOR) :], text) for key, text in fields.items() if key.startswith(FACTOR)]
+    if not levels:
+        return fields
+    if fields["variant"] is not None:
+        raise RowError(
+            f"variant {shown(fields['variant'])} and factor.NAME levels: the levels name the"
+            " variant (a cell); give one or the other"
+        )
+    for factor, level in levels:
+        problem = factor_problem(factor) or name_problem("factor", factor)
+        if problem is None and level is None:
+            problem = f"no level of factor {shown(factor)}"
+        if problem is None and level is not None:
+            problem = name_problem("level", level) or level_problem(factor, level)
+        if problem is not None:
+            raise RowError(problem)
+    return {**fields, "variant": cell_name((f, str(level)) for f, level in levels)}
+
+
 def sample_row(fields: Mapping[str, str | None], line: int) -> Sample:
     """A Sample from one row's fields (stripped, non-empty text, or the default)."""
+    fields = cell_fields(fields)
     variant, workload, metric, text = (
         fields["variant"], fields["workload"], fields["metric"], fields["value"],
     )  # fmt: skip
@@ -264,7 +293,7 @@ def row_sample(
     it leaves empty."""
     fields = dict(blank)
     for key, value in row.items():
-        if value is not None and key in fields:
+        if value is not None and (key in fields or key.startswith(FACTOR)):
             if key in VERBATIM and isinstance(value, str):
                 fields[key] = value
                 continue

@@ -30,6 +30,7 @@ from math import isfinite
 from operator import itemgetter
 from typing import Any, cast
 
+from lab.core.cells import factor_problem
 from lab.core.errors import UsageError
 from lab.importers.limits import (
     END_TIME,
@@ -54,6 +55,7 @@ from lab.importers.records import (
 )
 from lab.importers.rowfields import (
     ATTEMPT,
+    FACTOR,
     FAILED,
     FAILURE,
     IGNORED,
@@ -64,6 +66,7 @@ from lab.importers.rowfields import (
     RowError,
     attempt_fields,
     blank_fields,
+    cell_fields,
     failed_row,
     names_problem,
     sample_row,
@@ -78,11 +81,25 @@ def _check_columns(columns: list[str], where: str) -> None:
                 f"{where}: the column {shown(column)} is named twice", hint="Name each column once"
             )
         seen.add(column)
-    unknown = [c for c in columns if c not in KNOWN]
+    unknown = [c for c in columns if c not in KNOWN and not c.startswith(FACTOR)]
     if unknown:
         raise UsageError(
             f"{where}: unknown column(s) {listed(unknown)}",
-            hint=f"Known columns: {', '.join(KNOWN)}",
+            hint=f"Known columns: {', '.join(KNOWN)}, and factor.NAME for a factor's level",
+        )
+    factors = [c for c in columns if c.startswith(FACTOR)]
+    for column in factors:
+        problem = factor_problem(column[len(FACTOR) :])
+        if problem is not None:
+            raise UsageError(
+                f"{where}: column {shown(column)}: {problem}",
+                hint="Name a factor's column factor.NAME, e.g. factor.page",
+            )
+    if factors and "variant" in columns:
+        raise UsageError(
+            f"{where}: a variant column and factor.NAME columns: the factors' levels name the"
+            " variant of each row (a cell, e.g. page-1g.prealloc-on)",
+            hint="Leave the variant column out, or the factor.NAME columns",
         )
 
 
@@ -137,6 +154,10 @@ class _Columns:
             text = raw.strip()
             if text:
                 fields[self.columns[i]] = text
+        try:
+            fields = dict(cell_fields(fields))
+        except RowError:  # read by sample_row, which says why
+            fields["variant"] = None
         variant, workload, metric, direction = (
             fields["variant"], fields["workload"], fields["metric"], fields["direction"],
         )  # fmt: skip
@@ -331,7 +352,15 @@ def csv_samples(blocks: Iterable[list[str]], name: str, defaults: Defaults) -> I
         ) from None
     columns = [c.strip() for c in header]
     _check_columns(columns, f"{name}:1")
-    layout = _Columns(columns, blank_fields(defaults))
+    if defaults.get("variant") and any(c.startswith(FACTOR) for c in columns):
+        raise UsageError(
+            f"{name}:1: --variant and factor.NAME columns: the factors' levels name each row's"
+            " variant (a cell)",
+            hint="Leave --variant out",
+        )
+    # a factor's column left empty is a row without that level (refused), not another cell
+    blank = {**blank_fields(defaults), **dict.fromkeys(c for c in columns if c.startswith(FACTOR))}
+    layout = _Columns(columns, blank)
     while piece := lines.piece(BLOCK):
         rows = layout.block(piece, lines.count + 1)
         if rows is None:
