@@ -20,6 +20,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
+from lab.core.cells import CELL_SEPARATOR, LEVEL_SEPARATOR
 from lab.core.errors import UsageError
 from lab.core.units import format_kib
 from lab.domainxml.boot import KernelBoot
@@ -28,9 +29,6 @@ from lab.domainxml.memorybacking import HugePages, MemoryBacking
 from lab.guests.variant import RunningGuest, TransparentHugePages, Variant, with_guest_thp
 from lab.guests.verify import GUEST_THP_ENABLED, THP_MODES, check_guest_thp
 from lab.host.hugepages import HugePageNeed
-
-LEVEL_SEPARATOR = "-"  # between a factor's name and its level: page-1g
-CELL_SEPARATOR = "."  # between the levels of a cell: page-1g.prealloc-on
 
 
 @dataclass(frozen=True)
