@@ -208,7 +208,7 @@ class Controller(SteppedRunners):
         from lab.stats.sequential import check_stop
         from lab.stats.stopping import StoppedInterval, rule_view
 
-        if self.plan.reboot_every and self.rule.kind == "verdict":
+        if self.plan.reboot_every:
             return self._stopped_by_boots()
         first, second = self.guests
         both = sorted(set(first.by_iteration) & set(second.by_iteration))
@@ -249,8 +249,8 @@ class Controller(SteppedRunners):
         return bool(self.decision.stop)
 
     def _stopped_by_boots(self) -> bool:
-        """--until verdict on a run with boots: read on the boot means, the unit lab compare
-        reads (lab.stats.bootstop), once per boot both twins have completed."""
+        """--until (verdict or ci-halfwidth) on a run with boots: read on the boot means, the
+        unit lab compare reads (lab.stats.bootstop), once per boot both twins have completed."""
         from lab.stats.bootstop import boot_decision, boot_iterations, boot_means
         from lab.stats.stopping import StoppedInterval
 
@@ -276,6 +276,7 @@ class Controller(SteppedRunners):
         self.decision = boot_decision(
             means[0], means[1], self.plan.confidence, most, self.plan.threshold,
             direction=metric.direction, labels=(first.record.variant, second.record.variant),
+            rule=self.rule,
         )  # fmt: skip
         if boots < 2:
             self.waiting = "two boots of each twin"

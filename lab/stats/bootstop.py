@@ -28,7 +28,7 @@ import numpy as np
 
 from lab.stats.boots import BootDifference, boot_difference
 from lab.stats.descriptive import check_confidence
-from lab.stats.sequential import Decision, SequentialInterval
+from lab.stats.sequential import Decision, SequentialInterval, StopRule, halfwidth
 from lab.stats.verdict import Direction, Outcome, Threshold, decide
 
 MIN_BOOTS = 2  # Welch needs two boot means in each arm
@@ -103,11 +103,13 @@ def boot_decision(
     threshold: float | Threshold,
     direction: Direction = "lower",
     labels: tuple[str, str] = ("A", "B"),
+    rule: StopRule | None = None,
 ) -> Decision:
     """Continue or stop a run with boots after the boot means ``a`` and ``b`` of its complete
-    boots: stop on a decisive verdict read from the look's interval (:func:`boot_look`), or
-    once ``max_boots`` boots are in. The verdict is lab compare's (``decide``) on that
-    interval, so a stop and the verdict compare gives read the same unit."""
+    boots: stop on a decisive verdict read from the look's interval (:func:`boot_look`), or,
+    for ``rule`` ``ci-halfwidth<X``, on that interval's half-width below X; or once
+    ``max_boots`` boots are in. The verdict is lab compare's (``decide``) on that interval,
+    so a stop and the verdict compare gives read the same unit."""
     look = boot_look(np.asarray(a), np.asarray(b), confidence, max_boots)
     looks = planned_looks(max_boots)
     method = (
@@ -127,7 +129,15 @@ def boot_decision(
     interval = SequentialInterval(look.boots, look.level, max_boots, d.diff, d.diff_ci,
                                   d.percent, d.percent_ci)  # fmt: skip
     progress = f"{at}: {verdict.text}"
-    if verdict.outcome != Outcome.INCONCLUSIVE:
+    met = verdict.outcome != Outcome.INCONCLUSIVE
+    if rule is not None and rule.kind == "ci-halfwidth":
+        width, shown, limit = halfwidth(rule, interval)
+        met = rule.limit is not None and width < rule.limit
+        progress = (
+            f"{at}: the boot-level interval's half-width {shown}"
+            f" {'is below' if met else 'is not below'} {limit}"
+        )
+    if met:
         return Decision(True, progress, "stopped by " + method, interval, verdict)
     if look.boots >= max_boots:
         reason = (

@@ -247,7 +247,7 @@ class Decision:
     verdict: Verdict
 
 
-def _width(rule: StopRule, seq: SequentialInterval) -> tuple[float, str, str]:
+def halfwidth(rule: StopRule, seq: SequentialInterval) -> tuple[float, str, str]:
     """The half-width the rule reads, as a number, as text and the limit as text."""
     if rule.relative:
         width = seq.percent_halfwidth / 100
@@ -293,7 +293,7 @@ def check_stop(
         progress = f"{at}: {verdict.text}"
         met = verdict.outcome != Outcome.INCONCLUSIVE
     else:
-        width, shown, limit = _width(rule, seq)
+        width, shown, limit = halfwidth(rule, seq)
         met = rule.limit is not None and width < rule.limit  # False while the width is inf
         progress = (
             f"{at}: the interval's half-width {shown} {'is below' if met else 'is not below'}"

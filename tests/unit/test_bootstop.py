@@ -56,3 +56,21 @@ def test_too_few_boots_for_a_verdict_are_said_before_the_run() -> None:
     assert too_few_boots(400, 10, 95, until=True) is None  # 40 boots: t about 3
     one = too_few_boots(40, 40, 95, until=False)
     assert one is not None and "needs two in each twin" in one
+
+
+def test_a_halfwidth_rule_on_a_run_with_boots_reads_the_boot_level_interval() -> None:
+    """--until 'ci-halfwidth<X' with --reboot-every stops on the boot means' interval (the
+    unit compare reads), not on iterations: 3 boot means of spread 1 give a Welch half-width
+    of several units at 95 % split over the looks, so a limit of 1 holds the run, 10 stops it."""
+    from lab.stats.bootstop import boot_decision
+    from lab.stats.sequential import parse_until
+
+    a, b = [10.0, 11.0, 12.0], [10.5, 11.5, 12.5]
+    ref = stats.ttest_ind(b, a, equal_var=False).confidence_interval(look_confidence(0.95, 6))
+    half = (ref.high - ref.low) / 2
+    assert 1.0 < half < 10.0
+    held = boot_decision(a, b, 0.95, 6, 0.01, rule=parse_until("ci-halfwidth<1", 100))
+    stopped = boot_decision(a, b, 0.95, 6, 0.01, rule=parse_until("ci-halfwidth<10", 100))
+    assert not held.stop and f"half-width {half:.4g} is not below 1" in held.reason
+    assert stopped.stop and "boot-level interval's half-width" in stopped.reason
+    assert stopped.interval.halfwidth == pytest.approx(half)
