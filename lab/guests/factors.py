@@ -23,7 +23,8 @@ from dataclasses import dataclass, field, replace
 from lab.core.cells import CELL_SEPARATOR, LEVEL_SEPARATOR
 from lab.core.errors import UsageError
 from lab.core.units import format_kib
-from lab.domainxml.boot import KernelBoot
+from lab.domainxml.boot import DiskBoot, KernelBoot
+from lab.domainxml.devices import Disk, NetworkInterface, SerialConsole
 from lab.domainxml.domain import DomainSpec
 from lab.domainxml.memorybacking import HugePages, MemoryBacking
 from lab.guests.variant import RunningGuest, TransparentHugePages, Variant, with_guest_thp
@@ -232,3 +233,21 @@ def parse_cell(name: str, factors: dict[str, Factor] = FACTORS) -> Cell:
             )
         levels.append(factor.level(part[len(factor.name) + 1 :]))
     return Cell(levels)
+
+
+def cell_problem(name: str) -> str | None:
+    """Why the cell ``name`` cannot be brought up (a level no factor has, a part of the
+    domain changed twice, a domain libvirt refuses); None where it can. Its levels are tried
+    on a bare domain, as ``lab up`` applies them to a guest's."""
+    try:
+        parse_cell(name).apply(_PROBE)
+    except UsageError as err:
+        return err.message
+    return None
+
+
+_PROBE = DomainSpec(
+    name="probe", memory_kib=1024 * 1024, vcpus=1, accelerator="qemu", boot=DiskBoot(),
+    disk=Disk(path="/probe.qcow2"), network=NetworkInterface("probe", "52:54:00:00:00:00"),
+    console=SerialConsole("/probe.log"),
+)  # fmt: skip
