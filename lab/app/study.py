@@ -25,6 +25,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from lab.app.design import Design, parse_design
 from lab.core.errors import ConfigError, LabError, UsageError
 from lab.core.names import check_name
 from lab.core.plugins import Plugins
@@ -74,9 +75,14 @@ STUDY_KEYS: Mapping[str, Key] = {
                 " '_', '-')"),
     "description": Key((str,), False, "what the study asks", 'string, ""',
                        "what the study asks, for the report"),
-    "variants": Key((list,), True, 'the twins\' two variants, e.g. ["thp", "shp1g"]',
-                    "2 strings, required", "the twins' variants (`lab variants`); the first"
+    "variants": Key((list,), False, 'the twins\' two variants, e.g. ["thp", "shp1g"]',
+                    "2 strings, or factors", "the twins' variants (`lab variants`); the first"
                     ' is the baseline A, e.g. ["thp", "shp1g"]'),
+    "factors": Key((dict,), False, 'factors crossed, e.g. factors = { page = ["thp", "1g"] }',
+                   "table, or variants", "instead of variants: the lab's factors and levels"
+                   " to cross (`lab variants`); every cell libvirt can express runs, two at a"
+                   " time, every pair of cells once, and `lab compare` gives each factor's"
+                   " effect"),
     "vcpus": Key((int,), True, "vCPUs per guest", "integer, required", "vCPUs per guest"),
     "memory": Key((str,), True, 'memory per guest, e.g. "12G"', "string, required",
                   'memory per guest, e.g. "12G"'),
@@ -195,6 +201,12 @@ class Study:
     path: Path | None = None
     text: str = ""
     sha256: str = field(default="")
+    design: Design | None = None  # factors crossed: the pairs of cells run in turn
+
+    @property
+    def pairs(self) -> tuple[tuple[str, str], ...]:
+        """The pairs brought up in turn: the design's blocks, or the one pair of variants."""
+        return self.design.blocks if self.design is not None else (self.variants,)
 
 
 def load_study(
@@ -226,7 +238,17 @@ def parse_study(
     if variants is None:
         variants = load_variants()
     name = _checked(source, "name", data["name"], _plain("study"))
-    pair = _checked(source, "variants", data["variants"], _variants(variants))
+    design = None
+    if ("variants" in data) == ("factors" in data):
+        raise ConfigError(
+            f"{source}: give either variants (a pair) or factors (a factorial design)",
+            hint='e.g. variants = ["thp", "shp1g"], or [factors] with page = ["thp", "1g"]',
+        )
+    if "factors" in data:
+        design = parse_design(source, data["factors"])
+        pair = list(design.blocks[0])
+    else:
+        pair = _checked(source, "variants", data["variants"], _variants(variants))
     vcpus = _checked(source, "vcpus", data["vcpus"], _at_least(1, MAX_VCPUS))
     memory = _checked(source, "memory", data["memory"], _size)
     image = data.get("image")
@@ -259,6 +281,7 @@ def parse_study(
         name=name,
         description=_checked(source, "description", data.get("description", ""), None),
         variants=(pair[0], pair[1]),
+        design=design,
         vcpus=vcpus,
         memory=memory,
         image=image,

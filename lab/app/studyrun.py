@@ -104,24 +104,27 @@ def report_argv(study: Study, db: str) -> list[str]:
             "--baseline", ",".join(study.variants)]  # fmt: skip
 
 
-def twin_request(study: Study, ctx: Context) -> TwinRequest:
+def twin_request(study: Study, ctx: Context, pair: tuple[str, str] | None = None) -> TwinRequest:
+    """What ``lab up`` is asked for the study's pair, or for ``pair`` (a block of its design)."""
     reserve = study.reserve_host_cpus
     return TwinRequest(
-        variants=list(study.variants),
+        variants=list(pair or study.variants),
         vcpus=study.vcpus,
         memory=study.memory,
         reserve_host_cpus=ctx.config.reserve_host_cpus if reserve is None else reserve,
     )
 
 
-def check_lab(state: LabState, study: Study) -> None:
-    """Refuse a lab that is up with other variants, another guest size or another image."""
+def check_lab(state: LabState, study: Study, pair: tuple[str, str] | None = None) -> None:
+    """Refuse a lab that is up with other variants (than ``pair``, a block of the study's
+    design, or the study's pair), another guest size or another image."""
     up = sorted(g.variant for g in state.guests)
+    wanted = pair or study.variants
     hint = "Run `lab down`, then `lab study run` again: it brings the study's pair up"
-    if up != sorted(study.variants):
+    if up != sorted(wanted):
         raise UsageError(
             f"a lab is up with variants {','.join(up)}; the study {study.name!r} needs"
-            f" {','.join(study.variants)}",
+            f" {','.join(wanted)}",
             hint=hint,
         )
     sizes = sorted({len(g.vcpu_cpus) for g in state.guests})
@@ -189,16 +192,19 @@ class StudyActions:
     up: Callable[[UpRequest], UpOutcome]
     run: Callable[[RunRequest], RunOutcome]
     report: Callable[[ReportRequest], ReportResult]
+    down: Callable[[], object] | None = None  # between the blocks of a factorial design
 
 
 def real_actions(ctx: Context) -> StudyActions:
-    from lab.app.up import up  # deferred: libvirt (see the imports)
+    from lab.app.down import DownRequest, down  # deferred: libvirt (see the imports)
+    from lab.app.up import up
 
     return StudyActions(
         lab_state=lambda: load_state(Path(ctx.config.state_dir)),
         up=partial(up, ctx),
         run=partial(run_workload, ctx),
         report=partial(report, ctx),
+        down=partial(down, ctx, DownRequest()),
     )
 
 
@@ -226,35 +232,55 @@ def run_study(
         check_request(request, workloads)
     with Store.open(db) as store:
         record_study(store, study)
-    state = actions.lab_state()
-    if state is None:
-        ctx.err.rule(cell(f"lab up --pair {','.join(study.variants)} (from {study.name})"))
-        from lab.app.up import UpRequest  # deferred: libvirt (see the imports)
-
-        show.up(actions.up(UpRequest(twin_request(study, ctx))))
-    else:
-        check_lab(state, study)
-        ctx.note(f"using the lab that is up ({', '.join(g.name for g in state.guests)})")
     done: list[RunOutcome] = []
-    steps = len(runs) + 1
-    for number, (workload, request) in enumerate(zip(study.workloads, runs, strict=True), 1):
-        argv = run_argv(study, workload, db)
-        ctx.err.rule(cell(f"{study.name} {number}/{steps}: lab {shlex.join(argv)}"))
-        outcome = actions.run(request)
-        show.run(outcome)
-        done.append(outcome)
-        if outcome.interrupted:
-            ctx.err.print(
-                f"[bold red]lab study: `lab {shlex.join(argv)}` stopped ({INTERRUPTED}).[/bold red]"
-                " Every finished iteration is stored: run `lab study run` with the same file"
-                " to continue.",
-                highlight=False,
-            )
-            return StudyResult(INTERRUPTED, tuple(done))
+    steps = len(study.pairs) * len(runs) + 1
+    number = 0
+    for block, pair in enumerate(study.pairs, 1):
+        bring_up(ctx, study, pair, actions, show, block)
+        for workload, request in zip(study.workloads, runs, strict=True):
+            number += 1
+            argv = run_argv(study, workload, db)
+            ctx.err.rule(cell(f"{study.name} {number}/{steps}: lab {shlex.join(argv)}"))
+            outcome = actions.run(request)
+            show.run(outcome)
+            done.append(outcome)
+            if outcome.interrupted:
+                ctx.err.print(
+                    f"[bold red]lab study: `lab {shlex.join(argv)}` stopped ({INTERRUPTED})."
+                    "[/bold red] Every finished iteration is stored: run `lab study run` with"
+                    " the same file to continue.",
+                    highlight=False,
+                )
+                return StudyResult(INTERRUPTED, tuple(done))
     ctx.err.rule(cell(f"{study.name} {steps}/{steps}: lab {shlex.join(report_argv(study, db))}"))
     written = actions.report(report_request(study, db))
     show.report(written)
     return StudyResult(0, tuple(done), written)
+
+
+def bring_up(
+    ctx: Context, study: Study, pair: tuple[str, str], actions: StudyActions, show: Show, block: int
+) -> None:
+    """Have ``pair`` up: the lab that is up when it is that pair (checked), else brought up,
+    after the pair of another block of the design is brought down."""
+    state = actions.lab_state()
+    label = f" (block {block} of {len(study.pairs)})" if study.design is not None else ""
+    other = state is not None and sorted(g.variant for g in state.guests) != sorted(pair)
+    if other and study.design is not None:
+        if actions.down is None:
+            raise UsageError("a block of the design needs another pair, and nothing can"
+                             " bring the lab down here", hint="Run `lab down`")  # fmt: skip
+        ctx.err.rule(cell(f"lab down{label}: the next block is {','.join(pair)}"))
+        actions.down()
+        state = None
+    if state is None:
+        ctx.err.rule(cell(f"lab up --pair {','.join(pair)} (from {study.name}{label})"))
+        from lab.app.up import UpRequest  # deferred: libvirt (see the imports)
+
+        show.up(actions.up(UpRequest(twin_request(study, ctx, pair))))
+    else:
+        check_lab(state, study, pair)
+        ctx.note(f"using the lab that is up ({', '.join(g.name for g in state.guests)})")
 
 
 def run_study_holding_the_lab(

@@ -87,12 +87,16 @@ def describe_plan(
         step_estimates,
     )
 
+    twins = (
+        f"{len(study.pairs)} pairs of cells in turn" if study.design is not None
+        else f"{' vs '.join(study.variants)} (A = {study.variants[0]})"
+    )  # fmt: skip
     lines = [
         f"study {study.name} ({study.path or 'study file'}, sha256 {study.sha256[:16]})",
         f"  {study.description}" if study.description else "",
-        f"  twins: {' vs '.join(study.variants)} (A = {study.variants[0]}),"
-        f" {study.vcpus} vCPU{'s' if study.vcpus > 1 else ''} and {study.memory} each,"
-        f" image {study.image or default_image}",
+        f"  twins: {twins}, {study.vcpus} vCPU{'s' if study.vcpus > 1 else ''} and"
+        f" {study.memory} each, image {study.image or default_image}",
+        *(f"  {line}" for line in (study.design.lines() if study.design else [])),
         f"  verdicts at {study.confidence:g} % confidence, threshold {study.threshold}",
     ]
     estimates, total = step_estimates(study, seconds)
@@ -111,6 +115,7 @@ def describe_plan(
     lines += [
         f"  {len(study.workloads) + 1}. lab {shlex.join(report_argv(study, db))}",
         f"  estimated time: {format_duration(total)}"
+        + (f" per block, {len(study.pairs)} blocks" if study.design is not None else "")
         + ("" if total is not None else " (known once the store has timed every workload)"),
     ]
     return [line for line in lines if line]
@@ -151,6 +156,15 @@ def plan_json(study: Study, db: str, seconds: dict[str, float], image: str) -> s
             "sha256": study.sha256,
             "description": study.description,
             "variants": list(study.variants),
+            "design": None
+            if study.design is None
+            else {
+                "factors": {f: list(levels) for f, levels in study.design.factors},
+                "cells": list(study.design.cells),
+                "left_out": [{"cell": c, "why": why} for c, why in study.design.left_out],
+                "blocks": [list(pair) for pair in study.design.blocks],
+                "seed": study.design.seed,
+            },
             "vcpus": study.vcpus,
             "memory": study.memory,
             "image": study.image or image,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,18 +59,25 @@ class FakeLab:
     reports: list[ReportRequest] = field(default_factory=list)
     interrupt: set[str] = field(default_factory=set)  # workloads stopped by Ctrl-C
     shown: list[object] = field(default_factory=list)
+    log: list[str] = field(default_factory=list)  # "up A,B", "run W", "down", in order
 
     def actions(self) -> StudyActions:
         return StudyActions(lab_state=lambda: self.state, up=self.up, run=self.run,
-                            report=self.report)  # fmt: skip
+                            report=self.report, down=self.down)  # fmt: skip
+
+    def down(self) -> None:
+        self.log.append("down")
+        self.state = None
 
     def up(self, request: UpRequest) -> UpOutcome:
         self.ups.append(request.twins)
+        self.log.append("up " + ",".join(request.twins.variants))
         self.state = lab_state(request.twins.variants, request.twins.vcpus)
         return UpOutcome((HostOutcome("local"),))
 
     def run(self, request: RunRequest) -> RunOutcome:
         self.runs.append(request)
+        self.log.append("run " + request.workload)
         stopped = request.workload in self.interrupt
         return RunOutcome(request.workload, f"{request.workload}-k", request.n, 2,
                           request.db or "", interrupted=stopped)  # fmt: skip
@@ -263,3 +271,71 @@ def test_the_plan_as_json_names_each_step_its_command_and_time() -> None:
     assert (doc["name"], doc["sha256"], doc["image"]) == (got.name, got.sha256, "debian12")
     unknown = json.loads(plan_json(got, "lab.db", {"null": 10.0}, "debian12"))
     assert unknown["steps"][1]["estimated_s"] is None and unknown["estimated_s"] is None
+
+
+FACTORIAL = """name = "pages"
+vcpus = 1
+memory = "1G"
+[factors]
+page = ["thp", "1g"]
+prealloc = ["off", "on"]
+[[workload]]
+name = "null"
+n = 5
+[[workload]]
+name = "sysbench-memory"
+n = 3
+"""
+
+
+def test_a_factorial_study_runs_every_pair_of_cells_once_each_a_block(tmp_path: Path) -> None:
+    """page × prealloc: 3 cells libvirt can express (1 GiB on demand left out), so 3 blocks
+    of 2, each brought up in turn (the one before brought down) and every workload run on it."""
+    got = parse_study(FACTORIAL)
+    assert got.design is not None
+    assert [c for c, _ in got.design.left_out] == ["page-1g.prealloc-off"]
+    assert "libvirt" in got.design.left_out[0][1]
+    pairs = got.pairs
+    assert sorted(tuple(sorted(p)) for p in pairs) == sorted(
+        tuple(sorted(p)) for p in [("page-thp.prealloc-off", "page-thp.prealloc-on"),
+                                   ("page-thp.prealloc-off", "page-1g.prealloc-on"),
+                                   ("page-thp.prealloc-on", "page-1g.prealloc-on")]
+    )  # fmt: skip
+    assert parse_study(FACTORIAL).pairs == pairs  # the same file, the same plan (resumable)
+    lab = FakeLab(state=lab_state(["thp", "shp1g"]))  # another pair is up: brought down first
+    assert start(context(tmp_path), got, str(tmp_path / "lab.db"), lab) == 0
+    expected = []
+    for pair in pairs:
+        expected += ["down", f"up {','.join(pair)}", "run null", "run sysbench-memory"]
+    assert lab.log == expected
+    assert len(lab.reports) == 1
+
+
+@pytest.mark.parametrize(
+    ("table", "expected"),
+    [
+        ('[factors]\npage = ["thp", "1g"]\n', "either variants (a pair) or factors"),
+        ("", "either variants (a pair) or factors"),
+    ],
+)
+def test_variants_and_factors_together_or_neither_are_refused(table: str, expected: str) -> None:
+    head = 'name = "s"\nvcpus = 1\nmemory = "1G"\n'
+    variants = 'variants = ["thp", "shp1g"]\n' if table else ""
+    text = head + variants + table + '[[workload]]\nname = "null"\nn = 5\n'
+    with pytest.raises(LabError, match=re.escape(expected)):
+        parse_study(text)
+
+
+@pytest.mark.parametrize(
+    ("factors", "expected"),
+    [
+        ('page = ["thp", "4k"]', "factor 'page' has no level '4k'"),
+        ('pages = ["thp", "1g"]', "unknown factor 'pages'"),
+        ('page = ["thp"]', "two or more distinct levels"),
+        ('page = ["1g"]\nprealloc = ["off", "on"]', "two or more distinct levels"),
+    ],
+)
+def test_a_factor_or_level_the_lab_lacks_is_refused(factors: str, expected: str) -> None:
+    text = f'name = "s"\nvcpus = 1\nmemory = "1G"\n[factors]\n{factors}\n'
+    with pytest.raises(LabError, match=expected):
+        parse_study(text + '[[workload]]\nname = "null"\nn = 5\n')
