@@ -152,6 +152,11 @@ def fit_effects(
     y = np.asarray(values, dtype=float)
     coded = _code(y, factors, levels, blocks)
     terms, dropped = _estimable(coded, all_terms(coded.factors, max_order))
+    if not terms:
+        raise UsageError(
+            "every factor is confounded with the blocks (each block holds one level of each)",
+            hint="Run several cells in a block (pair blocks), or fit without blocks",
+        )
     fit = _fit(y, coded, terms)
     df_error = round(fit.df_resid)  # type: ignore[attr-defined]
     if df_error < 1:

@@ -16,8 +16,11 @@ import itertools
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
+import statsmodels.formula.api as smf
 from scipy import stats
+from statsmodels.stats.anova import anova_lm
 
 from lab.core.errors import UsageError
 from lab.stats.designs import fractional
@@ -81,6 +84,12 @@ def test_jain_example_18_1_effects_intervals_and_shares() -> None:
         assert shares[term].share == pytest.approx(12 * q[i] ** 2 / sst)
     assert shares["error"].share == pytest.approx(sse / sst)
     assert sum(s.share for s in shares.values()) == pytest.approx(1)
+
+    # Balanced, type 2 and type 3 agree: statsmodels' plain formula with type 2 sums of squares.
+    values, factors = jain_samples()
+    plain = smf.ols("y ~ C(A, Sum) * C(B, Sum)", pd.DataFrame({"y": values, **factors})).fit()
+    type2 = anova_lm(plain, typ=2)["sum_sq"].to_numpy()
+    assert type2 == pytest.approx([shares[t].sum_of_squares for t in ("A", "B", "AB", "error")])
 
 
 def test_bonferroni_widens_every_interval_by_the_family_quantile() -> None:
@@ -252,6 +261,25 @@ def test_pair_blocks_as_additive_blocks_recover_the_effects() -> None:
         e.term: e.estimate for e in fit_effects(values, {"a": a, "b": b}, levels=order).effects
     }
     assert abs(naive["a"] - got["a"]) > 0.1  # the offsets do not cancel without blocks
+
+
+def test_incomplete_factorial_fits_what_its_cells_support() -> None:
+    """README's three cells: page-thp.prealloc-off, page-1g.prealloc-on, page-1g.prealloc-off
+    (1 GiB pages on demand cannot be had): the main effects, no interaction."""
+    truth = {("thp", "off"): 10.0, ("1g", "off"): 12.0, ("1g", "on"): 15.0}
+    rng = np.random.default_rng(4)
+    cells = [c for c in truth for _ in range(4)]
+    values = [truth[c] + rng.normal(0, 1e-6) for c in cells]
+    order = {"page": ["thp", "1g"], "prealloc": ["off", "on"]}
+    fit = fit_effects(values, {"page": [c[0] for c in cells], "prealloc": [c[1] for c in cells]},
+                      levels=order)  # fmt: skip
+    assert [e.term for e in fit.effects] == ["page", "prealloc"]
+    assert fit.not_estimable == ("page:prealloc",)
+    got = {e.term: e for e in fit.effects}
+    assert 2 * got["page"].estimate == pytest.approx(2.0, abs=1e-5)  # 1g − thp, prealloc off
+    assert 2 * got["prealloc"].estimate == pytest.approx(3.0, abs=1e-5)  # on − off, 1g pages
+    with pytest.raises(UsageError, match="confounded with the blocks"):
+        fit_effects(values, {"page": [c[0] for c in cells]}, blocks=[str(c) for c in cells])
 
 
 def test_unreplicated_design_needs_max_order() -> None:
