@@ -67,6 +67,10 @@ class Design:
     runs: tuple[tuple[int, ...], ...]
     generators: tuple[tuple[str, Term, int], ...] = ()  # (factor, word, sign): D = ABC
 
+    def level_order(self) -> dict[str, tuple[str, ...]]:
+        """Factor -> its levels, low first: ``fit_effects(..., levels=design.level_order())``."""
+        return dict(zip(self.factors, self.levels, strict=True))
+
     def cells(self) -> list[dict[str, str]]:
         """Each run as factor -> level name."""
         return [

@@ -138,8 +138,9 @@ def fit_effects(
 ) -> FactorialEffects:
     """Effects of ``factors`` (factor -> its level for each sample) on ``values``.
 
-    ``levels`` orders a factor's levels, low first (default: sorted); ``blocks`` labels each
-    sample's block; ``max_order`` leaves out interactions of more factors than that (an
+    ``levels`` orders a factor's levels, low first (default: sorted, but ``-`` before ``+``
+    and ``low`` before ``high``; a design's order is ``design.level_order()``); ``blocks``
+    labels each sample's block; ``max_order`` leaves out interactions of more factors than that (an
     unreplicated design needs it, to keep degrees of freedom for the error)."""
     level = check_confidence(confidence)
     try:
@@ -231,7 +232,7 @@ def _code(
                 hint="Give one level of each factor per sample",
             )
         seen = set(labels.tolist())
-        order = [str(v) for v in (levels or {}).get(name, sorted(seen))]
+        order = [str(v) for v in (levels or {}).get(name, _default_order(seen))]
         if seen - set(order):
             raise UsageError(
                 f"factor {name!r} has levels {', '.join(sorted(seen - set(order)))} not listed",
@@ -255,6 +256,14 @@ def _code(
         first = {b: i for i, b in enumerate(dict.fromkeys(map(str, blocks)))}
         block = np.array([first[str(b)] for b in blocks]) if len(first) > 1 else None
     return _Coded(names, tuple(columns), np.column_stack(codes), block)
+
+
+def _default_order(seen: set[str]) -> list[str]:
+    """Sorted, but for the pairs whose sort puts the high level first."""
+    for low, high in (("-", "+"), ("low", "high")):
+        if seen == {low, high}:
+            return [low, high]
+    return sorted(seen)
 
 
 def _sum_columns(codes: np.ndarray, size: int) -> np.ndarray:

@@ -220,7 +220,8 @@ def test_fractional_design_fits_one_term_per_alias_set() -> None:
             values.append(mu + rng.normal(0, 0.5))
             for f in design.factors:
                 levels[f].append(run[f])
-    fit = fit_effects(values, levels, levels={f: "-+" for f in design.factors})
+    fit = fit_effects(values, levels, levels=design.level_order())
+    assert fit == fit_effects(values, levels)  # '-' is the low level by default too
     assert [e.term for e in fit.effects] == ["A", "B", "C", "D", "AB", "AC", "AD"]
     assert [tuple(e.term) for e in fit.effects] == design.estimable_terms()
     assert {e.term: e.aliases for e in fit.effects}["AB"] == ("CD",)
