@@ -58,6 +58,7 @@ from itertools import product
 import numpy as np
 import pandas as pd
 import statsmodels.api as sm
+import statsmodels.formula
 import statsmodels.formula.api as smf
 from statsmodels.stats.anova import anova_lm
 
@@ -326,6 +327,12 @@ def _fit(y: np.ndarray, coded: _Coded, terms: list[Term]) -> object:
             coded.block, categories=[f"l{j}" for j in range(count)]
         )
         pieces.insert(0, "C(blk, Sum(omit=0))")
+    engine = getattr(getattr(statsmodels.formula, "options", None), "formula_engine", "patsy")
+    if engine != "patsy":  # formulaic's Sum takes no omit= and names columns otherwise
+        raise UsageError(
+            f"statsmodels is set to the {engine} formula engine",
+            hint="Unset SM_FORMULA_ENGINE (the effects' formulas are written for patsy)",
+        )
     return smf.ols("y ~ " + " + ".join(pieces or ["1"]), frame).fit()
 
 
