@@ -1,0 +1,427 @@
+"""The effects of a factorial study's factors and their interactions, fitted by least squares.
+
+A study that runs cells such as ``page-1g.prealloc-on`` asks how much each factor, and each
+combination of factors, moves the metric. :func:`fit_effects` takes one value per sample and
+each factor's level per sample (two-level and multi-level factors, cells of unequal
+replication, an optional block per sample: a boot, or a pair block of
+:func:`lab.stats.pairblocks.pair_blocks`, fitted as an additive fixed effect) and fits, with
+statsmodels' ordinary least squares, the model with every main effect and interaction the
+design supports, in sum-to-zero (effect) coding: ``C(f, Sum)`` in statsmodels' formulas.
+
+**What an estimate means.** With sum-to-zero coding a term's effects over its levels sum to
+zero, and the intercept is the mean of the cell means. For a two-level factor the coding is
+−1 at the low level (the first of ``levels``) and +1 at the high: the estimate is Jain's q
+("The Art of Computer Systems Performance Analysis", ch. 17–18), half the change from low to
+high, averaged over the other factors; an interaction of two-level factors is reported at all
+its factors' high levels (q_AB: the amount by which A's half-change at B's high level exceeds
+its average). A factor of three or more levels is reported at every level: that level's mean
+minus the mean over levels (and an interaction with it at every combination of its levels with
+the two-level factors' high ones).
+
+**Ratios.** The same model fitted to log(values) gives, for a term of two-level factors,
+``ratio`` = exp(2·q): the multiplicative change from the low level to the high (for a main
+effect, of the geometric mean, averaged over the other factors; for an interaction, the factor
+by which the interaction multiplies one factor's ratio at the other's high level, and divides
+it at its low). For a term with a factor of three or more levels, ``ratio`` = exp(q): that
+level's geometric mean over the geometric mean across levels.
+
+**Intervals.** t intervals on the residual degrees of freedom. ``correction="bonferroni"``
+(the default) makes the intervals of all the effects reported (one family, each scale) hold
+together with the given confidence, each at 1 − (1 − confidence)/m; ``"none"`` gives each
+interval on its own, as Jain prints them.
+
+**Shares of variation** (Jain's allocation of variation): each term's sum of squares over
+the total, SS_term/SST, with SST = Σ(y − ȳ)², and the error's SSE/SST. The sums of squares
+are statsmodels' type 3 (``anova_lm(typ=3)``): each term's after all the others, which with
+sum-to-zero coding tests the very effects estimated here whether or not the cells are equally
+replicated (type 2 would test a main effect as if its interactions were absent). In a balanced
+design type 2 and type 3 agree with Jain's sign table and the shares add to one; unbalanced,
+the terms are not orthogonal and the shares need not add up.
+
+**Fractions and incomplete designs.** Terms are taken in order, main effects first, and a
+term is fitted when its sub-terms are and its columns add to what the terms before it (and the
+blocks) already span; a term the data cannot tell from those is ``not_estimable``. In a
+2^(k−p) fraction that keeps the lowest-order term of each alias set; each effect names its
+aliases (what its estimate also contains, from lab.stats.designs's word algebra's twin: equal
+or opposite columns).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from itertools import product
+
+import numpy as np
+import pandas as pd
+import statsmodels.api as sm
+import statsmodels.formula
+import statsmodels.formula.api as smf
+from statsmodels.stats.anova import anova_lm
+
+from lab.core.errors import UsageError
+from lab.stats.descriptive import check_confidence
+from lab.stats.designs import Term, all_terms, term_name
+
+METHOD = "least squares, sum-to-zero coding (statsmodels C(f, Sum)), type 3 sums of squares"
+
+
+class IntervalCorrection(StrEnum):
+    BONFERRONI = "bonferroni"  # every effect's interval at once
+    NONE = "none"  # each interval on its own
+
+
+@dataclass(frozen=True)
+class Effect:
+    """One estimated effect: ``term`` at the levels ``level`` (``1g`` or ``1g:on``)."""
+
+    term: str
+    level: str
+    estimate: float  # in the metric's unit
+    ci: tuple[float, float]
+    ratio: float | None  # None when a value is not positive
+    ratio_ci: tuple[float, float] | None
+    aliases: tuple[str, ...] = ()  # terms this estimate also contains (fractions): "-C:D"
+
+
+@dataclass(frozen=True)
+class Share:
+    """A term's (or ``block``'s, or ``error``'s) share of the variation, SS/SST."""
+
+    term: str
+    df: int
+    sum_of_squares: float
+    share: float
+
+
+@dataclass(frozen=True)
+class FactorialEffects:
+    n: int
+    confidence: float
+    correction: IntervalCorrection
+    df_error: int
+    mean: float  # the mean of the cell means (q0)
+    mean_ci: tuple[float, float]
+    effects: tuple[Effect, ...]
+    shares: tuple[Share, ...]  # the fitted terms, then block (if any), then error
+    not_estimable: tuple[str, ...]
+    method: str = METHOD
+
+
+_COLUMN = re.compile(r"C\((f\d+|blk), Sum\(omit=0\)\)\[S\.l(\d+)\]")
+
+
+@dataclass(frozen=True)
+class _Coded:
+    """The samples with each factor (and block) as level indices, and the levels' names."""
+
+    factors: tuple[str, ...]
+    levels: tuple[tuple[str, ...], ...]
+    codes: np.ndarray  # samples × factors, level index
+    block: np.ndarray | None  # block index per sample
+
+    def sizes(self, term: Term) -> list[int]:
+        return [len(self.levels[self.factors.index(f)]) for f in term]
+
+
+def fit_effects(
+    values: Sequence[float] | np.ndarray,
+    factors: Mapping[str, Sequence[str]],
+    *,
+    levels: Mapping[str, Sequence[str]] | None = None,
+    blocks: Sequence[str] | None = None,
+    confidence: float = 0.95,
+    correction: IntervalCorrection | str = IntervalCorrection.BONFERRONI,
+    max_order: int | None = None,
+) -> FactorialEffects:
+    """Effects of ``factors`` (factor -> its level for each sample) on ``values``.
+
+    ``levels`` orders a factor's levels, low first (default: sorted, but ``-`` before ``+``
+    and ``low`` before ``high``; a design's order is ``design.level_order()``); ``blocks``
+    labels each sample's block; ``max_order`` leaves out interactions of more factors than that (an
+    unreplicated design needs it, to keep degrees of freedom for the error)."""
+    level = check_confidence(confidence)
+    try:
+        corr = IntervalCorrection(correction)
+    except ValueError:
+        raise UsageError(
+            f"unknown interval correction {correction!r}",
+            hint="Use 'bonferroni' (all effects at once) or 'none' (each on its own)",
+        ) from None
+    y = np.asarray(values, dtype=float)
+    coded = _code(y, factors, levels, blocks)
+    terms, dropped = _estimable(coded, all_terms(coded.factors, max_order))
+    if not terms:
+        raise UsageError(
+            "every factor is confounded with the blocks (each block holds one level of each)",
+            hint="Run several cells in a block (pair blocks), or fit without blocks",
+        )
+    fit = _fit(y, coded, terms)
+    df_error = round(fit.df_resid)  # type: ignore[attr-defined]
+    if df_error < 1:
+        raise UsageError(
+            f"{len(y)} samples leave no degrees of freedom for the error",
+            hint="Replicate some cells, or leave the highest interactions out (max_order)",
+        )
+    anova = anova_lm(fit, typ=3)
+    rows = [(t, combo) for t in terms for combo in _reported(coded, t)]
+    contrast = _contrasts(fit, coded, rows)
+    m = len(rows) if corr is IntervalCorrection.BONFERRONI else 1
+    alpha = (1 - level) / max(m, 1)
+    estimates, cis = _intervals(fit, contrast, alpha)
+    if np.all(y > 0):
+        # the same columns, on log(values): the formula is built once
+        log_fit = sm.OLS(np.log(y), fit.model.exog).fit()  # type: ignore[attr-defined]
+        log_est, log_cis = _intervals(log_fit, contrast, alpha)
+    aliases = _aliases(coded, terms, dropped)
+    effects = []
+    for i, (term, combo) in enumerate(rows):
+        ratio: float | None = None
+        ratio_ci: tuple[float, float] | None = None
+        if np.all(y > 0):
+            k = 2.0 if all(n == 2 for n in coded.sizes(term)) else 1.0
+            ratio = math.exp(k * log_est[i])
+            ratio_ci = (math.exp(k * log_cis[i][0]), math.exp(k * log_cis[i][1]))
+        label = ":".join(
+            coded.levels[coded.factors.index(f)][c] for f, c in zip(term, combo, strict=True)
+        )
+        effects.append(
+            Effect(
+                term_name(term),
+                label,
+                float(estimates[i]),
+                cis[i],
+                ratio,
+                ratio_ci,
+                aliases.get(term, ()),
+            )
+        )
+    mean_est, mean_ci = _intervals(fit, _intercept(fit), 1 - level)
+    sst = float(np.sum((y - y.mean()) ** 2))
+    return FactorialEffects(
+        n=len(y),
+        confidence=level,
+        correction=corr,
+        df_error=df_error,
+        mean=float(mean_est[0]),
+        mean_ci=mean_ci[0],
+        effects=tuple(effects),
+        shares=_shares(anova, terms, coded, sst),
+        not_estimable=tuple(term_name(t) for t in dropped),
+    )
+
+
+def _code(
+    y: np.ndarray,
+    factors: Mapping[str, Sequence[str]],
+    levels: Mapping[str, Sequence[str]] | None,
+    blocks: Sequence[str] | None,
+) -> _Coded:
+    if y.ndim != 1 or not np.all(np.isfinite(y)):
+        raise UsageError("the values are not one finite number per sample", hint="Drop NaNs")
+    if not factors:
+        raise UsageError("no factors to fit", hint="Give each sample its level of each factor")
+    names, columns, codes = tuple(factors), [], []
+    for name in names:
+        labels = np.asarray([str(v) for v in factors[name]])
+        if len(labels) != len(y):
+            raise UsageError(
+                f"factor {name!r} has {len(labels)} levels for {len(y)} values",
+                hint="Give one level of each factor per sample",
+            )
+        seen = set(labels.tolist())
+        order = [str(v) for v in (levels or {}).get(name, _default_order(seen))]
+        if seen - set(order):
+            raise UsageError(
+                f"factor {name!r} has levels {', '.join(sorted(seen - set(order)))} not listed",
+                hint=f"List every level of {name!r}, low first",
+            )
+        order = [v for v in order if v in seen]
+        if len(order) < 2:
+            raise UsageError(
+                f"factor {name!r} takes only the level {order[0]!r} in these samples",
+                hint="Leave it out of the fit, or add samples at its other levels",
+            )
+        columns.append(tuple(order))
+        index = {v: i for i, v in enumerate(order)}
+        codes.append(np.array([index[v] for v in labels.tolist()]))
+    block = None
+    if blocks is not None:
+        if len(blocks) != len(y):
+            raise UsageError(
+                f"{len(blocks)} block labels for {len(y)} values", hint="Give one per sample"
+            )
+        first = {b: i for i, b in enumerate(dict.fromkeys(map(str, blocks)))}
+        block = np.array([first[str(b)] for b in blocks]) if len(first) > 1 else None
+    return _Coded(names, tuple(columns), np.column_stack(codes), block)
+
+
+def _default_order(seen: set[str]) -> list[str]:
+    """Sorted, but for the pairs whose sort puts the high level first."""
+    for low, high in (("-", "+"), ("low", "high")):
+        if seen == {low, high}:
+            return [low, high]
+    return sorted(seen)
+
+
+def _sum_columns(codes: np.ndarray, size: int) -> np.ndarray:
+    """Sum-to-zero columns of one factor: level j > 0 is 1 in column j − 1, level 0 is −1."""
+    out = np.zeros((len(codes), size - 1))
+    for j in range(1, size):
+        out[:, j - 1] = codes == j
+    out[codes == 0, :] = -1.0
+    return out
+
+
+def _term_columns(coded: _Coded, codes: np.ndarray, term: Term) -> np.ndarray:
+    out = np.ones((len(codes), 1))
+    for f in term:
+        i = coded.factors.index(f)
+        x = _sum_columns(codes[:, i], len(coded.levels[i]))
+        out = np.einsum("ni,nj->nij", out, x).reshape(len(codes), -1)
+    return out
+
+
+def _estimable(coded: _Coded, candidates: list[Term]) -> tuple[list[Term], list[Term]]:
+    """The candidates whose sub-terms are fitted and whose columns add full rank, in order."""
+    keys = coded.codes if coded.block is None else np.column_stack([coded.codes, coded.block])
+    rows = np.unique(keys, axis=0)
+    codes = rows[:, : len(coded.factors)]
+    span = [np.ones((len(rows), 1))]
+    if coded.block is not None:
+        span.append(_sum_columns(rows[:, -1], int(coded.block.max()) + 1))
+    rank = np.linalg.matrix_rank(np.hstack(span))
+    kept: list[Term] = []
+    dropped: list[Term] = []
+    for term in candidates:
+        subterms = [t for t in all_terms(term) if t != term]
+        if all(t in kept for t in subterms):
+            columns = _term_columns(coded, codes, term)
+            wider = np.linalg.matrix_rank(np.hstack([*span, columns]))
+            if wider == rank + columns.shape[1]:
+                span.append(columns)
+                rank = wider
+                kept.append(term)
+                continue
+        dropped.append(term)
+    return kept, dropped
+
+
+def _formula_piece(coded: _Coded, term: Term) -> str:
+    return ":".join(f"C(f{coded.factors.index(f)}, Sum(omit=0))" for f in term)
+
+
+def _fit(y: np.ndarray, coded: _Coded, terms: list[Term]) -> object:
+    frame = pd.DataFrame({"y": y})
+    for i, names in enumerate(coded.levels):
+        frame[f"f{i}"] = pd.Categorical.from_codes(
+            coded.codes[:, i], categories=[f"l{j}" for j in range(len(names))]
+        )
+    pieces = [_formula_piece(coded, t) for t in terms]
+    if coded.block is not None:
+        count = int(coded.block.max()) + 1
+        frame["blk"] = pd.Categorical.from_codes(
+            coded.block, categories=[f"l{j}" for j in range(count)]
+        )
+        pieces.insert(0, "C(blk, Sum(omit=0))")
+    engine = getattr(getattr(statsmodels.formula, "options", None), "formula_engine", "patsy")
+    if engine != "patsy":  # formulaic's Sum takes no omit= and names columns otherwise
+        raise UsageError(
+            f"statsmodels is set to the {engine} formula engine",
+            hint="Unset SM_FORMULA_ENGINE (the effects' formulas are written for patsy)",
+        )
+    return smf.ols("y ~ " + " + ".join(pieces or ["1"]), frame).fit()
+
+
+def _column_value(name: str, term: Term, coded: _Coded, combo: tuple[int, ...]) -> float:
+    """Column ``name``'s value at the term's level combination (0 for another term's)."""
+    pieces = name.split(":")
+    parsed = [_COLUMN.fullmatch(p) for p in pieces]
+    if name == "Intercept" or any(m is None or m.group(1) == "blk" for m in parsed):
+        return 0.0
+    factors = tuple(coded.factors[int(m.group(1)[1:])] for m in parsed if m)
+    if factors != term:
+        return 0.0
+    value = 1.0
+    for m, c in zip(parsed, combo, strict=True):
+        j = int(m.group(2)) if m else 0
+        value *= 1.0 if c == j else -1.0 if c == 0 else 0.0
+    return value
+
+
+def _contrasts(fit: object, coded: _Coded, rows: list[tuple[Term, tuple[int, ...]]]) -> np.ndarray:
+    names = list(fit.model.exog_names)  # type: ignore[attr-defined]
+    _check_coding(fit, coded)
+    return np.array([[_column_value(n, t, coded, combo) for n in names] for t, combo in rows])
+
+
+def _check_coding(fit: object, coded: _Coded) -> None:
+    """The formula's columns are the sum-to-zero ones the contrasts assume (an internal check:
+    a formula engine that coded them otherwise would make every estimate wrong)."""
+    model = fit.model  # type: ignore[attr-defined]
+    for j, name in enumerate(model.exog_names):
+        if name == "Intercept":
+            continue
+        pieces = [_COLUMN.fullmatch(p) for p in name.split(":")]
+        expected = np.ones(len(coded.codes))
+        for m in pieces:
+            if m is None:
+                raise AssertionError(f"unexpected column {name!r} in the effects' formula")
+            codes = coded.block if m.group(1) == "blk" else coded.codes[:, int(m.group(1)[1:])]
+            assert codes is not None
+            level = int(m.group(2))
+            expected = expected * np.where(codes == level, 1.0, np.where(codes == 0, -1.0, 0.0))
+        if not np.array_equal(model.exog[:, j], expected):
+            raise AssertionError(f"column {name!r} is not sum-to-zero coded as expected")
+
+
+def _intercept(fit: object) -> np.ndarray:
+    names = list(fit.model.exog_names)  # type: ignore[attr-defined]
+    return np.array([[1.0 if n == "Intercept" else 0.0 for n in names]])
+
+
+def _intervals(
+    fit: object, contrast: np.ndarray, alpha: float
+) -> tuple[np.ndarray, list[tuple[float, float]]]:
+    test = fit.t_test(contrast)  # type: ignore[attr-defined]
+    bounds = np.atleast_2d(test.conf_int(alpha=alpha))
+    return np.ravel(test.effect), [(float(lo), float(hi)) for lo, hi in bounds]
+
+
+def _reported(coded: _Coded, term: Term) -> list[tuple[int, ...]]:
+    """The level combinations a term is reported at: a two-level factor's high level only,
+    every level of a factor with more."""
+    return list(product(*([1] if n == 2 else range(n) for n in coded.sizes(term))))
+
+
+def _aliases(coded: _Coded, terms: list[Term], dropped: list[Term]) -> dict[Term, tuple[str, ...]]:
+    """For two-level terms: the dropped terms whose columns over the cells equal (or negate)
+    a fitted term's."""
+    cells = np.unique(coded.codes, axis=0)
+    two = [t for t in terms if all(n == 2 for n in coded.sizes(t))]
+    column = {t: _term_columns(coded, cells, t)[:, 0] for t in two}
+    out: dict[Term, list[str]] = {}
+    for d in dropped:
+        if any(n != 2 for n in coded.sizes(d)):
+            continue
+        x = _term_columns(coded, cells, d)[:, 0]
+        for t in two:
+            if np.array_equal(x, column[t]) or np.array_equal(x, -column[t]):
+                sign = "" if np.array_equal(x, column[t]) else "-"
+                out.setdefault(t, []).append(sign + term_name(d))
+    return {t: tuple(v) for t, v in out.items()}
+
+
+def _shares(anova: pd.DataFrame, terms: list[Term], coded: _Coded, sst: float) -> tuple[Share, ...]:
+    out = []
+    named = [(_formula_piece(coded, t), term_name(t)) for t in terms]
+    if coded.block is not None:
+        named.append(("C(blk, Sum(omit=0))", "block"))
+    named.append(("Residual", "error"))
+    for key, name in named:
+        ss = float(anova.loc[key, "sum_sq"])
+        out.append(Share(name, int(anova.loc[key, "df"]), ss, ss / sst if sst > 0 else math.nan))
+    return tuple(out)
