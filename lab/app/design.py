@@ -20,11 +20,10 @@ import json
 import zlib
 from dataclasses import dataclass
 
-import numpy as np
-
 from lab.core.cells import cell_name
 from lab.core.errors import ConfigError
 from lab.guests.factors import FACTORS, cell_problem
+from lab.stats.pairblocks import pair_blocks
 
 MAX_CELLS = 12  # 66 blocks of two: more is a study of its own
 
@@ -48,16 +47,6 @@ class Design:
         out += [f"  left out: {cell}: {why}" for cell, why in self.left_out]
         out += [f"  block {i}: {a}, {b}" for i, (a, b) in enumerate(self.blocks, 1)]
         return out
-
-
-def pair_blocks(cells: tuple[str, ...], seed: int) -> tuple[tuple[str, str], ...]:
-    """Every pair of ``cells`` once, in a random order, each pair's two cells in a random order."""
-    rng = np.random.default_rng(seed)
-    pairs = list(itertools.combinations(cells, 2))
-    order = rng.permutation(len(pairs))
-    flips = rng.integers(0, 2, len(pairs))
-    return tuple((pairs[i][1], pairs[i][0]) if flip else pairs[i]
-                 for i, flip in zip(order, flips, strict=True))  # fmt: skip
 
 
 def parse_design(source: str, table: object) -> Design:
@@ -104,4 +93,4 @@ def parse_design(source: str, table: object) -> Design:
         )
     seed = zlib.crc32(json.dumps(factors).encode())
     return Design(tuple(factors), tuple(cells), tuple(left_out),
-                  pair_blocks(tuple(cells), seed), seed)  # fmt: skip
+                  tuple(pair_blocks(cells, seed=seed)), seed)  # fmt: skip
