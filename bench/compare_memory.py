@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from compare_1m import build  # noqa: E402  (the same store, at another scale)
+from compare_1m import build  # the same store, at another scale
 
-import lab  # noqa: E402
+import lab
 
 SEED_SAMPLES = 1_820_000
 TARGET_SEED_BYTES = 300_000_000
