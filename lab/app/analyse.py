@@ -27,6 +27,7 @@ from lab.store.order import variant_order
 from lab.store.records import SweepRecord
 
 if TYPE_CHECKING:
+    from lab.app.effects import FactorialAnswer
     from lab.stats.analysis import MetricComparison
     from lab.stats.blocked import BlockedDifference
     from lab.stats.discard import WarmupCut
@@ -77,6 +78,7 @@ class AnalyseRequest:
     trim: bool = False
     paired: Pairing = "never"
     correction: str = "holm"  # of a sweep's verdicts: "holm" or "bh" (lab.stats.multiplicity)
+    effects_correction: str = "bonferroni"  # of a factorial's effects: or "none" (each alone)
 
     def __post_init__(self) -> None:
         parse_threshold(self.threshold)  # a threshold that cannot be read: refused at once
@@ -126,6 +128,7 @@ class Analysis:
     samples: Samples
     comparisons: list[MetricComparison]
     sweeps: list[SweepComparison] = field(default_factory=list)
+    factorials: list[FactorialAnswer] = field(default_factory=list)
 
     @property
     def alone(self) -> list[str]:
@@ -141,7 +144,7 @@ class Analysis:
     def refuse_nothing_to_compare(self) -> None:
         """Refuse a selection in which no workload holds two variants: the summary was empty
         and the status 0, as if the variants had been compared."""
-        if self.sweeps or any(len(c.arms) > 1 for c in self.comparisons):
+        if self.sweeps or self.factorials or any(len(c.arms) > 1 for c in self.comparisons):
             return
         alone = self.alone
         shown = ", ".join(alone[:4]) + (f" and {len(alone) - 4} more" if len(alone) > 4 else "")
@@ -161,8 +164,10 @@ def select_samples(store: Store, selection: Selection) -> Samples:
     run = find_run(store, s.run, s.study).key if s.run is not None else None
     swept: set[tuple[str, str]] = set()  # (study, workload): compared as sweeps instead
     if run is None:
-        refuse_pooling(store, s)
-        swept = {(sw.study, sw.workload) for sw in selected_sweeps(store, s)}
+        # a factorial's runs are its blocks: fitted together (lab.app.effects), never pooled
+        blocked = blocked_factorials(store, s.study)
+        refuse_pooling(store, s, blocked)
+        swept = {(sw.study, sw.workload) for sw in selected_sweeps(store, s)} | blocked
     with store.reading_values(s.workload, s.metric, s.study, run) as reading:
         # scipy, through the statistics (0.6 s), while child processes read the samples
         # (0.3 s a million)
@@ -243,7 +248,20 @@ def stopped_intervals(
     return found
 
 
-def refuse_pooling(store: Store, selection: Selection) -> None:
+def blocked_factorials(store: Store, study: str | None) -> set[tuple[str, str]]:
+    """(study, workload) of the factorials that ran in several blocks (runs)."""
+    from lab.app.effects import factorial_workloads
+
+    factorial = factorial_workloads(store, study)
+    runs: dict[tuple[str, str], int] = {}
+    for r in store.runs(study):
+        runs[(r.study, r.workload)] = runs.get((r.study, r.workload), 0) + 1
+    return {key for key in factorial if runs.get(key, 0) > 1}
+
+
+def refuse_pooling(
+    store: Store, selection: Selection, blocked: set[tuple[str, str]] | None = None
+) -> None:
     """Runs of one workload that differ (other parameters, n or schedule: another key) are
     never pooled into one series: two-peaked data would be called "inconclusive". The same
     command resumed or repeated is one run (one key) and pools; the runs of one sweep are
@@ -259,7 +277,7 @@ def refuse_pooling(store: Store, selection: Selection) -> None:
             else:
                 units[sweep.key] = f"sweep {sweep.key} ({_sweep_text(sweep)})"
     for (study, workload), units in sorted(by_workload.items()):
-        if len(units) > 1:
+        if len(units) > 1 and (study, workload) not in (blocked or set()):
             listed = "; ".join(list(units.values())[:6])
             sweeps = any(text.startswith("sweep ") for text in units.values())
             raise UsageError(
@@ -451,7 +469,11 @@ def selected(ctx: Context, selection: Selection) -> tuple[Samples, list[SweepSam
         else:
             check_baseline(selection.baseline, variant_order(store, selection.study))
             samples, sweeps = select_samples(store, selection), select_sweeps(store, selection)
-    if not samples.series and not any(sw.values for sw in sweeps):
+        blocked = selection.run is None and any(
+            selection.workload in (None, workload)
+            for _, workload in blocked_factorials(store, selection.study)
+        )
+    if not samples.series and not any(sw.values for sw in sweeps) and not blocked:
         if sweeps:
             raise no_sweep_samples(sweeps)
         raise no_samples(selection)
@@ -472,7 +494,21 @@ def analyse(ctx: Context, request: AnalyseRequest) -> Analysis:
     sweep's values compared as a family."""
     samples, sweeps = selected(ctx, request.selection)
     comparisons = compare_samples(samples, request) if samples.series else []
-    return Analysis(samples, comparisons, compare_sweeps(sweeps, request))
+    return Analysis(samples, comparisons, compare_sweeps(sweeps, request),
+                    factorials(ctx, request))  # fmt: skip
+
+
+def factorials(ctx: Context, request: AnalyseRequest) -> list[FactorialAnswer]:
+    """The effects of every factorial workload of the selection (none for one run, or
+    against another run), at the request's confidence, Bonferroni over each one's effects."""
+    from lab.app.effects import factorial_answers
+
+    s = request.selection
+    if s.run is not None or s.against is not None or s.sweep is not None:
+        return []
+    with Store.open(store_path(ctx, s), create=False) as store:
+        return factorial_answers(store, s.study, s.workload, s.metric,
+                                 request.confidence / 100, request.effects_correction)  # fmt: skip
 
 
 def analyse_by_host(ctx: Context, request: AnalyseRequest) -> list[BlockedDifference]:

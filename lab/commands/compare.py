@@ -50,6 +50,13 @@ def register(subparsers: Any) -> None:
     add_run_argument(parser)
     add_sweep_argument(parser)
     parser.add_argument(
+        "--effects-correction", choices=("bonferroni", "none"), default="bonferroni",
+        help="a factorial's effect intervals (a workload whose variants are cells such as"
+        " page-1g.prealloc-on, or an import's factor.NAME columns): bonferroni (all of them"
+        " hold together at --confidence; default) or none (each on its own, as Jain prints"
+        " them)",
+    )  # fmt: skip
+    parser.add_argument(
         "--correction", choices=("holm", "bh"), default="holm",
         help="how a sweep's verdicts are corrected for their number: holm (Holm's step-down:"
         " the chance of any false verdict among the values stays within 1 − confidence;"
@@ -171,6 +178,7 @@ def request(args: argparse.Namespace) -> AnalyseRequest:
     return AnalyseRequest(
         selection(args), args.confidence, args.threshold, trim=args.trim,
         paired="always" if args.paired else "synced", correction=args.correction,
+        effects_correction=args.effects_correction,
     )  # fmt: skip
 
 
@@ -185,6 +193,10 @@ def print_comparisons(ctx: Context, analysis: Analysis, form: str, detail: bool 
 
     if form == "table":
         formats.print_summary(ctx.out, comparisons)
+        if analysis.factorials:
+            from lab.report.effects import print_effects
+
+            print_effects(ctx.out, analysis.factorials)
         for sweep in sweeps:
             sweep_format.print_sweep(ctx.out, sweep)
         if detail:
@@ -200,6 +212,7 @@ def print_comparisons(ctx: Context, analysis: Analysis, form: str, detail: bool 
         ctx.out.file.write(formats.markdown(comparisons))
         ctx.out.file.write("".join(sweep_format.markdown(sweep) for sweep in sweeps))
     elif form == "json":
-        ctx.out.file.write(formats.comparison_json(comparisons, sweeps) + "\n")
+        factorials = [a.to_json() for a in analysis.factorials]
+        ctx.out.file.write(formats.comparison_json(comparisons, sweeps, factorials) + "\n")
     else:
         ctx.out.file.write(formats.comparison_csv(comparisons, sweeps))

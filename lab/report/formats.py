@@ -232,12 +232,13 @@ def _csv(value: Any) -> Any:
 
 
 def comparison_json(
-    comparisons: Sequence[MetricComparison], sweeps: Sequence[SweepComparison] = ()
-) -> str:
+    comparisons: Sequence[MetricComparison], sweeps: Sequence[SweepComparison] = (),
+    factorials: Sequence[dict[str, Any]] = (),
+) -> str:  # fmt: skip
     """``lab compare --format json``: :func:`as_json` with a ``paired`` list where the paired
     analysis ran, a ``placement`` object where the CPU sets were swapped, the ``warmup`` of
     each arm, and a ``hosts`` object (as ``--by host`` gives) where the arms ran on several
-    hosts; then an object per sweep."""
+    hosts; then an object per sweep, then one per factorial workload · metric."""
     data = as_json_data(comparisons)
     for entry, c in zip(data, comparisons, strict=True):
         if c.paired:
@@ -251,6 +252,7 @@ def comparison_json(
         if c.boots is not None:
             entry["boots"] = boots_data(c.boots)
     data += [sweep_json(sweep) for sweep in sweeps]  # objects with a "sweep" key
+    data += factorials  # objects with an "effects" key (lab.app.effects)
     # cleaned again: the objects added here (hosts' Cochran's Q p of one host) may hold NaN
     return json.dumps(_clean(data), indent=2, ensure_ascii=False, allow_nan=False)
 
