@@ -21,6 +21,10 @@ cells below nominal − 3.2 SE (none in 64 for an exact method, with probability
 too.
 
     python bench/boot_models.py [--reps 2000] [--seed 40] [--boots 3,4,6,10] [--per-boot 20,100]
+        [--rhos 0,0.5] [--ratio 1]
+
+``--ratio R`` gives B's boots R times A's between-boot variance: the mixed model assumes the
+arms share it, Welch's interval does not.
 """
 
 from __future__ import annotations
@@ -37,7 +41,6 @@ from lab.stats.boots import boot_difference
 
 LEVELS = (0.95, 0.99)
 ICCS = (0.0, 0.05, 0.2, 0.5)
-RHOS = (0.0, 0.5)
 METHODS = ("welch", "paired", "mixed")
 # An exact method falls below nominal − 2 SE in 2.3 % of cells by chance (1.5 of 64 per level);
 # below nominal − 3.2 SE in 64 cells with probability 5 %: printed beside the brief's rule.
@@ -45,12 +48,13 @@ LENIENT = 3.2
 
 
 def simulate(rng: np.random.Generator, reps: int, boots: int, per_boot: int, icc: float,
-             rho: float) -> dict[str, np.ndarray]:  # fmt: skip
+             rho: float, ratio: float = 1.0) -> dict[str, np.ndarray]:  # fmt: skip
     """Per method, an array (reps, 2, levels): the estimate and the half-width (se × t
     quantile) at each level; under "df", the mixed model's degrees of freedom."""
     shared = rng.normal(0.0, 1.0, (reps, 1, boots, 1))
     own = rng.normal(0.0, 1.0, (reps, 2, boots, 1))
     effects = math.sqrt(icc) * (math.sqrt(rho) * shared + math.sqrt(1.0 - rho) * own)
+    effects[:, 1] *= math.sqrt(ratio)  # B's between-boot variance, ``ratio`` times A's
     x = effects + rng.normal(0.0, math.sqrt(1.0 - icc), (reps, 2, boots, per_boot))
     means = x.mean(axis=3)
     within_ss = ((x - means[..., None]) ** 2).sum(axis=(2, 3))
@@ -86,6 +90,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=40)
     parser.add_argument("--boots", default="3,4,6,10")
     parser.add_argument("--per-boot", default="20,100")
+    parser.add_argument("--rhos", default="0,0.5")
+    parser.add_argument(
+        "--ratio",
+        type=float,
+        default=1.0,
+        help="B's between-boot variance over A's (the mixed model assumes 1)",
+    )
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     reps = args.reps
@@ -101,11 +112,13 @@ def main() -> None:
     cells = 0
     ratios: dict[str, list[float]] = {m: [] for m in METHODS}
     started = time.perf_counter()
-    for rho in RHOS:
+    if args.ratio != 1:
+        print(f"B's between-boot variance is {args.ratio:g} times A's (ICC is A's)")
+    for rho in (float(v) for v in args.rhos.split(",")):
         for per_boot in (int(v) for v in args.per_boot.split(",")):
             for boots in (int(v) for v in args.boots.split(",")):
                 for icc in ICCS:
-                    out = simulate(rng, reps, boots, per_boot, icc, rho)
+                    out = simulate(rng, reps, boots, per_boot, icc, rho, args.ratio)
                     cell = f"rho {rho:.1f} n {per_boot:3d} b {boots:2d} icc {icc:.2f}"
                     cov = {}
                     for m in METHODS:
