@@ -43,7 +43,10 @@ interval. Two other readings use more of what such a run holds:
 
   the estimate, se and df are Student's pooled two-sample t on the boot means, which is
   Welch's on the boot means exactly when the two arms' boot means have the same sample
-  variance (Welch's df is 2(b − 1) then, and below it otherwise).
+  variance (Welch's df is 2(b − 1) then, and below it otherwise). The df is 2(b − 1) on the
+  boundary σ̂²_between = 0 too: the within-boot information only adds to σ²_within's, and
+  with ∇φ ∝ (1, 1/n) the quadratic form ∇φᵀ A ∇φ does not depend on it; the iterations then
+  narrow the se (σ̂²_within (1/N_A + 1/N_B)) but not the t quantile.
 
 Neither is what ``lab compare`` reads; ``bench/boot_models.py`` is the coverage simulation
 that decides whether either may be (docs/statistics.md, "Boots").

@@ -104,6 +104,18 @@ def test_no_between_boot_spread_puts_the_component_on_the_boundary_as_statsmodel
     assert found.se == pytest.approx(math.sqrt(found.within * (1 / va.size + 1 / vb.size)))
 
 
+def test_balanced_df_is_2b_minus_2_on_the_boundary_too() -> None:
+    rng = np.random.default_rng(8)
+    for _ in range(50):
+        va, la = arm(rng, 0.0, [10] * 4, 0.0, 1.0, "a")
+        vb, lb = arm(rng, 0.0, [10] * 4, 0.0, 1.0, "b")
+        found = mixed_boots(va, la, vb, lb, 0.95)
+        if found.between == 0:
+            break
+    assert found.between == 0
+    assert found.df == pytest.approx(6, rel=1e-9)
+
+
 @pytest.mark.parametrize("between", [0.6, 0.3])  # inside and on the boundary (σ̂²_between = 0)
 def test_satterthwaite_df_agrees_with_dense_information_and_a_numeric_gradient(
     between: float,
