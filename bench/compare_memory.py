@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import itertools
 import os
 import subprocess
 import sys
@@ -74,13 +75,15 @@ def main() -> int:
                    "--format", args.format]  # fmt: skip
         peaks.append(peak_of(command, env, where))
         print(f"{2 * per_variant:>11,} samples: peak {peaks[-1] / 2**20:6,.0f} MiB")
-    for (a, pa), (b, pb) in zip(zip(scales, peaks), zip(scales[1:], peaks[1:]), strict=False):
+    steps = list(zip(scales, peaks, strict=True))
+    for (a, pa), (b, pb) in itertools.pairwise(steps):
         print(f"{2 * a:,} → {2 * b:,} samples: {(pb - pa) / (2 * (b - a)):.0f} bytes a sample")
     seed = [p for s, p in zip(scales, peaks, strict=True) if 2 * s <= SEED_SAMPLES]
     if seed:
         ok = max(seed) < TARGET_SEED_BYTES
+        verdict = "met" if ok else "NOT met"
         print(f"at the seed's scale (≤ {SEED_SAMPLES:,} samples): {max(seed) / 1e6:,.0f} MB;"
-              f" target < {TARGET_SEED_BYTES / 1e6:,.0f} MB: {'met' if ok else 'NOT met'}")  # fmt: skip
+              f" target < {TARGET_SEED_BYTES / 1e6:,.0f} MB: {verdict}")  # fmt: skip
     return 0
 
 
