@@ -32,43 +32,56 @@ def ratio_text(effect: Effect, direction: str) -> str:
 
 
 def headline(answer: FactorialAnswer) -> str:
+    """What was fitted: the workload, its factors, cells, blocks and samples, the intervals."""
     d, e = answer.data, answer.effects
     blocks = "" if d.blocks is None else f" in {len(set(d.blocks.tolist()))} blocks (runs)"
-    head = (
-        f"Factorial effects: {d.workload} · {d.metric}: {' × '.join(d.factors)},"
-        f" {len(d.cells)} cells{blocks}, {d.values.size} samples"
-    )
+    head = f"Factorial effects: {d.workload}: {' × '.join(d.factors)}, {len(d.cells)} cells{blocks}"
     if e is None:
-        return f"{head}: no effects ({answer.why_not})"
-    corrected = "Bonferroni over the effects" if str(e.correction) == "bonferroni" else "each"
+        return head
+    corrected = (
+        "Bonferroni over each metric's effects" if str(e.correction) == "bonferroni" else "each"
+    )
     return f"{head}; intervals at {e.confidence * 100:g} % ({corrected})"
 
 
 def print_effects(console: Console, answers: Sequence[FactorialAnswer]) -> None:
-    """One table per factorial workload · metric: term, level, estimate ± in the unit, the
-    ratio of the high level to the low (log scale) and the term's share of the variation."""
+    """One table per factorial workload, a row per metric and term: the level the effect is
+    given at, the estimate ± in the metric's unit, the ratio of the high level to the low (log
+    scale), the term's share of the variation; then the block's and the error's shares."""
+    by_workload: dict[tuple[str, str], list[FactorialAnswer]] = {}
     for answer in answers:
-        d, e = answer.data, answer.effects
-        if e is None:
-            console.print(cell(headline(answer)))
-            continue
-        table = Table("term", "at level", f"effect ({d.unit or 'unit'})", "ratio high/low",
-                      "share", title=headline(answer), title_justify="left",
+        by_workload.setdefault((answer.data.study, answer.data.workload), []).append(answer)
+    for group in by_workload.values():
+        table = Table("metric", "term", "at level", "effect", "ratio high/low", "share",
+                      title=headline(group[0]), title_justify="left",
                       title_style="bold")  # fmt: skip
-        shares = {s.term: s.share for s in e.shares}
-        for x in e.effects:
-            half = (x.ci[1] - x.ci[0]) / 2
-            table.add_row(
-                cell(x.term + (f" (= {', '.join(x.aliases)})" if x.aliases else "")),
-                cell(x.level), f"{x.estimate:+.4g} ± {half:.3g}", ratio_text(x, d.direction),
-                f"{shares.get(x.term, float('nan')) * 100:.1f} %",
-            )  # fmt: skip
-        table.add_row("error", "", "", "", f"{shares.get('error', float('nan')) * 100:.1f} %")
+        notes = []
+        for answer in group:
+            d, e = answer.data, answer.effects
+            if e is None:
+                table.add_row(cell(d.metric), "-", "", cell(f"no fit: {answer.why_not}"), "", "")
+                continue
+            shares = {x.term: x.share for x in e.shares}
+            for i, x in enumerate(e.effects):
+                half = (x.ci[1] - x.ci[0]) / 2
+                table.add_row(
+                    cell(f"{d.metric} ({d.unit})" if i == 0 and d.unit else d.metric if i == 0
+                         else ""),
+                    cell(x.term + (f" (= {', '.join(x.aliases)})" if x.aliases else "")),
+                    cell(x.level), f"{x.estimate:+.4g} ± {half:.3g}", ratio_text(x, d.direction),
+                    f"{shares.get(x.term, float('nan')) * 100:.1f} %",
+                )  # fmt: skip
+            rest = [f"{t} {shares[t] * 100:.1f} %" for t in ("block", "error") if t in shares]
+            table.add_row("", "", "", "", "", cell(", ".join(rest)), end_section=True)
+            notes.append(", ".join(e.not_estimable))
         console.print(table)
+        method = next((a.effects.method for a in group if a.effects is not None), "")
         console.print(cell(
-            f"* an effect is half the change from a factor's low level to its high one (q,"
-            f" Jain ch. 17), averaged over the other factors; the ratio is high over low, from"
-            f" the same fit of log values; {e.method}"
-            + (f"; not estimable: {', '.join(e.not_estimable)}" if e.not_estimable else "")
+            "* an effect is half the change from a factor's low level to its high one (q, Jain"
+            " ch. 17), averaged over the other factors; the ratio is high over low, from the"
+            f" same fit of log values; {method}"
         ))  # fmt: skip
+        missing = sorted({n for n in notes if n})
+        if missing:
+            console.print(cell(f"* not estimable from these cells: {'; '.join(missing)}"))
         console.print()

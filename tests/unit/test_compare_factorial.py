@@ -97,5 +97,5 @@ def test_a_design_run_in_blocks_is_fitted_with_the_block_not_pooled(
     assert factorial["not_estimable"] == ["page:prealloc"]
     assert main(["compare", "--db", str(db)]) == 0
     out = capsys.readouterr().out
-    assert "Factorial effects: w · t: page × prealloc, 3 cells in 3 blocks (runs)" in out
+    assert "Factorial effects: w: page × prealloc, 3 cells in 3 blocks (runs)" in out
     assert "worse" in out  # 1 GiB pages' +5 s of 100: its ratio interval is above 1
