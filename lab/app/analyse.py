@@ -27,10 +27,10 @@ from lab.store.order import variant_order
 from lab.store.records import SweepRecord
 
 if TYPE_CHECKING:
-    from lab.app.effects import FactorialAnswer
     from lab.stats.analysis import MetricComparison
     from lab.stats.blocked import BlockedDifference
     from lab.stats.discard import WarmupCut
+    from lab.stats.factorialdata import FactorialAnswer
     from lab.stats.multiplicity import Correction
     from lab.stats.series import Series, SeriesKey
     from lab.stats.stopping import StoppedInterval

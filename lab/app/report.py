@@ -18,6 +18,7 @@ from lab.app.analyse import (
     select_sweeps,
     store_path,
 )
+from lab.app.effects import factorial_answers
 from lab.app.environment import environment_report
 from lab.core.context import Context
 from lab.core.errors import UsageError
@@ -53,6 +54,12 @@ def report(ctx: Context, request: ReportRequest) -> ReportResult:
     with Store.open(path, create=False) as store:
         samples = select_samples(store, selection)
         sweeps = select_sweeps(store, selection)
+        factorials = (
+            [] if selection.run is not None or selection.sweep is not None
+            else factorial_answers(store, study, selection.workload, selection.metric,
+                                   request.analysis.confidence / 100,
+                                   request.analysis.effects_correction)
+        )  # fmt: skip
         backing = sweep_backing(store, sweeps)
         guests, runs = store.guests(study), store.runs(study)
         now = {r.key: latest(store.environment(r.id)) for r in runs}
@@ -65,7 +72,7 @@ def report(ctx: Context, request: ReportRequest) -> ReportResult:
             sweep_backing=backing, backing_series=backing_series(store, runs),
             guest_memory_kib={key: guest_memory_kib(at) for key, at in now.items()},
         )  # fmt: skip
-    if not samples.series and not any(sw.values for sw in sweeps):  # as lab compare says it
+    if not samples.series and not any(sw.values for sw in sweeps) and not factorials:
         raise no_sweep_samples(sweeps) if sweeps else no_samples(selection)
     said = environment_report(ctx, selection)
     meta = replace(meta, evidence=said.notes, warnings=said.warnings)
@@ -74,7 +81,8 @@ def report(ctx: Context, request: ReportRequest) -> ReportResult:
     out = Path(request.out) if request.out else path.parent / "report"
     refuse_database(out, store=path)  # `--out` naming the store: refused before any write
     try:
-        index = render(comparisons, meta, out, embed=request.embed, sweeps=compared)
+        index = render(comparisons, meta, out, embed=request.embed, sweeps=compared,
+                       factorials=factorials)  # fmt: skip
     except OSError as err:
         message = f"cannot write the report to {shown(out)}: {err}"
         raise UsageError(message, hint="Pass another --out") from None

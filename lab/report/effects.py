@@ -13,8 +13,8 @@ from rich.table import Table
 from lab.core.text import cell
 
 if TYPE_CHECKING:
-    from lab.app.effects import FactorialAnswer
     from lab.stats.effects import Effect
+    from lab.stats.factorialdata import FactorialAnswer
 
 
 def ratio_text(effect: Effect, direction: str) -> str:

@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -24,6 +25,7 @@ from lab.core.outputs import replacing, writing
 from lab.report import sweeps as sweep_table
 from lab.report.backingplot import backing_plot
 from lab.report.drawing import Drawn, Later, figure_pool, later
+from lab.report.effects import headline, ratio_text
 from lab.report.markup import escape as _e
 from lab.report.markup import section, slug, table_html
 from lab.report.metadata import ReportMeta, metadata_html, when
@@ -34,6 +36,9 @@ from lab.report.tables import block_tables, blocks, notes
 from lab.stats.analysis import ALL, MetricComparison, with_paired
 from lab.stats.paired import synced_workloads
 from lab.stats.sweep import SweepComparison
+
+if TYPE_CHECKING:
+    from lab.stats.factorialdata import FactorialAnswer
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; padding: 0 1em; max-width: 1100px;
@@ -222,6 +227,49 @@ def _sweeps_html(
     return "\n".join(parts)
 
 
+def _factorials_html(answers: Sequence[FactorialAnswer], out_dir: Path, embed: bool) -> str:
+    """Each factorial workload · metric: its effects as a table, the effects plot and the
+    interaction plot (the metrics the lab counts as evidence, perf.* and backing.*, only as
+    tables)."""
+    from lab.report.effectsplot import effects_plot, interaction_plot
+
+    if not answers:
+        return ""
+    parts = ['<h2 id="factorials">Factorial effects: which factor moves the metric?</h2>']
+    head = "".join(f"<th>{h}</th>" for h in ("term", "at level", "effect", "interval",
+                                             "ratio high/low", "share"))  # fmt: skip
+    for number, answer in enumerate(answers):
+        d, e = answer.data, answer.effects
+        title = f"{d.workload} · {d.metric}" + (f" ({d.unit})" if d.unit else "")
+        if e is None:
+            parts.append(f"<p>{_e(title)}: no effects ({_e(answer.why_not or '')})</p>")
+            continue
+        shares = {s.term: s.share for s in e.shares}
+        rows = "".join(
+            f"<tr><td>{_e(x.term)}</td><td>{_e(x.level)}</td><td>{x.estimate:+.4g}</td>"
+            f"<td>[{x.ci[0]:.4g}, {x.ci[1]:.4g}]</td><td>{_e(ratio_text(x, d.direction))}</td>"
+            f"<td>{shares.get(x.term, float('nan')) * 100:.1f} %</td></tr>"
+            for x in e.effects
+        )  # fmt: skip
+        rest = ", ".join(f"{t} {shares[t] * 100:.1f} %" for t in ("block", "error") if t in shares)
+        parts.append(
+            f"<table><caption>{_e(title)}</caption><thead><tr>{head}</tr></thead>"
+            f'<tbody>{rows}</tbody></table><p class="note">{_e(headline(answer))}; the rest'
+            f" of the variation: {_e(rest)}</p>"
+        )
+        if d.metric.startswith(("perf.", "backing.")):
+            continue
+        for kind, draw in (("effects", effects_plot), ("interaction", interaction_plot)):
+            if kind == "effects" and not any(x.ratio_ci for x in e.effects):
+                continue
+            fig, caption = draw(answer)
+            name = f"factorial-{number:02d}-{kind}-{slug(d.metric)}.png"
+            src = _image(fig, out_dir, name, embed)
+            parts.append(f'<figure><img src="{_e(src)}" alt="{kind} plot of {_e(title)}">'
+                         f"<figcaption>{_e(caption)}</figcaption></figure>")  # fmt: skip
+    return "\n".join(parts)
+
+
 def _sweep_backing_html(sweep: SweepComparison, meta: ReportMeta) -> str:
     """What backed each twin's memory at each value, as each run recorded it last (after
     the value's last iteration)."""
@@ -290,6 +338,7 @@ def render(
     out_dir: Path,
     embed: bool = True,
     sweeps: Sequence[SweepComparison] = (),
+    factorials: Sequence[FactorialAnswer] = (),
 ) -> Path:
     """Write ``out_dir/index.html`` (and its figures) and return its path. Sweeps get a
     section of their own after the summary: a table, the crossing and a plot per metric.
@@ -321,6 +370,7 @@ def render(
             f" <code>{_e(meta.store_path)}</code>.</p>",
             _summary_html(comparisons, out_dir, embed),
             _sweeps_html(sweeps, meta, out_dir, embed),
+            _factorials_html(factorials, out_dir, embed),
             _evidence_html(meta, out_dir, embed, backing),
             section(
                 "<h2>Verdicts</h2>", ["<ul>" + "".join(verdicts) + "</ul>" if verdicts else ""]

@@ -5,6 +5,7 @@ with the block as a fixed effect, never pooled pairwise."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -99,3 +100,20 @@ def test_a_design_run_in_blocks_is_fitted_with_the_block_not_pooled(
     out = capsys.readouterr().out
     assert "Factorial effects: w: page × prealloc, 3 cells in 3 blocks (runs)" in out
     assert "worse" in out  # 1 GiB pages' +5 s of 100: its ratio interval is above 1
+
+
+def test_the_report_of_a_design_run_in_blocks_has_its_effects_and_their_figures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The report refused the study ("runs are never pooled"); now a section gives each
+    metric's effects, an effects plot and an interaction plot."""
+    db = tmp_path / "lab.db"
+    blocked_store(db, np.random.default_rng(7))
+    out = tmp_path / "report"
+    assert main(["report", "--db", str(db), "--out", str(out), "--no-embed"]) == 0
+    page = (out / "index.html").read_text()
+    assert "Factorial effects: which factor moves the metric?" in page
+    assert sorted(p.name for p in (out / "figures").glob("factorial-*")) == [
+        "factorial-00-effects-t.png", "factorial-00-interaction-t.png",
+    ]  # fmt: skip
+    assert re.search(r"<td>page</td><td>1g</td><td>\+(4\.[89]|5\.[01])\d*</td>", page)

@@ -1,0 +1,109 @@
+"""``lab history``'s action: one metric's runs in the order they were made, each with the
+versions it ran (QEMU, libvirt, the host's and the guest's kernel, the image recipe, the lab),
+and where its level changes.
+
+Every run records those versions as it starts (``lab.run.evidence``: the host's and each
+guest's facts), so a store that has followed a host through upgrades is a history already.
+A point is one run of one variant: its samples' mean and interval. The change points are
+found over the points' samples (:mod:`lab.stats.changes`), and each comes with the ratio of
+the level after it to the level before it, with its interval, and the versions that differ
+across it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lab.core.errors import UsageError
+from lab.core.units import iso_timestamp
+from lab.store import Store
+from lab.store.records import EnvironmentRecord, RunRecord
+
+# a version's name -> where the run's facts hold it: (scope, fact)
+VERSIONS: dict[str, tuple[str, str]] = {
+    "qemu": ("host", "qemu_version"),
+    "libvirt": ("host", "libvirt_version"),
+    "kernel": ("host", "kernel"),
+    "guest-kernel": ("guest", "kernel"),
+    "image": ("host", "image_hash"),
+    "lab": ("host", "lab_commit"),
+}
+SHORT = 12  # characters of a hash shown
+
+
+@dataclass(frozen=True)
+class HistoryRequest:
+    db: Path
+    workload: str
+    metric: str | None = None
+    variant: str | None = None
+    study: str | None = None
+    confidence: float = 0.95
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run of one variant: when, with which versions, and its samples."""
+
+    run: str
+    created: float | None
+    variant: str
+    versions: dict[str, str]
+    values: np.ndarray = field(repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run, "created": iso_timestamp(self.created), "variant": self.variant,
+            "versions": self.versions, "n": int(self.values.size),
+            "mean": float(np.mean(self.values)) if self.values.size else None,
+        }  # fmt: skip
+
+
+def run_versions(environment: Sequence[EnvironmentRecord]) -> dict[str, str]:
+    """The versions a run's first start recorded (a fact missing from the facts is left out;
+    hashes cut to :data:`SHORT` characters)."""
+    found: dict[str, str] = {}
+    for name, (scope, fact) in VERSIONS.items():
+        for record in environment:
+            if record.scope == scope and fact in record.facts:
+                text = record.facts[fact]
+                found[name] = text[:SHORT] if name in ("image", "lab") else text
+                break
+    return found
+
+
+def changed_versions(before: dict[str, str], after: dict[str, str]) -> dict[str, list[str]]:
+    """The versions that differ between two points: name -> [before, after]."""
+    return {name: [before.get(name, "-"), after.get(name, "-")]
+            for name in VERSIONS if before.get(name) != after.get(name)}  # fmt: skip
+
+
+def history_points(store: Store, request: HistoryRequest) -> tuple[list[Point], RunRecord]:
+    """The points of ``request``'s workload and metric, in the order the runs were made."""
+    runs = [r for r in store.runs(request.study) if r.workload == request.workload]
+    if not runs:
+        raise UsageError(
+            f"no run of {request.workload!r} in {store.path}",
+            hint="`lab runs` lists the stored runs and their workloads",
+        )
+    runs.sort(key=lambda r: (r.created or 0.0, r.id))
+    metric = request.metric or runs[-1].metrics[0].name if runs[-1].metrics else request.metric
+    points = []
+    for run in runs:
+        versions = run_versions(store.environment(run.id))
+        for series in store.values(run.workload, metric, run.study, run.key):
+            if request.variant is None or series.variant == request.variant:
+                points.append(Point(run.key, run.created, series.variant, versions,
+                                    np.asarray(series.values)))  # fmt: skip
+    if not points:
+        raise UsageError(
+            f"no samples of {request.workload} · {metric}"
+            + (f" on variant {request.variant!r}" if request.variant else ""),
+            hint="Name a metric the workload records (--metric) and a variant it ran (--variant)",
+        )
+    return points, runs[-1]
