@@ -13,6 +13,7 @@ from lab.host.telemetry import (
     HostTelemetry,
     parse_buddyinfo,
     parse_vmstat,
+    per_cpu_pages,
     smaps_kib,
     thp_counters,
     unusable_index,
@@ -21,6 +22,7 @@ from lab.host.telemetry import (
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "host"
 BUDDYINFO = (FIXTURES / "host-proc-buddyinfo.txt").read_text()
 VMSTAT = (FIXTURES / "host-proc-vmstat.txt").read_text()
+ZONEINFO = (FIXTURES / "host-proc-zoneinfo.txt").read_text()
 ROLLUP = (FIXTURES / "host-proc-pid-smaps_rollup-thp.txt").read_text()
 
 
@@ -104,3 +106,15 @@ def test_host_telemetry_reads_each_file_through_the_host() -> None:
     )
     assert telemetry.thp_counters() == thp_counters(VMSTAT)
     assert telemetry.anon_huge_kib(4242) == 65536
+
+
+def test_per_cpu_pages_of_this_host() -> None:
+    # two CPUs, three zones: one pageset per zone and CPU
+    counts = [int(n) for n in re.findall(r"^\s+count:\s+(\d+)$", ZONEINFO, flags=re.MULTILINE)]
+    floors = [int(n) for n in re.findall(r"^\s+high_min:\s+(\d+)$", ZONEINFO, re.MULTILINE)]
+    assert len(counts) == len(floors) == 6
+    pcp = per_cpu_pages(ZONEINFO)
+    assert (pcp.count, pcp.high_min) == (sum(counts), sum(floors))
+    assert pcp.count > 0
+    # "nr_free_pages" and the like are not a pageset's count
+    assert per_cpu_pages("  nr_free_pages 5\n    count: 3\n    high_min: 8\n") .count == 3
