@@ -117,4 +117,4 @@ def test_per_cpu_pages_of_this_host() -> None:
     assert (pcp.count, pcp.high_min) == (sum(counts), sum(floors))
     assert pcp.count > 0
     # "nr_free_pages" and the like are not a pageset's count
-    assert per_cpu_pages("  nr_free_pages 5\n    count: 3\n    high_min: 8\n") .count == 3
+    assert per_cpu_pages("  nr_free_pages 5\n    count: 3\n    high_min: 8\n").count == 3
