@@ -45,7 +45,7 @@ CHUNK_BYTES = 64 << 20
 MAX_ROUNDS = 4
 REACHED = 0.01  # a settled index this close below the level counts as reached
 OVERSHOOT = 0.03  # a settled index further above the level gives chunks back
-SETTLE_SECONDS = 120.0
+SETTLE_SECONDS = 300.0
 SETTLED_SLACK_PAGES = 16384  # 64 MiB over the per-CPU lists' floor
 PROT_READ, PROT_WRITE = 1, 2
 MAP_PRIVATE, MAP_ANONYMOUS = 0x02, 0x20
@@ -186,8 +186,11 @@ class Fragmenter:
                 )
             self.progress.rounds += 1
             self.one_round(level)
-            index = self.settled().unusable_index
-            self.report(index=index)
+            # Pages still on the per-CPU lists after the wait are punched holes: counted so.
+            space, pcp = self.settled(), self.pcp_bytes()
+            index = (space.unusable_bytes + pcp) / max(1, space.free_bytes + pcp)
+            self.report(index=space.unusable_index)
+        index = self.space().unusable_index
         for _ in range(MAX_ROUNDS):
             if index <= level + OVERSHOOT or not self.held:
                 break

@@ -3,6 +3,7 @@ for and stopped through a fake process table; refusals made before anything is t
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 from pathlib import Path
@@ -17,7 +18,7 @@ from lab.core.errors import LabError, UsageError
 from lab.core.hostexec import RecordingHost
 from lab.host.aging import AGING_FILE, KIND, STATUS_FILE, Ager, Processes, budget
 from lab.host.changes import ChangeLog
-from lab.host.fragmenter import round_bytes
+from lab.host.fragmenter import CHUNK_BYTES, Fragmenter, Memory, round_bytes
 from lab.host.telemetry import unusable_index
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "host"
@@ -221,3 +222,75 @@ def test_one_round_faults_in_what_reaches_the_level_once_half_is_freed(level: fl
     assert faulted > small
     big_left = free - small - (faulted - small)
     assert (faulted / 2) / (faulted / 2 + big_left) == pytest.approx(level, abs=1e-6)
+
+
+class ToyBuddy(Memory):
+    """A buddy allocator in two numbers, written out as /proc files under ``proc``: faults take
+    single pages first (smallest first, as the kernel), then 2 MiB blocks; a punched chunk
+    frees half its pages as single pages; a chunk given back whole merges into blocks."""
+
+    def __init__(self, proc: Path, big: int, small: int, total: int = 24 * GIB) -> None:
+        self.proc, self.big, self.small, self.total = proc, big, small, total
+        self.used = 0
+        self.punched: set[int] = set()
+        self.next = 1 << 40
+        self.write()
+
+    def write(self) -> None:
+        blocks = ["0"] * 11
+        blocks[0], blocks[9] = str(self.small // 4096), str(self.big // (2 << 20))
+        (self.proc / "buddyinfo").write_text("Node 0, zone   Normal " + " ".join(blocks) + "\n")
+        (self.proc / "zoneinfo").write_text("    count: 0\n    high_min: 0\n")
+        free_kib = (self.big + self.small) // 1024
+        (self.proc / "meminfo").write_text(
+            f"MemTotal: {self.total // 1024} kB\nMemFree: {free_kib} kB\n"
+            f"MemAvailable: {free_kib} kB\n"
+        )
+
+    def fault(self, size: int) -> int:
+        from_small = min(size, self.small)
+        self.small -= from_small
+        self.big -= size - from_small
+        assert self.big >= 0
+        self.next += size
+        self.write()
+        return self.next
+
+    def punch(self, addr: int, size: int) -> None:
+        self.small += size // 2
+        self.punched.add(addr)
+        self.write()
+
+    def release(self, addr: int, size: int) -> None:
+        if addr in self.punched:
+            self.small -= size // 2
+        self.big += size
+        self.write()
+
+
+@pytest.mark.parametrize("level", [0.3, 0.5, 0.8])
+def test_the_fragmenter_reaches_the_level_on_a_toy_buddy_allocator(
+    tmp_path: Path, level: float
+) -> None:
+    toy = ToyBuddy(tmp_path, big=4 * GIB, small=GIB // 8)  # small: few chunks, a fast test
+    status = tmp_path / "status.json"
+    args = argparse.Namespace(
+        level=level, budget=5 * GIB, floor=GIB // 4, status=str(status), proc=str(tmp_path)
+    )
+    fragmenter = Fragmenter(args, toy)
+    index = fragmenter.run()
+    expected = toy.small / (toy.small + toy.big)  # the toy's own account, not the parser's
+    assert index == pytest.approx(expected)
+    assert level - 0.01 <= index <= level + 0.03
+    held = len(fragmenter.held) * CHUNK_BYTES // 2
+    assert toy.big + toy.small + held == pytest.approx(4.125 * GIB)  # nothing lost
+    assert fragmenter.progress.peak_bytes <= args.budget
+
+
+def test_the_fragmenter_stops_at_its_budget(tmp_path: Path) -> None:
+    toy = ToyBuddy(tmp_path, big=4 * GIB, small=GIB // 8)
+    args = argparse.Namespace(
+        level=0.8, budget=GIB, floor=GIB, status=str(tmp_path / "s"), proc=str(tmp_path)
+    )
+    with pytest.raises(RuntimeError, match="no room left"):
+        Fragmenter(args, toy).run()
