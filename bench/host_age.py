@@ -9,7 +9,8 @@ back within 0.05 of (or below) the one before, and the 1 GiB pool is unchanged.
 
 Needs root. It uses a state directory of its own (a temporary lab.toml), and always undoes,
 on error and Ctrl-C too. It refuses to run while QEMU processes run (the lead's guests need
-the machine undisturbed) unless --with-guests is given.
+the machine undisturbed) unless --with-guests is given (--wait-quiet S waits for them to end), and stops and undoes at
+once if one starts meanwhile.
 
     python bench/host_age.py [--levels 0.5,0.8] [--keep-free 2G] [--with-guests]
 """
@@ -23,6 +24,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -75,6 +77,13 @@ def qemu_running() -> list[str]:
             except OSError:
                 pass
     return found
+
+
+def watch_for_guests() -> None:
+    while not qemu_running():
+        time.sleep(0.5)
+    print("a QEMU started: stopping and undoing", file=sys.stderr, flush=True)
+    os.kill(os.getpid(), signal.SIGINT)
 
 
 def holder_rss_gib(state_dir: Path) -> tuple[int | None, float]:
@@ -139,16 +148,24 @@ def main() -> int:
     parser.add_argument("--levels", default="0.5,0.8")
     parser.add_argument("--keep-free", default="2G", help="for the guests (lab host age's)")
     parser.add_argument("--with-guests", action="store_true", help="run even while QEMU runs")
+    parser.add_argument(
+        "--wait-quiet", type=float, default=0.0, help="wait up to this many s for QEMU to end"
+    )
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("needs root (it fragments this host's memory)", file=sys.stderr)
         return 2
+    deadline = time.monotonic() + args.wait_quiet
+    while qemu_running() and not args.with_guests and time.monotonic() < deadline:
+        time.sleep(5)
     if qemu_running() and not args.with_guests:
         pids = ", ".join(qemu_running())
         print(f"QEMU runs here (pids {pids}): not disturbing it; run again once the guests are"
               " down, or pass --with-guests", file=sys.stderr)  # fmt: skip
         return 2
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # undo on kill too
+    if not args.with_guests:  # a guest started meanwhile: stop at once, and undo
+        threading.Thread(target=watch_for_guests, daemon=True).start()
     with tempfile.TemporaryDirectory(prefix="lab-host-age-") as tmp:
         state_dir = Path(tmp) / "state"
         (Path(tmp) / "lab.toml").write_text(f'state_dir = "{state_dir}"\n')
