@@ -9,8 +9,8 @@ back within 0.05 of (or below) the one before, and the 1 GiB pool is unchanged.
 
 Needs root. It uses a state directory of its own (a temporary lab.toml), and always undoes,
 on error and Ctrl-C too. It refuses to run while QEMU processes run (the lead's guests need
-the machine undisturbed) unless --with-guests is given (--wait-quiet S waits for them to end), and stops and undoes at
-once if one starts meanwhile.
+the machine undisturbed) unless --with-guests is given (--wait-quiet S waits for them to
+end), and stops and undoes at once if one starts meanwhile.
 
     python bench/host_age.py [--levels 0.5,0.8] [--keep-free 2G] [--with-guests]
 """
