@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,7 @@ from lab.core.clock import ManualClock
 from lab.core.config import Config
 from lab.core.context import Context
 from lab.core.errors import LabError, UsageError
-from lab.core.hostexec import RecordingHost
+from lab.core.hostexec import Host, RecordingHost
 from lab.host.aging import AGING_FILE, KIND, STATUS_FILE, Ager, Processes, budget
 from lab.host.changes import ChangeLog
 from lab.host.fragmenter import CHUNK_BYTES, Fragmenter, Memory, round_bytes
@@ -296,3 +298,23 @@ def test_the_fragmenter_stops_at_its_budget(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match=r"no room left|still below 0.8 after 4 rounds"):
         fragmenter.run()
     assert 0 < fragmenter.progress.peak_bytes <= args.budget
+
+
+def test_the_real_process_table_knows_a_fragmenter_by_its_command_line(tmp_path: Path) -> None:
+    processes = Processes(Host())
+    sleeper = [sys.executable, "-c", "import time; time.sleep(30)"]
+    pid = processes.start([*sleeper, "lab.host.fragmenter"], tmp_path / "log")
+    other = processes.start(sleeper, tmp_path / "log")
+    try:
+        assert processes.running(pid)
+        assert not processes.running(other)  # a pid that is no fragmenter is never stopped
+        assert not processes.running(2**22 + 1)  # above pid_max: no such process
+        processes.stop(pid)
+        for _ in range(50):  # a zombie has no command line
+            if not processes.running(pid):
+                break
+            time.sleep(0.1)
+        assert not processes.running(pid)
+        processes.stop(pid)  # gone already: no error
+    finally:
+        processes.stop(other, force=True)
