@@ -163,7 +163,20 @@ def run_release(args: argparse.Namespace, ctx: Context) -> int:
             if undone
             else f"nothing to release on {name}: no recorded changes"
         )
+        if not released.remote:
+            _warn_if_aged(ctx)
     return 0
+
+
+def _warn_if_aged(ctx: Context) -> None:
+    from lab.app.aging import aging_state  # deferred, as above
+
+    state = aging_state(ctx)
+    if state.running:
+        ctx.warn(
+            f"the host is still aged (level {state.level:g}, fragmenter pid {state.pid} holding"
+            f" {_gib(state.held_bytes)}): release does not undo that; run `lab host age --undo`"
+        )
 
 
 def run_age(args: argparse.Namespace, ctx: Context) -> int:

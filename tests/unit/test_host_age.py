@@ -318,3 +318,24 @@ def test_the_real_process_table_knows_a_fragmenter_by_its_command_line(tmp_path:
         processes.stop(pid)  # gone already: no error
     finally:
         processes.stop(other, force=True)
+
+
+def test_release_warns_that_the_host_is_still_aged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lab.cli import main
+
+    processes = Processes(Host())
+    pid = processes.start(
+        [sys.executable, "-c", "import time; time.sleep(30)", "lab.host.fragmenter"], tmp_path / "l"
+    )
+    try:
+        ChangeLog.load(tmp_path, AGING_FILE).add(KIND, pid=pid, level=0.8, held_bytes=3 * GIB)
+        (tmp_path / "lab.toml").write_text(f'state_dir = "{tmp_path}"\n')
+        assert main(["--config", str(tmp_path / "lab.toml"), "host", "release"]) == 0
+        err = " ".join(capsys.readouterr().err.split())
+        assert "nothing to release" in err
+        assert f"still aged (level 0.8, fragmenter pid {pid} holding 3.00 GiB)" in err
+        assert "lab host age --undo" in err
+    finally:
+        processes.stop(pid, force=True)
