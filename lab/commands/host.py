@@ -1,4 +1,4 @@
-"""``lab host check|prepare|release``: what the lab needs from the host, and getting it."""
+"""``lab host check|prepare|release|age``: what the lab needs from the host, and getting it."""
 
 from __future__ import annotations
 
@@ -89,6 +89,29 @@ def register(subparsers: Any) -> None:
     add_hosts_argument(release, default="local")
     release.set_defaults(run=run_release)
 
+    age = actions.add_parser(
+        "age",
+        help="fragment free memory to a level (THP's worst case), hold it, give it back",
+        description="Fragment this machine's free memory so that the share of it that cannot"
+        " serve a 2 MiB block (the order-9 unusable free space index of /proc/buddyinfo, all"
+        " zones) is LEVEL, and hold it so: a small process keeps half of every 2 MiB block it"
+        " touched until `lab host age --undo` stops it (its pid is kept in"
+        " STATE_DIR/host-aging.json). The huge page pools are never touched; at its peak"
+        " max(2 GiB, 10 %% of MemTotal) of MemAvailable and --keep-free stay available.",
+    )
+    what = age.add_mutually_exclusive_group(required=True)
+    what.add_argument("--level", type=float, metavar="F", help="the index to reach, 0 to 0.95")
+    what.add_argument("--undo", action="store_true", help="give back all the memory held")
+    what.add_argument("--status", action="store_true", help="print the index now, and the holder")
+    age.add_argument(
+        "--keep-free",
+        default=None,
+        metavar="SIZE",
+        help="memory left available for the guests besides the margin (default: twice the"
+        " configured memory per guest)",
+    )
+    age.set_defaults(run=run_age)
+
 
 def run_check(args: argparse.Namespace, ctx: Context) -> int:
     # deferred: they load libvirt, lxml or numpy, and the parser is built for every command
@@ -140,4 +163,71 @@ def run_release(args: argparse.Namespace, ctx: Context) -> int:
             if undone
             else f"nothing to release on {name}: no recorded changes"
         )
+        if not released.remote:
+            _warn_if_aged(ctx)
     return 0
+
+
+def _warn_if_aged(ctx: Context) -> None:
+    from lab.app.aging import aging_state  # deferred, as above
+
+    state = aging_state(ctx)
+    if state.running:
+        ctx.warn(
+            f"the host is still aged (level {state.level:g}, fragmenter pid {state.pid} holding"
+            f" {_gib(state.held_bytes)}): release does not undo that; run `lab host age --undo`"
+        )
+
+
+def run_age(args: argparse.Namespace, ctx: Context) -> int:
+    from lab.app import aging  # deferred: the parser is built for every command
+
+    if args.undo:
+        undone = aging.unage(ctx)
+        if undone is None:
+            ctx.note("nothing to undo: the host is not aged (no fragmenter recorded)")
+            return 0
+        state = aging.aging_state(ctx)
+        how = "stopped" if undone.was_running else "had ended already"
+        ctx.note(
+            f"host age undone: fragmenter pid {undone.pid} {how}, {_gib(undone.held_bytes)} given"
+            f" back; order-9 unusable free space index now {state.index:.3f} (it falls further"
+            " as the per-CPU page lists drain, within a minute)"
+        )
+        return 0
+    if args.status:
+        state = aging.aging_state(ctx)
+        ctx.out.print(
+            cell(
+                f"order-9 unusable free space index {state.index:.3f} of"
+                f" {_gib(state.free_bytes)} free (/proc/buddyinfo, all zones)"
+            )
+        )
+        if state.pid is None:
+            ctx.out.print(cell("not aged by the lab"))
+        else:
+            alive = "running" if state.running else "ended: run `lab host age --undo`"
+            ctx.out.print(
+                cell(
+                    f"aged to level {state.level:g} by fragmenter pid {state.pid} ({alive}),"
+                    f" holding {_gib(state.held_bytes)}"
+                )
+            )
+        return 0
+    aged = aging.age(ctx, aging.AgeRequest(args.level, args.keep_free))
+    if aged.pid is None:
+        ctx.note(
+            f"the index is {aged.index:.3f} already, at or above {aged.level:g}: nothing to do"
+        )
+        return 0
+    ctx.note(
+        f"host aged: order-9 unusable free space index {aged.index_before:.3f} ->"
+        f" {aged.index:.3f} (asked {aged.level:g}) in {aged.seconds:.0f} s; fragmenter pid"
+        f" {aged.pid} holds {_gib(aged.held_bytes)} (peak {_gib(aged.peak_bytes)}) until"
+        " `lab host age --undo`"
+    )
+    return 0
+
+
+def _gib(size: int) -> str:
+    return f"{size / 2**30:.2f} GiB"

@@ -21,7 +21,8 @@ FORMAT = 1
 
 @dataclass(frozen=True)
 class Change:
-    # hugepages, mkdir, mount, qemu_conf, dev_kvm, daemon, network, file, exports, knob, unit
+    # hugepages, mkdir, mount, qemu_conf, dev_kvm, daemon, network, file, exports, knob, unit;
+    # aging (lab host age's, in its own file)
     kind: str
     detail: dict[str, Any]
 
@@ -52,6 +53,8 @@ class Change:
                 return f"{d['name']}: {d['path']} {d['before']} -> {d['after']}"
             case "unit":
                 return f"{d['action']} {d['unit']}"
+            case "aging":
+                return f"host aged to level {d['level']} by fragmenter pid {d['pid']}"
         return f"{self.kind} {d}"
 
 
@@ -62,8 +65,9 @@ class ChangeLog:
     added: list[Change] = field(default_factory=list)
 
     @classmethod
-    def load(cls, state_dir: Path) -> ChangeLog:
-        path = Path(state_dir) / CHANGES_FILE
+    def load(cls, state_dir: Path, name: str = CHANGES_FILE) -> ChangeLog:
+        """The record in ``state_dir``: prepare's, or another kept alike (``lab host age``'s)."""
+        path = Path(state_dir) / name
         if not path.exists():
             return cls(path)
         try:

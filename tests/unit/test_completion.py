@@ -63,7 +63,7 @@ def fish(env: dict[str, str], line: str, tmp_path: Path) -> list[str]:
 
 def test_bash_commands_then_actions_then_options(env: dict[str, str]) -> None:
     assert bash(env, "lab", "ru") == ["run", "runs"]
-    assert bash(env, "lab", "host", "") == ["check", "prepare", "release"]
+    assert bash(env, "lab", "host", "") == ["check", "prepare", "release", "age"]
     assert "--hugepages" in bash(env, "lab", "host", "prepare", "--")
     every = set(bash(env, "lab", ""))
     assert {m.rsplit(".", 1)[1].rstrip("_") for m in COMMAND_MODULES} <= every

@@ -1,0 +1,276 @@
+"""``lab host age``: fragment the host's free memory to an order-9 unusable free space index,
+hold it so, and give it all back.
+
+A fresh host gives THP its best case, an aged one its worst (issue 42). The fragmenting is
+done by a small process (:mod:`lab.host.fragmenter`) that keeps holding its memory after the
+command returns; its pid is recorded in ``STATE_DIR/host-aging.json`` (a
+:class:`~lab.host.changes.ChangeLog`, like ``lab host prepare``'s) and ``--undo`` stops it.
+It never touches the huge page pools, and it is bounded: at its peak it leaves
+max(2 GiB, 10 % of MemTotal) of MemAvailable plus the guests' memory (``keep_free``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lab.core.clock import Clock
+from lab.core.errors import LabError, UsageError
+from lab.core.hostexec import Host
+from lab.host.changes import ChangeLog
+from lab.host.fragmenter import CHUNK_BYTES, mem_available, mem_free, round_bytes
+from lab.host.telemetry import HostTelemetry
+
+AGING_FILE = "host-aging.json"
+KIND = "aging"
+MAX_LEVEL = 0.95
+GIB = 1 << 30
+MARGIN_BYTES = 2 * GIB
+MARGIN_SHARE = 0.10
+STATUS_FILE = "host-aging-status.json"
+LOG_FILE = "host-aging.log"
+AGE_TIMEOUT = 1800.0  # faulting in and punching ~20 GB takes well under a minute
+STOP_TIMEOUT = 60.0
+MODULE = "lab.host.fragmenter"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What the fragmenter may have mapped at its peak, in bytes."""
+
+    available: int  # MemAvailable
+    margin: int  # max(2 GiB, 10 % of MemTotal): always left available
+    keep_free: int  # the guests' memory: left available too
+
+    @property
+    def floor(self) -> int:
+        return self.margin + self.keep_free
+
+    @property
+    def usable(self) -> int:
+        return max(0, self.available - self.floor)
+
+
+def budget(meminfo: str, keep_free: int) -> Budget:
+    total = next(
+        int(line.split()[1]) * 1024 for line in meminfo.splitlines() if line.startswith("MemTotal:")
+    )
+    return Budget(mem_available(meminfo), max(MARGIN_BYTES, int(total * MARGIN_SHARE)), keep_free)
+
+
+def check_level(level: float) -> None:
+    if not 0.0 <= level <= MAX_LEVEL:
+        raise UsageError(
+            f"level {level:g} is outside [0, {MAX_LEVEL}]",
+            hint="Give the share of free memory that cannot serve a 2 MiB block, e.g."
+            " --level 0.8 (above 0.95 nothing would be left for THP at all)",
+        )
+
+
+def peak_bytes(free_bytes: int, memfree: int, level: float) -> int:
+    """The fragmenter's first round: what it faults in before freeing half of it."""
+    return round_bytes(max(free_bytes, memfree), level) + 2 * CHUNK_BYTES
+
+
+class Processes:
+    """The fragmenter process: started, looked for, stopped (tests hand in a fake)."""
+
+    def __init__(self, host: Host, proc: Path = Path("/proc")) -> None:
+        self.host = host
+        self.proc = proc
+
+    def start(self, argv: list[str], log: Path) -> int:
+        return self.host.spawn(argv, log).pid
+
+    def running(self, pid: int) -> bool:
+        """True while ``pid`` is a fragmenter (not a pid reused since, nor a zombie)."""
+        try:
+            cmdline = self.host.read_text(self.proc / str(pid) / "cmdline")
+        except OSError:
+            return False
+        return MODULE in cmdline.split("\0")
+
+    def stop(self, pid: int, force: bool = False) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL if force else signal.SIGTERM)
+
+
+@dataclass(frozen=True)
+class Aged:
+    level: float
+    index_before: float
+    index: float
+    pid: int | None  # None: the index was at the level already; nothing was started
+    held_bytes: int = 0
+    peak_bytes: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Unaged:
+    pid: int
+    held_bytes: int
+    was_running: bool
+
+
+@dataclass(frozen=True)
+class AgingState:
+    index: float
+    free_bytes: int
+    pid: int | None  # the fragmenter recorded, if any
+    running: bool
+    level: float | None
+    held_bytes: int
+
+
+@dataclass
+class Ager:
+    """``lab host age`` on one host: its /proc through ``host``, the fragmenter through
+    ``processes``, the record in ``state_dir``."""
+
+    host: Host
+    clock: Clock
+    state_dir: Path
+    processes: Processes
+    proc: Path = Path("/proc")
+    python: str = sys.executable
+
+    @property
+    def telemetry(self) -> HostTelemetry:
+        return HostTelemetry(self.host, self.proc)
+
+    def log(self) -> ChangeLog:
+        return ChangeLog.load(self.state_dir, AGING_FILE)
+
+    def age(self, level: float, keep_free: int) -> Aged:
+        """Start the fragmenter and wait until it holds the host at ``level``."""
+        check_level(level)
+        log = self.log()
+        earlier = log.find(KIND)
+        if earlier is not None:
+            if self.processes.running(int(earlier.detail["pid"])):
+                raise LabError(
+                    f"the host is aged already (level {earlier.detail['level']}, fragmenter pid"
+                    f" {earlier.detail['pid']})",
+                    hint="Run `lab host age --undo` first, then age it again",
+                )
+            log.changes.remove(earlier)  # its process is gone: nothing to undo any more
+            log.save()
+        space = self.telemetry.free_space()
+        if space.unusable_index >= level:
+            return Aged(level, space.unusable_index, space.unusable_index, None)
+        meminfo = self.host.read_text(self.proc / "meminfo")
+        room = budget(meminfo, keep_free)
+        peak = peak_bytes(space.free_bytes, mem_free(meminfo), level)
+        if peak > room.usable:
+            raise LabError(
+                f"not enough free memory to age the host to {level:g}: about {peak / GIB:.1f} GiB"
+                f" is faulted in at the peak, {room.usable / GIB:.1f} GiB may be (MemAvailable"
+                f" {room.available / GIB:.1f} GiB less a margin of {room.margin / GIB:.1f} GiB"
+                f" and {room.keep_free / GIB:.1f} GiB kept for the guests); nothing was touched",
+                hint="Ask for a lower --level, a smaller --keep-free, or stop what uses memory",
+            )
+        status = self.state_dir / STATUS_FILE
+        self.host.run(["mkdir", "-p", str(self.state_dir)])
+        self.host.run(["rm", "-f", str(status)])
+        argv = [self.python, "-m", MODULE, "--level", str(level), "--budget", str(room.usable)]
+        argv += ["--floor", str(room.floor), "--status", str(status), "--proc", str(self.proc)]
+        pid = self.processes.start(argv, self.state_dir / LOG_FILE)
+        change = log.add(KIND, pid=pid, level=level, index_before=space.unusable_index)
+        try:
+            result = self._wait(pid, status)
+        except BaseException:  # Ctrl-C too: nothing may stay held that is not recorded
+            self._stop(pid)
+            log.changes.remove(change)
+            log.save()
+            raise
+        change.detail.update(
+            index=result["index"], held_bytes=result["held_bytes"], peak_bytes=result["peak_bytes"]
+        )
+        log.save()
+        return Aged(
+            level,
+            space.unusable_index,
+            float(result["index"]),
+            pid,
+            int(result["held_bytes"]),
+            int(result["peak_bytes"]),
+            float(result["seconds"]),
+        )
+
+    def _wait(self, pid: int, status: Path) -> dict[str, Any]:
+        deadline = self.clock.monotonic() + AGE_TIMEOUT
+        while True:
+            result = self._status(status)
+            if result.get("state") == "holding":
+                return result
+            if result.get("state") == "failed":
+                raise LabError(
+                    f"could not age the host: {result.get('error')}; everything was given back",
+                    hint="Ask for a lower --level or free memory (see `lab host age --status`)",
+                )
+            if not self.processes.running(pid):
+                raise LabError(
+                    f"the fragmenter (pid {pid}) ended before it reached the level",
+                    hint=f"See {self.state_dir / LOG_FILE}",
+                )
+            if self.clock.monotonic() >= deadline:
+                raise LabError(
+                    f"the fragmenter did not reach the level within {AGE_TIMEOUT:.0f} s; stopped",
+                    hint=f"See {self.state_dir / LOG_FILE}",
+                )
+            self.clock.sleep(1.0)
+
+    def _status(self, status: Path) -> dict[str, Any]:
+        try:
+            result = json.loads(self.host.read_text(status))
+        except (OSError, ValueError):
+            return {}  # not written yet (or half-way through a rename)
+        return result if isinstance(result, dict) else {}
+
+    def _stop(self, pid: int) -> bool:
+        """Stop the fragmenter; True if it was running."""
+        if not self.processes.running(pid):
+            return False
+        self.processes.stop(pid)
+        deadline = self.clock.monotonic() + STOP_TIMEOUT
+        while self.processes.running(pid):
+            if self.clock.monotonic() >= deadline:
+                self.processes.stop(pid, force=True)
+                break
+            self.clock.sleep(0.2)
+        return True
+
+    def undo(self) -> Unaged | None:
+        """Stop the fragmenter so its memory goes back; None when nothing was recorded."""
+        log = self.log()
+        change = log.find(KIND)
+        if change is None:
+            return None
+        pid = int(change.detail["pid"])
+        was_running = self._stop(pid)
+        log.changes.remove(change)
+        log.save()
+        self.host.run(["rm", "-f", str(self.state_dir / STATUS_FILE)])
+        return Unaged(pid, int(change.detail.get("held_bytes", 0)), was_running)
+
+    def state(self) -> AgingState:
+        space = self.telemetry.free_space()
+        change = self.log().find(KIND)
+        if change is None:
+            return AgingState(space.unusable_index, space.free_bytes, None, False, None, 0)
+        pid = int(change.detail["pid"])
+        return AgingState(
+            space.unusable_index,
+            space.free_bytes,
+            pid,
+            self.processes.running(pid),
+            float(change.detail["level"]),
+            int(change.detail.get("held_bytes", 0)),
+        )

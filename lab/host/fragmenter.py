@@ -1,0 +1,274 @@
+"""The process that ages the host: it fragments free memory to an order-9 unusable free space
+index and keeps holding what it took until it is stopped (``lab host age --undo``).
+
+Run as ``python -m lab.host.fragmenter --level F --budget BYTES --floor BYTES --status PATH``
+by :mod:`lab.host.aging`; it writes its progress and result to ``PATH`` (JSON) and, once the
+index is reached, sleeps holding its memory: freeing it would let the buddy allocator merge
+the 2 MiB blocks again.
+
+The method is mmtests' thpscale's: fault anonymous memory in, then free every other 4 KiB
+page (MADV_DONTNEED), so each 2 MiB block it touched keeps half its pages in use and its
+free half is in holes no buddy can merge into an order-9 block. All of a round's memory is
+faulted in before any of it is freed: the allocator serves the smallest free blocks first, so
+holes freed early would be handed straight back to the next faults and filled. The holes
+are then punched a 64 MiB chunk at a time until the index, counting the chunks not yet
+punched as free 2 MiB blocks, reaches the level; those chunks are given back whole. The
+pages kept are locked as they are (mlock2 MLOCK_ONFAULT) so no swap frees them. They stay
+movable: compaction may still migrate them to rebuild 2 MiB blocks, at the cost an aged host
+makes a THP fault pay. Bounded: never more than ``--budget`` bytes mapped at once, and never
+below ``--floor`` bytes of MemAvailable; it never touches the huge page pools.
+
+Standard library only, so it starts fast; it imports nothing of the lab but the parsers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import signal
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from lab.host.telemetry import (
+    PAGE_BYTES,
+    FreeSpace,
+    free_space,
+    parse_buddyinfo,
+    per_cpu_pages,
+)
+
+CHUNK_BYTES = 64 << 20
+MAX_ROUNDS = 4
+REACHED = 0.01  # a settled index this close below the level counts as reached
+OVERSHOOT = 0.03  # a settled index further above the level gives chunks back
+SETTLE_SECONDS = 300.0
+SETTLED_SLACK_PAGES = 16384  # 64 MiB over the per-CPU lists' floor
+PROT_READ, PROT_WRITE = 1, 2
+MAP_PRIVATE, MAP_ANONYMOUS = 0x02, 0x20
+MADV_DONTNEED, MADV_NOHUGEPAGE = 4, 15
+MLOCK_ONFAULT = 1
+
+
+@dataclass
+class Progress:
+    """What the status file says: ``state`` is working, holding or failed."""
+
+    state: str = "working"
+    level: float = 0.0
+    index: float = 0.0
+    held_bytes: int = 0
+    peak_bytes: int = 0
+    rounds: int = 0
+    seconds: float = 0.0
+    pid: int = field(default_factory=os.getpid)
+    error: str = ""
+
+
+class Memory:
+    """Anonymous mappings through libc: mapped, faulted in, punched and locked in place."""
+
+    def __init__(self) -> None:
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.libc.mmap.restype = ctypes.c_void_p
+        self.libc.mmap.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_size_t,
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_long,
+        ]
+        self.libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        self.libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        self.mlock2 = getattr(self.libc, "mlock2", None)
+        if self.mlock2 is not None:
+            self.mlock2.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+
+    def fault(self, size: int) -> int:
+        """A new private mapping of ``size`` bytes, every page written (so not the zero page)."""
+        addr = self.libc.mmap(
+            None, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0
+        )
+        if addr in (None, ctypes.c_void_p(-1).value):
+            raise OSError(ctypes.get_errno(), "mmap failed")
+        # 4 KiB pages only: a transparent huge page would take a whole 2 MiB block at once.
+        self.libc.madvise(addr, size, MADV_NOHUGEPAGE)
+        ctypes.memset(addr, 0x5A, size)
+        return int(addr)
+
+    def punch(self, addr: int, size: int) -> None:
+        """Free every other page of the mapping; lock the pages kept."""
+        for offset in range(PAGE_BYTES, size, 2 * PAGE_BYTES):
+            if self.libc.madvise(addr + offset, PAGE_BYTES, MADV_DONTNEED) != 0:
+                raise OSError(ctypes.get_errno(), "madvise(MADV_DONTNEED) failed")
+        if self.mlock2 is not None:
+            self.mlock2(addr, size, MLOCK_ONFAULT)  # best effort: only swap could undo it
+
+    def release(self, addr: int, size: int) -> None:
+        self.libc.munmap(addr, size)
+
+
+def mem_available(meminfo: str) -> int:
+    for line in meminfo.splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    raise ValueError("no MemAvailable in meminfo")
+
+
+def round_bytes(free: int, level: float) -> int:
+    """What one round faults in so that, with every other page freed, the index reaches
+    ``level``: the faults fill the small free blocks first and break 2 MiB blocks for the
+    rest, so afterwards the unusable free memory is half of it, A/2, of a free total of
+    T - A/2; A/2 >= level * (T - A/2) gives A = 2 * level * T / (1 + level)."""
+    return int(2 * level * free / (1 + level))
+
+
+def mem_free(meminfo: str) -> int:
+    for line in meminfo.splitlines():
+        if line.startswith("MemFree:"):
+            return int(line.split()[1]) * 1024
+    raise ValueError("no MemFree in meminfo")
+
+
+class Fragmenter:
+    def __init__(self, args: argparse.Namespace, memory: Memory) -> None:
+        self.args = args
+        self.memory = memory
+        self.proc = Path(args.proc)
+        self.held: list[int] = []  # punched mappings, each CHUNK_BYTES
+        self.progress = Progress(level=args.level)
+        self.started = time.monotonic()
+
+    def space(self) -> FreeSpace:
+        return free_space(parse_buddyinfo((self.proc / "buddyinfo").read_text()))
+
+    def pcp_bytes(self) -> int:
+        return per_cpu_pages((self.proc / "zoneinfo").read_text()).count * PAGE_BYTES
+
+    def meminfo(self) -> str:
+        return (self.proc / "meminfo").read_text()
+
+    def settled(self) -> FreeSpace:
+        """The buddy lists once the pages just freed have left the per-CPU lists (they
+        drain a few MiB a second), or after SETTLE_SECONDS."""
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while time.monotonic() < deadline:
+            pcp = per_cpu_pages((self.proc / "zoneinfo").read_text())
+            if pcp.count <= pcp.high_min + SETTLED_SLACK_PAGES:
+                break
+            time.sleep(1)
+        return self.space()
+
+    def report(self, state: str | None = None, error: str = "", index: float | None = None) -> None:
+        p = self.progress
+        p.state = state or p.state
+        p.error = error
+        p.held_bytes = len(self.held) * CHUNK_BYTES // 2
+        p.seconds = round(time.monotonic() - self.started, 3)
+        p.index = round(self.space().unusable_index if index is None else index, 4)
+        status = Path(self.args.status)
+        tmp = status.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(p)) + "\n")
+        tmp.replace(status)
+
+    def run(self) -> float:
+        """Rounds until the settled index reaches the level; the index reached."""
+        level = self.args.level
+        index = self.space().unusable_index
+        while index < level - REACHED:
+            if self.progress.rounds >= MAX_ROUNDS:
+                raise RuntimeError(
+                    f"index {index:.3f} still below {level} after {MAX_ROUNDS} rounds"
+                )
+            self.progress.rounds += 1
+            self.one_round(level)
+            # Pages still on the per-CPU lists after the wait are punched holes: counted so.
+            space, pcp = self.settled(), self.pcp_bytes()
+            index = (space.unusable_bytes + pcp) / max(1, space.free_bytes + pcp)
+            self.report(index=space.unusable_index)
+        index = self.space().unusable_index
+        for _ in range(MAX_ROUNDS):
+            if index <= level + OVERSHOOT or not self.held:
+                break
+            index = self.give_back(index, level)
+            self.report(index=index)
+        return index
+
+    def give_back(self, index: float, level: float) -> float:
+        """Free whole punched chunks, newest first, to bring an index that overshot back
+        down: each frees its kept half, whose blocks merge with their holes again (a chunk
+        moves the index by about its size over the free total). The settled index."""
+        space = self.space()
+        total = space.free_bytes + self.pcp_bytes()
+        count = max(1, int((index - level - REACHED) * total / CHUNK_BYTES))
+        for _ in range(min(count, len(self.held))):
+            self.memory.release(self.held.pop(), CHUNK_BYTES)
+        return self.settled().unusable_index
+
+    def one_round(self, level: float) -> None:
+        held_bytes = len(self.held) * CHUNK_BYTES // 2
+        space = self.space()
+        # MemFree: on a host whose memory is initialised on demand it is more than the
+        # buddy lists hold, and the faults bring the rest in.
+        free = max(space.free_bytes + self.pcp_bytes(), mem_free(self.meminfo()))
+        want = round_bytes(free, level) + 2 * CHUNK_BYTES
+        room = self.args.budget - held_bytes
+        count = min(want, room) // CHUNK_BYTES
+        fresh: list[int] = []
+        try:
+            for _ in range(count):
+                if mem_available(self.meminfo()) - CHUNK_BYTES < self.args.floor:
+                    break  # the margin and the guests' memory stay free
+                fresh.append(self.memory.fault(CHUNK_BYTES))
+                peak = held_bytes + len(fresh) * CHUNK_BYTES
+                self.progress.peak_bytes = max(self.progress.peak_bytes, peak)
+            if not fresh:
+                raise RuntimeError(
+                    "no room left to fault memory in (budget or MemAvailable floor reached) at"
+                    f" index {space.unusable_index:.3f}"
+                )
+            while fresh:
+                addr = fresh.pop(0)
+                self.memory.punch(addr, CHUNK_BYTES)
+                self.held.append(addr)
+                # Pages on the per-CPU lists reach the buddy lists as holes; the chunks
+                # still whole go back as free 2 MiB blocks: the index counting both.
+                space, pcp = self.space(), self.pcp_bytes()
+                total = space.free_bytes + pcp + len(fresh) * CHUNK_BYTES
+                if total and (space.unusable_bytes + pcp) / total >= level:
+                    break
+        finally:
+            for addr in fresh:
+                self.memory.release(addr, CHUNK_BYTES)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lab.host.fragmenter")
+    parser.add_argument("--level", type=float, required=True)
+    parser.add_argument("--budget", type=int, required=True, help="bytes mapped at most")
+    parser.add_argument("--floor", type=int, required=True, help="MemAvailable kept, bytes")
+    parser.add_argument("--status", required=True)
+    parser.add_argument("--proc", default="/proc")
+    parser.add_argument("--exit", action="store_true", help="exit once reached (tests)")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))  # the memory goes with the process
+    fragmenter = Fragmenter(args, Memory())
+    try:
+        fragmenter.report()
+        index = fragmenter.run()
+    except (OSError, RuntimeError, ValueError) as err:
+        fragmenter.report("failed", str(err))
+        return 1
+    fragmenter.report("holding", index=index)
+    sys.stdout.flush()
+    while not args.exit:
+        signal.pause()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,341 @@
+"""`lab host age`'s state handling on a fake host: the fragmenter started, recorded, waited
+for and stopped through a fake process table; refusals made before anything is touched."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lab.app.aging import AgeRequest, age, aging_state, unage
+from lab.core.clock import ManualClock
+from lab.core.config import Config
+from lab.core.context import Context
+from lab.core.errors import LabError, UsageError
+from lab.core.hostexec import Host, RecordingHost
+from lab.host.aging import AGING_FILE, KIND, STATUS_FILE, Ager, Processes, budget
+from lab.host.changes import ChangeLog
+from lab.host.fragmenter import CHUNK_BYTES, Fragmenter, Memory, round_bytes
+from lab.host.telemetry import unusable_index
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "host"
+BUDDYINFO = (FIXTURES / "host-proc-buddyinfo.txt").read_text()  # index 0.16 or so
+GIB = 1 << 30
+
+
+def meminfo(total_gib: float = 24, free_gib: float = 18, available_gib: float = 21) -> str:
+    kib = 1024 * 1024
+    return (
+        f"MemTotal:       {int(total_gib * kib)} kB\n"
+        f"MemFree:        {int(free_gib * kib)} kB\n"
+        f"MemAvailable:   {int(available_gib * kib)} kB\n"
+        "HugePages_Total:       0\n"
+    )
+
+
+class FakeProcesses(Processes):
+    """A process table: a started fragmenter writes its status file as the real one would
+    (``outcome``: holding or failed) and runs until stopped."""
+
+    def __init__(self, host: RecordingHost, outcome: str = "holding") -> None:
+        super().__init__(host)
+        self.files = host.files
+        self.outcome = outcome
+        self.alive: set[int] = set()
+        self.started: list[list[str]] = []
+        self.signals: list[tuple[int, bool]] = []
+
+    def start(self, argv: list[str], log: Path) -> int:
+        self.started.append(argv)
+        pid = 4242 + len(self.started)
+        status = argv[argv.index("--status") + 1]
+        level = float(argv[argv.index("--level") + 1])
+        self.files[status] = json.dumps(
+            {
+                "state": self.outcome,
+                "level": level,
+                "index": level + 0.01,
+                "held_bytes": 3 * GIB,
+                "peak_bytes": 7 * GIB,
+                "rounds": 1,
+                "seconds": 12.5,
+                "pid": pid,
+                "error": "no room left" if self.outcome == "failed" else "",
+            }
+        )
+        if self.outcome != "failed":
+            self.alive.add(pid)
+        return pid
+
+    def running(self, pid: int) -> bool:
+        return pid in self.alive
+
+    def stop(self, pid: int, force: bool = False) -> None:
+        self.signals.append((pid, force))
+        self.alive.discard(pid)
+
+
+def ager(tmp_path: Path, mem: str | None = None, outcome: str = "holding") -> Ager:
+    host = RecordingHost(files={"/proc/buddyinfo": BUDDYINFO, "/proc/meminfo": mem or meminfo()})
+    return Ager(host, ManualClock(), tmp_path, FakeProcesses(host, outcome), python="python3")
+
+
+def fake(a: Ager) -> FakeProcesses:
+    assert isinstance(a.processes, FakeProcesses)
+    return a.processes
+
+
+def recorded(state_dir: Path) -> list[dict[str, object]]:
+    return [c.detail for c in ChangeLog.load(state_dir, AGING_FILE).changes if c.kind == KIND]
+
+
+def test_age_records_the_holder_and_undo_stops_it(tmp_path: Path) -> None:
+    a = ager(tmp_path)
+    aged = a.age(0.8, keep_free=2 * GIB)
+    (argv,) = fake(a).started
+    assert argv[:3] == ["python3", "-m", "lab.host.fragmenter"]
+    assert argv[argv.index("--level") + 1] == "0.8"
+    assert argv[argv.index("--status") + 1] == str(tmp_path / STATUS_FILE)
+    # the floor is the margin (max(2 GiB, 10 % of 24 GiB)) plus what is kept for the guests
+    assert int(argv[argv.index("--floor") + 1]) == int(0.1 * 24 * GIB) + 2 * GIB
+    assert int(argv[argv.index("--budget") + 1]) == 21 * GIB - int(0.1 * 24 * GIB) - 2 * GIB
+    assert aged.pid == 4243 and aged.index == pytest.approx(0.81)
+    assert aged.index_before == pytest.approx(unusable_index(BUDDYINFO))
+    assert (aged.held_bytes, aged.peak_bytes) == (3 * GIB, 7 * GIB)
+    (detail,) = recorded(tmp_path)
+    assert (detail["pid"], detail["level"], detail["held_bytes"]) == (4243, 0.8, 3 * GIB)
+    assert a.state().running and a.state().level == 0.8
+
+    undone = a.undo()
+    assert undone is not None and (undone.pid, undone.held_bytes) == (4243, 3 * GIB)
+    assert undone.was_running and fake(a).signals == [(4243, False)]
+    assert recorded(tmp_path) == [] and not (tmp_path / AGING_FILE).exists()
+    assert a.state().pid is None
+
+
+def test_undo_twice_says_there_is_nothing_to_undo(tmp_path: Path) -> None:
+    a = ager(tmp_path)
+    a.age(0.5, keep_free=0)
+    assert a.undo() is not None
+    assert a.undo() is None
+    assert fake(a).signals == [(4243, False)]  # stopped once
+
+
+def test_the_command_says_nothing_to_undo(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ctx = Context(config=Config(state_dir=str(tmp_path)))
+    assert unage(ctx) is None
+    from lab.cli import main
+
+    (tmp_path / "lab.toml").write_text(f'state_dir = "{tmp_path}"\n')
+    code = main(["--config", str(tmp_path / "lab.toml"), "host", "age", "--undo"])
+    assert code == 0
+    assert "nothing to undo" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("level", [-0.01, 0.951, 1.0, 2.0, math.nan])
+def test_a_level_outside_0_to_0_95_is_refused_before_anything(tmp_path: Path, level: float) -> None:
+    a = ager(tmp_path)
+    with pytest.raises(UsageError, match=r"outside \[0, 0.95\]") as raised:
+        a.age(level, keep_free=0)
+    assert "--level 0.8" in str(raised.value)
+    assert fake(a).started == [] and a.host.commands == [] and recorded(tmp_path) == []  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("level", [0.0, 0.95])
+def test_the_bounds_themselves_are_accepted(tmp_path: Path, level: float) -> None:
+    a = ager(tmp_path)
+    aged = a.age(level, keep_free=0)
+    assert aged.pid is None if level == 0.0 else aged.pid == 4243  # 0: reached already
+
+
+def test_not_enough_free_memory_is_refused_before_anything_is_touched(tmp_path: Path) -> None:
+    # 6 GiB available, 2.4 GiB margin, 2 GiB for the guests: 1.6 GiB usable, and level 0.8
+    # of 18 GiB free needs about 2 * 0.8 * 18 / 1.8 = 16 GiB faulted in at the peak
+    a = ager(tmp_path, meminfo(free_gib=18, available_gib=6))
+    with pytest.raises(LabError, match="not enough free memory") as raised:
+        a.age(0.8, keep_free=2 * GIB)
+    assert "nothing was touched" in str(raised.value)
+    assert "16.1 GiB" in str(raised.value) and "1.6 GiB may be" in str(raised.value)
+    assert fake(a).started == [] and a.host.commands == [] and recorded(tmp_path) == []  # type: ignore[attr-defined]
+
+
+def test_an_aged_host_is_not_aged_again_until_undone(tmp_path: Path) -> None:
+    a = ager(tmp_path)
+    a.age(0.5, keep_free=0)
+    with pytest.raises(LabError, match="aged already") as raised:
+        a.age(0.8, keep_free=0)
+    assert "--undo" in str(raised.value)
+    assert len(fake(a).started) == 1
+    # a holder that died since is forgotten: aging again starts a new one
+    fake(a).alive.clear()
+    a.age(0.8, keep_free=0)
+    assert [d["pid"] for d in recorded(tmp_path)] == [4244]
+
+
+def test_a_fragmenter_that_fails_leaves_nothing_recorded(tmp_path: Path) -> None:
+    a = ager(tmp_path, outcome="failed")
+    with pytest.raises(LabError, match="could not age the host: no room left"):
+        a.age(0.8, keep_free=0)
+    assert recorded(tmp_path) == []
+
+
+def test_ctrl_c_while_waiting_stops_the_fragmenter_and_forgets_it(tmp_path: Path) -> None:
+    a = ager(tmp_path, outcome="working")
+
+    class Interrupting(ManualClock):
+        def sleep(self, seconds: float) -> None:
+            raise KeyboardInterrupt
+
+    a.clock = Interrupting()
+    with pytest.raises(KeyboardInterrupt):
+        a.age(0.8, keep_free=0)
+    assert fake(a).signals and fake(a).alive == set()
+    assert recorded(tmp_path) == []
+
+
+def test_the_status_reads_the_index_and_the_record(tmp_path: Path) -> None:
+    ctx = Context(config=Config(state_dir=str(tmp_path)))
+    ctx.host = RecordingHost(files={"/proc/buddyinfo": BUDDYINFO})
+    state = aging_state(ctx)
+    assert state.pid is None and state.index == pytest.approx(unusable_index(BUDDYINFO))
+    with pytest.raises(UsageError):
+        age(ctx, AgeRequest(1.5))
+
+
+def test_the_margin_is_2_gib_or_a_tenth_of_memtotal() -> None:
+    assert budget(meminfo(total_gib=8, available_gib=7), 0).margin == 2 * GIB
+    assert budget(meminfo(total_gib=64, available_gib=60), 0).margin == int(6.4 * GIB)
+    assert budget(meminfo(total_gib=8, available_gib=3), 2 * GIB).usable == 0
+
+
+@pytest.mark.parametrize("level", [0.3, 0.5, 0.8, 0.95])
+def test_one_round_faults_in_what_reaches_the_level_once_half_is_freed(level: float) -> None:
+    # a toy buddy state: 10 GiB free in 2 MiB blocks and 1 GiB in single pages, 4 KiB pages.
+    # Fault A in (single pages first), free every other page: the single pages left are A/2.
+    free, small = 11 * GIB, 1 * GIB
+    faulted = round_bytes(free, level)
+    assert faulted > small
+    big_left = free - small - (faulted - small)
+    assert (faulted / 2) / (faulted / 2 + big_left) == pytest.approx(level, abs=1e-6)
+
+
+class ToyBuddy(Memory):
+    """A buddy allocator in two numbers, written out as /proc files under ``proc``: faults take
+    single pages first (smallest first, as the kernel), then 2 MiB blocks; a punched chunk
+    frees half its pages as single pages; a chunk given back whole merges into blocks."""
+
+    def __init__(self, proc: Path, big: int, small: int, total: int = 24 * GIB) -> None:
+        self.proc, self.big, self.small, self.total = proc, big, small, total
+        self.used = 0
+        self.punched: set[int] = set()
+        self.next = 1 << 40
+        self.write()
+
+    def write(self) -> None:
+        blocks = ["0"] * 11
+        blocks[0], blocks[9] = str(self.small // 4096), str(self.big // (2 << 20))
+        (self.proc / "buddyinfo").write_text("Node 0, zone   Normal " + " ".join(blocks) + "\n")
+        (self.proc / "zoneinfo").write_text("    count: 0\n    high_min: 0\n")
+        free_kib = (self.big + self.small) // 1024
+        (self.proc / "meminfo").write_text(
+            f"MemTotal: {self.total // 1024} kB\nMemFree: {free_kib} kB\n"
+            f"MemAvailable: {free_kib} kB\n"
+        )
+
+    def fault(self, size: int) -> int:
+        from_small = min(size, self.small)
+        self.small -= from_small
+        self.big -= size - from_small
+        assert self.big >= 0
+        self.next += size
+        self.write()
+        return self.next
+
+    def punch(self, addr: int, size: int) -> None:
+        self.small += size // 2
+        self.punched.add(addr)
+        self.write()
+
+    def release(self, addr: int, size: int) -> None:
+        if addr in self.punched:
+            self.small -= size // 2
+        self.big += size
+        self.write()
+
+
+@pytest.mark.parametrize("level", [0.3, 0.5, 0.8])
+def test_the_fragmenter_reaches_the_level_on_a_toy_buddy_allocator(
+    tmp_path: Path, level: float
+) -> None:
+    toy = ToyBuddy(tmp_path, big=4 * GIB, small=GIB // 8)  # small: few chunks, a fast test
+    status = tmp_path / "status.json"
+    args = argparse.Namespace(
+        level=level, budget=5 * GIB, floor=GIB // 4, status=str(status), proc=str(tmp_path)
+    )
+    fragmenter = Fragmenter(args, toy)
+    index = fragmenter.run()
+    expected = toy.small / (toy.small + toy.big)  # the toy's own account, not the parser's
+    assert index == pytest.approx(expected)
+    assert level - 0.01 <= index <= level + 0.03
+    held = len(fragmenter.held) * CHUNK_BYTES // 2
+    assert toy.big + toy.small + held == pytest.approx(4.125 * GIB)  # nothing lost
+    assert fragmenter.progress.peak_bytes <= args.budget
+
+
+def test_the_fragmenter_stops_at_its_budget(tmp_path: Path) -> None:
+    toy = ToyBuddy(tmp_path, big=4 * GIB, small=GIB // 8)
+    args = argparse.Namespace(
+        level=0.8, budget=GIB, floor=GIB, status=str(tmp_path / "s"), proc=str(tmp_path)
+    )
+    fragmenter = Fragmenter(args, toy)
+    with pytest.raises(RuntimeError, match=r"no room left|still below 0.8 after 4 rounds"):
+        fragmenter.run()
+    assert 0 < fragmenter.progress.peak_bytes <= args.budget
+
+
+def test_the_real_process_table_knows_a_fragmenter_by_its_command_line(tmp_path: Path) -> None:
+    processes = Processes(Host())
+    sleeper = [sys.executable, "-c", "import time; time.sleep(30)"]
+    pid = processes.start([*sleeper, "lab.host.fragmenter"], tmp_path / "log")
+    other = processes.start(sleeper, tmp_path / "log")
+    try:
+        assert processes.running(pid)
+        assert not processes.running(other)  # a pid that is no fragmenter is never stopped
+        assert not processes.running(2**22 + 1)  # above pid_max: no such process
+        processes.stop(pid)
+        for _ in range(50):  # a zombie has no command line
+            if not processes.running(pid):
+                break
+            time.sleep(0.1)
+        assert not processes.running(pid)
+        processes.stop(pid)  # gone already: no error
+    finally:
+        processes.stop(other, force=True)
+
+
+def test_release_warns_that_the_host_is_still_aged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lab.cli import main
+
+    processes = Processes(Host())
+    pid = processes.start(
+        [sys.executable, "-c", "import time; time.sleep(30)", "lab.host.fragmenter"], tmp_path / "l"
+    )
+    try:
+        ChangeLog.load(tmp_path, AGING_FILE).add(KIND, pid=pid, level=0.8, held_bytes=3 * GIB)
+        (tmp_path / "lab.toml").write_text(f'state_dir = "{tmp_path}"\n')
+        assert main(["--config", str(tmp_path / "lab.toml"), "host", "release"]) == 0
+        err = " ".join(capsys.readouterr().err.split())
+        assert "nothing to release" in err
+        assert f"still aged (level 0.8, fragmenter pid {pid} holding 3.00 GiB)" in err
+        assert "lab host age --undo" in err
+    finally:
+        processes.stop(pid, force=True)
