@@ -274,3 +274,13 @@ class Ager:
             float(change.detail["level"]),
             int(change.detail.get("held_bytes", 0)),
         )
+
+
+def aged_fact(state_dir: Path) -> str:
+    """The host's age as a run records it with its evidence: the level ``lab host age`` was
+    asked for, or "no" (also where the record cannot be read)."""
+    try:
+        change = ChangeLog.load(state_dir, AGING_FILE).find(KIND)
+    except (OSError, ValueError, LabError):
+        return "no"
+    return "no" if change is None else str(change.detail.get("level", "yes"))

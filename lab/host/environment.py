@@ -13,10 +13,12 @@ A knob this host does not have (no cpufreq under TCG, no boost file on Intel) is
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 
 from lab.host.facts import Pool, parse_thp_mode
+from lab.host.telemetry import thp_counters, unusable_index
 
 NOT_AVAILABLE = "not available"
 
@@ -57,6 +59,21 @@ def pool_facts(pools: Sequence[Pool]) -> dict[str, str]:
     }  # fmt: skip
 
 
+def free_space_facts(read: Callable[[str], str]) -> dict[str, str]:
+    """How far the host's free memory is from serving THP (issue 42: a host ages): the order-9
+    unusable free space index from /proc/buddyinfo (the share of free memory no 2 MiB block
+    can come from) and vmstat's THP fault counters since boot."""
+    facts = {"thp_unusable_index": NOT_AVAILABLE, "thp_fault_alloc": NOT_AVAILABLE,
+             "thp_fault_fallback": NOT_AVAILABLE}  # fmt: skip
+    with contextlib.suppress(OSError, ValueError, ZeroDivisionError):
+        facts["thp_unusable_index"] = f"{unusable_index(read('/proc/buddyinfo')):.3f}"
+    with contextlib.suppress(OSError, ValueError):
+        counters = thp_counters(read("/proc/vmstat"))
+        facts["thp_fault_alloc"] = str(counters.fault_alloc)
+        facts["thp_fault_fallback"] = str(counters.fault_fallback)
+    return facts
+
+
 def version_text(number: int) -> str:
     """libvirt's packed version (major·1,000,000 + minor·1,000 + release) as text."""
     return f"{number // 1_000_000}.{number // 1000 % 1000}.{number % 1000}"
@@ -85,6 +102,7 @@ def host_environment(
     except OSError:
         facts.update(cpu_model=NOT_AVAILABLE, microcode=NOT_AVAILABLE)
     facts.update(pool_facts(pools))
+    facts.update(free_space_facts(read))
     facts["qemu_version"] = facts["libvirt_version"] = NOT_AVAILABLE
     if conn is not None:
         try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lab.core.context import Context
@@ -19,6 +20,7 @@ from lab.core.hostexec import Host
 from lab.core.units import format_kib
 from lab.guests.labstate import GuestRecord, LabState
 from lab.guests.ssh import GuestShell
+from lab.host.aging import aged_fact
 from lab.host.environment import host_environment
 from lab.host.facts import Pool, read_hugepage_pools
 from lab.host.perf import counted, derived, events_for, per_kilo_instruction, refused
@@ -138,6 +140,7 @@ class Evidence:
             facts.update(
                 accelerator=state.accelerator, accelerator_reason=state.accel_reason,
                 image_hash=state.image_hash, **lab_facts(self.ctx.host),
+                host_aged=aged_fact(Path(ctx.config.state_dir)),
             )  # fmt: skip
             self.store.record_environment(self.run_id, "host", name, facts)
         for guest in self.guests:

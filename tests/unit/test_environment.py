@@ -217,3 +217,21 @@ def test_what_a_variant_declares_it_changes_in_the_guest_is_not_a_difference(
         assert ("differ beyond their variant in guest thp_enabled" in err) is not declared
         assert ("command lines differ beyond the variant, -append" in err) is not declared
         assert any("thp_enabled" in d for d in shown["twins_differ"]) is not declared
+
+
+def test_a_hosts_facts_say_how_far_its_free_memory_is_from_serving_thp() -> None:
+    """Issue 42: every run records the order-9 unusable free space index and the THP fault
+    counters, computed here from the captured buddyinfo by hand (free pages of order < 9
+    over all free pages, every zone) and the vmstat lines as they are."""
+    facts = host_environment(read, [], None)
+    free = unusable = 0
+    for line in read("/proc/buddyinfo").splitlines():
+        counts = [int(c) for c in line.split()[4:]]
+        free += sum(c << order for order, c in enumerate(counts))
+        unusable += sum(c << order for order, c in enumerate(counts) if order < 9)
+    assert facts["thp_unusable_index"] == f"{unusable / free:.3f}"
+    vmstat = dict(line.split() for line in read("/proc/vmstat").splitlines())
+    assert facts["thp_fault_alloc"] == vmstat["thp_fault_alloc"]
+    assert facts["thp_fault_fallback"] == vmstat["thp_fault_fallback"]
+    missing = host_environment(lambda path: (_ for _ in ()).throw(OSError(path)), [], None)
+    assert missing["thp_unusable_index"] == NOT_AVAILABLE
