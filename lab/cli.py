@@ -50,6 +50,7 @@ COMMAND_MODULES = (
     "lab.commands.report",
     "lab.commands.export",
     "lab.commands.runs",
+    "lab.commands.history",
     "lab.commands.store",
     "lab.commands.demo",
     "lab.commands.completion",

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from lab.core.errors import UsageError
 from lab.core.units import iso_timestamp
 from lab.store import Store
 from lab.store.records import EnvironmentRecord, RunRecord
+
+if TYPE_CHECKING:
+    from lab.stats.changes import ChangePoint
 
 # a version's name -> where the run's facts hold it: (scope, fact)
 VERSIONS: dict[str, tuple[str, str]] = {
@@ -83,6 +86,12 @@ def changed_versions(before: dict[str, str], after: dict[str, str]) -> dict[str,
             for name in VERSIONS if before.get(name) != after.get(name)}  # fmt: skip
 
 
+def first_metric(run: RunRecord) -> str | None:
+    """A run's first metric of performance: not the evidence (backing.*, perf.*)."""
+    names = [m.name for m in run.metrics]
+    return next((n for n in names if not n.startswith(("backing.", "perf."))), None)
+
+
 def history_points(store: Store, request: HistoryRequest) -> tuple[list[Point], RunRecord]:
     """The points of ``request``'s workload and metric, in the order the runs were made."""
     runs = [r for r in store.runs(request.study) if r.workload == request.workload]
@@ -92,7 +101,7 @@ def history_points(store: Store, request: HistoryRequest) -> tuple[list[Point], 
             hint="`lab runs` lists the stored runs and their workloads",
         )
     runs.sort(key=lambda r: (r.created or 0.0, r.id))
-    metric = request.metric or runs[-1].metrics[0].name if runs[-1].metrics else request.metric
+    metric = request.metric or first_metric(runs[-1])
     points = []
     for run in runs:
         versions = run_versions(store.environment(run.id))
@@ -107,3 +116,72 @@ def history_points(store: Store, request: HistoryRequest) -> tuple[list[Point], 
             hint="Name a metric the workload records (--metric) and a variant it ran (--variant)",
         )
     return points, runs[-1]
+
+
+@dataclass(frozen=True)
+class Change:
+    """A change point between two runs of a variant, and what differs across it."""
+
+    point: ChangePoint
+    versions: dict[str, list[str]]  # what differs between the runs either side of it
+
+
+@dataclass(frozen=True)
+class History:
+    """One metric's history for each variant: its points, and its change points."""
+
+    workload: str
+    metric: str
+    unit: str
+    variants: dict[str, list[Point]]
+    changes: dict[str, list[Change]]
+    method: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload, "metric": self.metric, "unit": self.unit,
+            "method": self.method,
+            "variants": {
+                v: {"points": [p.to_json() for p in points],
+                    "changes": [{"run": c.point.version, "index": c.point.index,
+                                 "ratio": c.point.ratio, "ratio_ci": list(c.point.ratio_ci),
+                                 "percent": c.point.percent, "confidence": c.point.confidence,
+                                 "samples_before": c.point.n_before,
+                                 "samples_after": c.point.n_after,
+                                 "selective": c.point.selective, "versions": c.versions}
+                                for c in self.changes.get(v, [])]}
+                for v, points in self.variants.items()
+            },
+        }  # fmt: skip
+
+
+def history(store: Store, request: HistoryRequest) -> History:
+    """``lab history``: the points of each variant in run order, and where each changes."""
+    from lab.stats.changes import METHOD, change_points  # deferred: ruptures
+
+    points, last = history_points(store, request)
+    by_variant: dict[str, list[Point]] = {}
+    for p in points:
+        by_variant.setdefault(p.variant, []).append(p)
+    changes: dict[str, list[Change]] = {}
+    for variant, found in by_variant.items():
+        usable = [p for p in found if p.values.size]
+        if len(usable) < 2:
+            continue
+        cuts = change_points([(p.run, p.values.tolist()) for p in usable], request.confidence)
+        changes[variant] = [
+            Change(c, changed_versions(usable[c.index - 1].versions, usable[c.index].versions))
+            for c in cuts
+        ]
+    name = request.metric or first_metric(last) or ""
+    info = next((m for m in last.metrics if m.name == name), None)
+    return History(
+        workload=request.workload, metric=name, unit=info.unit if info and info.unit else "",
+        variants=by_variant, changes=changes, method=METHOD,
+    )  # fmt: skip
+
+
+def lab_history(request: HistoryRequest) -> History:
+    """``lab history``'s action: :func:`history` of the store ``request.db`` (read only)."""
+    with Store.open(request.db, create=False) as store:
+        return history(store, request)
