@@ -8,6 +8,7 @@ journals (the concurrent schedule) and at the end.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -27,6 +28,7 @@ from lab.host.perf import counted, derived, events_for, per_kilo_instruction, re
 from lab.host.perfevent import open_counter
 from lab.host.qemuproc import qemu_cmdline, qemu_pid, read_qemu_memory
 from lab.host.site import SYSFS
+from lab.host.telemetry import thp_counters, unusable_index
 from lab.inguest import backing as guest_backing
 from lab.run.backing import backing_facts
 from lab.run.counters import Counting, probe, vcpu_threads
@@ -48,16 +50,37 @@ HOST_BACKING = {  # metric -> the smaps fields it sums, in KiB, less TCG's trans
     "backing.qemu_anon_huge_kib": ("AnonHugePages",),
     "backing.qemu_hugetlb_kib": ("Shared_Hugetlb", "Private_Hugetlb"),
 }
+# The host's supply of 2 MiB blocks beside each iteration (issue 42: THP decays as a host
+# ages): the order-9 unusable free space index of /proc/buddyinfo and vmstat's cumulative THP
+# fault counters, read once per host per look with its pools.
+HOST_TELEMETRY = {
+    "backing.host_thp_unusable_index": "ratio",
+    "backing.host_thp_fault_alloc": "count",
+    "backing.host_thp_fault_fallback": "count",
+}
 EVIDENCE_METRICS = (
     *(MetricInfo(name, "KiB" if name.endswith("_kib") else "count", None)
       for name in guest_backing.METRICS),
     *(MetricInfo(name, "KiB", None) for name in HOST_BACKING),
+    *(MetricInfo(name, unit, None) for name, unit in HOST_TELEMETRY.items()),
 )  # fmt: skip
 # A QEMU's smaps took 33 ms to read and sum here (a 1 GiB guest under TCG), beside 0.1 s
 # iterations of `null` under the sync schedule: read at most this often, as the guest's own
 # counters are (lab.inguest.runner.BACKING_EVERY_S).
 HOST_BACKING_EVERY_S = 2.0
 POOL_FREE = "backing.host_free_pages_{size}"  # and "_node{N}", one metric per pool
+
+
+def host_telemetry(read: Callable[[str], str]) -> dict[str, float]:
+    """:data:`HOST_TELEMETRY` now, each left out where it cannot be read."""
+    found: dict[str, float] = {}
+    with contextlib.suppress(OSError, ValueError, ZeroDivisionError, LabError):
+        found["backing.host_thp_unusable_index"] = unusable_index(read("/proc/buddyinfo"))
+    with contextlib.suppress(OSError, ValueError, LabError):
+        counters = thp_counters(read("/proc/vmstat"))
+        found["backing.host_thp_fault_alloc"] = float(counters.fault_alloc)
+        found["backing.host_thp_fault_fallback"] = float(counters.fault_fallback)
+    return found
 
 
 def pool_metrics(pools: Sequence[Pool]) -> dict[str, str]:
@@ -284,6 +307,7 @@ class Evidence:
                     pools[record.host][metric] = float(int(read(path).strip()))
                 except (OSError, ValueError, LabError):  # LabError: a remote host's SSH failed
                     continue
+            pools[record.host].update(host_telemetry(read))
         found = dict(pools[record.host])
         try:
             fields = read_qemu_memory(read, record.name)

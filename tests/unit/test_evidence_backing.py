@@ -32,8 +32,13 @@ def rollup(hugetlb_kib: int) -> str:
                       f"Shared_Hugetlb:  {hugetlb_kib} kB"]) + "\n"  # fmt: skip
 
 
+HOST_CAPTURES = Path(__file__).parents[1] / "fixtures" / "host"
+BUDDYINFO = (HOST_CAPTURES / "host-proc-buddyinfo.txt").read_text()
+VMSTAT = (HOST_CAPTURES / "host-proc-vmstat.txt").read_text()
+
+
 def canned_host(hugetlb_kib: int, free_1g: int) -> RecordingHost:
-    files = {FREE_1G: f"{free_1g}\n"}
+    files = {FREE_1G: f"{free_1g}\n", "/proc/buddyinfo": BUDDYINFO, "/proc/vmstat": VMSTAT}
     for pid, name in ((4001, "lab-thp"), (4002, "lab-shp1g")):
         files[f"/run/libvirt/qemu/{name}.pid"] = str(pid)
         files[f"/proc/{pid}/smaps"] = rollup(hugetlb_kib)
@@ -82,6 +87,22 @@ def test_a_concurrent_run_samples_the_host_side_as_it_goes_and_a_resume_keeps_th
     (run,) = store.runs()
     units = {m.name: (m.unit, m.direction) for m in run.metrics}
     assert units["backing.host_free_pages_1g_node0"] == ("pages", None)
+    # issue 42: the host's THP supply beside the iterations, as the captured files give it
+    # (the index computed by hand: free pages below order 9 over all free pages)
+    free = unusable = 0
+    for line in BUDDYINFO.splitlines():
+        for order, count in enumerate(int(c) for c in line.split()[4:]):
+            free, unusable = (
+                free + (count << order),
+                unusable + (count << order if order < 9 else 0),
+            )
+    index = backing(tmp_path / "lab.db", "backing.host_thp_unusable_index")
+    assert {g: set(v.values()) for g, v in index.items()} == {
+        "lab-thp": {unusable / free}, "lab-shp1g": {unusable / free}}  # fmt: skip
+    fallback = dict(line.split() for line in VMSTAT.splitlines())["thp_fault_fallback"]
+    found = backing(tmp_path / "lab.db", "backing.host_thp_fault_fallback")
+    assert set(found["lab-thp"].values()) == {float(fallback)}
+    assert units["backing.host_thp_unusable_index"] == ("ratio", None)
 
     # The same run resumed on a host whose twins now have no hugetlb memory: iterations 4-6
     # say so, the samples of 1-3 are the ones taken then.
