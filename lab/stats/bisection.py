@@ -43,7 +43,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from lab.core.errors import LabError
+from lab.core.errors import UsageError
 from lab.stats.batchmeans import batch_means
 from lab.stats.sequential import radius, sequence_batch_size
 
@@ -53,7 +53,7 @@ Pairs = Sequence[tuple[float, float]]
 Measure = Callable[[str, int], Pairs]  # (commit, n) -> n new pairs (commit's, GOOD's sample)
 
 
-class BisectError(LabError):
+class BisectError(UsageError):
     """A bisection that cannot go on: GOOD and BAD do not differ, or a measurement is unusable."""
 
 
