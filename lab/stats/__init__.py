@@ -9,5 +9,7 @@ early with an anytime-valid confidence sequence), ``paired`` (synchronised runs 
 iteration), ``warmup`` (declared and detected warm-up) and ``placement`` (the variant and
 the CPU placement effects of a counterbalanced swap, separately); a sweep adds ``sweep`` (a
 verdict per value, corrected together with ``multiplicity``'s Holm or Benjamini–Hochberg,
-and where B starts to be better).
+and where B starts to be better). Across versions, ``changes`` finds where a metric's history
+changes level (with a ratio interval per change) and ``bisection`` names the first commit of
+a regression with a bounded chance of naming a wrong one.
 """
