@@ -40,6 +40,7 @@ NEEDS = {
     "integrate.trapezoid": "1.6",
     "integrate.fixed_quad": "1.0",
     "optimize.brentq": "1.0",
+    "optimize.minimize_scalar": "1.0",  # method="bounded" (lab.stats.bootmodels)
 }
 
 
