@@ -76,3 +76,15 @@ def test_two_runs_that_differ_are_listed_refused_together_and_picked_one_by_one(
     assert "QEMU was told more than the variant, -object pc.ram prealloc" in said
     live = pair.lab("diff", "--live", "thp", "shp1g")  # exit 0: nothing unexplained
     assert "memory-backend-file" in live.stdout and "consequence" in live.stdout
+
+    # issue 42: the host's supply of 2 MiB blocks is recorded with every run, aged or not,
+    # and sampled beside the iterations; issue 43: `lab history` reads both runs with the
+    # versions this host recorded (no guest more: a second or two)
+    assert 0.0 <= float(host["thp_unusable_index"]) <= 1.0 and host["host_aged"] == "no"
+    assert int(host["thp_fault_alloc"]) >= 0
+    history = json.loads(pair.lab("history", "sysbench-memory", "--db", db, "--metric",
+                                  "throughput_mib_s", "--format", "json").stdout)  # fmt: skip
+    points = history["variants"]["thp"]["points"]
+    assert sorted(p["run"] for p in points) == sorted(keys)
+    assert points[0]["versions"]["qemu"] == host["qemu_version"]
+    assert points[0]["versions"]["guest-kernel"] == thp["kernel"]
