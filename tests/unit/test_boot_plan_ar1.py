@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 from scipy import signal, stats
 
-from lab.cli import main
 from lab.stats.bootplan import Cost, optimal_per_boot, plan_boots
 from lab.stats.boots import components
 from lab.stats.planning import plan_samples
@@ -189,18 +188,28 @@ def ar1_pilot(path: Path, direction: str, r: float) -> None:
 def test_lab_plan_reads_r_within_the_pilots_boots_and_its_direction(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """lab plan's boots action on the pilot, and the command's JSON and table of it (the
+    whole command also plans the iterations, seconds of simulation for this pilot)."""
+    from lab.app.analyse import Selection
+    from lab.app.plan import BootPlanRequest, plan_boots_from_store
+    from lab.commands.plan import _print_boot_plans, plans_json
+    from lab.core.config import Config
+    from lab.core.context import Context
+    from lab.stats.verdict import Threshold
+
     db = tmp_path / "lab.db"
     ar1_pilot(db, "higher", 0.6)
-    assert main(["plan", "--from-store", "--db", str(db), "--effect", "3%", "--json",
-                 "--reboot-cost", "60", "--iteration-cost", "2"]) == 0  # fmt: skip
-    (found,) = json.loads(capsys.readouterr().out)["boot_plans"]
-    plan = found["plan"]
+    ctx = Context(config=Config())
+    request = BootPlanRequest(Selection(db=str(db)), Threshold(0.01), "3%", reboot_cost=60.0,
+                              iteration_cost=2.0)  # fmt: skip
+    found = plan_boots_from_store(ctx, request)
+    (plan,) = json.loads(plans_json([], "", found))["boot_plans"]
+    plan = plan["plan"]
     assert plan["direction"] == "higher"
     assert plan["autocorrelation"] == pytest.approx(0.6, abs=0.12)
     assert plan["boot_mean_sd"] == pytest.approx(math.sqrt(
         plan["between_variance"] + plan["within_variance"] / plan["per_boot"]
         * float(inflation(plan["per_boot"], plan["autocorrelation"]))
     ))  # fmt: skip
-    assert main(["plan", "--from-store", "--db", str(db), "--effect", "3%",
-                 "--reboot-cost", "60", "--iteration-cost", "2"]) == 0  # fmt: skip
+    _print_boot_plans(ctx, found)
     assert "lag-1 r within boots" in capsys.readouterr().out
