@@ -89,7 +89,8 @@ def needed_text(boots: BootAnalysis, p: BootPair, threshold: Threshold) -> str:
         return (
             f"{p.b} vs {p.a} is inconclusive on boot means, and no number of boots (up to"
             f" {MAX_MORE:,} more per variant) would settle it at {level} against ±{threshold}"
-            " while the observed change stays where it is, at the threshold"
+            " while the boot means' mean and sd stay as observed: the change lies at the"
+            " threshold, or the threshold cannot judge it (a percentage of a mean of 0)"
         )
     more = p.boots_needed
     return (

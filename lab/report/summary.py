@@ -189,7 +189,7 @@ def boots_needed_notes(comparisons: Sequence[MetricComparison]) -> list[str]:
             " observed mean and sd in each arm"
         )
     if unsettled:
-        said += f"; {unsettled} would not settle while the observed change stays at the threshold"
+        said += f"; {unsettled} would not settle with the boot means as observed"
     return [said + ". Each: lab compare --format json, boots_needed"]
 
 

@@ -159,3 +159,21 @@ def test_many_inconclusive_metrics_share_one_line(
     assert "6 verdicts read on boot means are inconclusive" in out
     assert f"about {min(needed):,} to {max(needed):,} more boots per variant" in out
     assert out.count("more boots per variant") == 1
+
+
+def test_a_change_at_the_threshold_itself_never_settles_and_says_so() -> None:
+    """Boot means whose change is exactly the threshold: no number of boots decides it."""
+    from lab.report.boots import needed_text
+    from lab.stats.boots import BootAnalysis, boot_verdict, components
+    from lab.stats.bootsneeded import boots_needed
+    from lab.stats.verdict import Threshold
+
+    a = np.array([99.0, 101.0, 100.5, 99.5])
+    b = a + 1.0  # +1 on a mean of 100: at a threshold of 1 in the metric's unit
+    assert boots_needed(a, b, "lower", Threshold(1.0, relative=False), 0.95) is None
+    assert boots_needed(a, b, "lower", Threshold(0.5, relative=False), 0.95) is not None
+    labels = np.arange(4)
+    pair = boot_verdict(("A", components(a, labels)), ("B", components(b, labels)), "lower",
+                        Threshold(1.0, relative=False), 0.95)  # fmt: skip
+    analysis = BootAnalysis((("A", components(a, labels)), ("B", components(b, labels))), (pair,))
+    assert "no number of boots" in needed_text(analysis, pair, Threshold(1.0, relative=False))
