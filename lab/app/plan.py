@@ -167,13 +167,15 @@ class MetricBootPlan:
 
 def plan_boots_from_store(ctx: Context, request: BootPlanRequest) -> list[MetricBootPlan]:
     """Each workload and metric of the pilot whose arms have two boots or more: the variance
-    between and within boots (its warm-up left out, as ``lab compare`` leaves it out), and
-    the boots × iterations per boot of least cost for the verdict (``lab.stats.bootplan``)."""
+    between and within boots and the lag-1 r within them (its warm-up left out, as ``lab
+    compare`` leaves it out; ``lab.stats.withinboot``), and the boots × iterations per boot
+    of least cost for the verdict in the metric's direction (``lab.stats.bootplan``)."""
     from lab.app.analyse import select_samples
     from lab.stats.bootplan import DEFAULT_REBOOT_SECONDS, Cost, plan_boots
     from lab.stats.boots import components
     from lab.stats.planning import Goal
     from lab.stats.series import series_key, unique_labels
+    from lab.stats.withinboot import boot_pilot
 
     selection = request.selection
     path = store_path(ctx, selection)
@@ -203,9 +205,8 @@ def plan_boots_from_store(ctx: Context, request: BootPlanRequest) -> list[Metric
             found.append(replace(base, why="an arm has one boot: the pilot needs several"
                                  " (lab run --reboot-every K)"))  # fmt: skip
             continue
-        between = float(np.mean([c.between for _, c in parts]))
-        spare = np.array([c.samples - c.boots for _, c in parts])
-        within = float(np.sum(spare * np.array([c.within for _, c in parts])) / spare.sum())
+        # r within boots, and the components read under it (lab.stats.withinboot)
+        found_pilot = boot_pilot([(s.values, samples.boots[series_key(s)]) for s in arms])
         if request.iteration_cost is not None:
             iteration = Cost(request.iteration_cost, "--iteration-cost")
         elif iterations[workload].size:
@@ -230,9 +231,11 @@ def plan_boots_from_store(ctx: Context, request: BootPlanRequest) -> list[Metric
         mean = float(arms[0].values.mean())
         try:
             plan = plan_boots(
-                between, within, _effect_delta(request.effect, mean, ""), reboot, iteration,
-                request.confidence, request.power, threshold=request.threshold, mean=mean,
+                found_pilot.between, found_pilot.within, _effect_delta(request.effect, mean, ""),
+                reboot, iteration, request.confidence, request.power,
+                threshold=request.threshold, mean=mean,
                 goal=Goal(request.goal) if request.goal else None,
+                autocorrelation=found_pilot.r, direction=arms[0].direction,
             )  # fmt: skip
         except UsageError as err:
             found.append(replace(base, why=err.message))

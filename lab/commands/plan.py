@@ -226,6 +226,7 @@ def _print_boot_plans(ctx: Context, found: list[MetricBootPlan]) -> None:
         ("between-boot sd", lambda m, b: f"{math.sqrt(b.between):.4g}"),
         ("within-boot sd", lambda m, b: f"{math.sqrt(b.within):.4g}"),
         ("intraclass correlation", lambda m, b: f"{b.icc:.3f}"),
+        ("lag-1 r within boots", lambda m, b: f"{b.autocorrelation:.3f}"),
         ("reboot cost", lambda m, b: f"{b.reboot.seconds:.4g} s"),
         ("iteration cost", lambda m, b: f"{b.iteration.seconds:.4g} s"),
         ("n* (Kalibera and Jones)", lambda m, b: "∞" if math.isinf(b.optimal)
@@ -308,6 +309,8 @@ def _boot_plan_data(p: MetricBootPlan) -> dict[str, Any]:
         b = p.plan
         entry["plan"] = {
             "between_variance": b.between, "within_variance": b.within, "icc": b.icc,
+            "autocorrelation": b.autocorrelation, "boot_mean_sd": b.boot_sd,
+            "direction": b.direction,
             "reboot_cost_s": b.reboot.seconds, "reboot_cost_from": b.reboot.source,
             "iteration_cost_s": b.iteration.seconds, "iteration_cost_from": b.iteration.source,
             "optimal_per_boot": None if math.isinf(b.optimal) else b.optimal,

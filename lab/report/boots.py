@@ -7,6 +7,8 @@ import math
 from typing import Any
 
 from lab.stats.boots import BootAnalysis, BootComponents, BootPair
+from lab.stats.bootsneeded import MAX_MORE
+from lab.stats.verdict import Outcome, Threshold
 
 Cell = float | int | str | None
 
@@ -70,18 +72,53 @@ def _arm_data(label: str, c: BootComponents) -> dict[str, Cell]:
     return {"arm": label, **{key: _clean(get(c)) for key, _, _, get in ARM_ROWS}}
 
 
-def _pair_data(p: BootPair) -> dict[str, Cell]:
+def per_boot(boots: BootAnalysis, p: BootPair) -> float:
+    """The iterations per boot of the pair's two arms, on average: what more boots would run."""
+    arms = dict(boots.arms)
+    a, b = arms[p.a], arms[p.b]
+    return (a.samples + b.samples) / (a.boots + b.boots)
+
+
+def needed_text(boots: BootAnalysis, p: BootPair, threshold: Threshold) -> str:
+    """For an inconclusive verdict on boot means: about how many more boots per variant
+    would settle it (``lab.stats.bootsneeded``), and that this is an estimate; else ""."""
+    if p.verdict.outcome != Outcome.INCONCLUSIVE:
+        return ""
+    level = f"{p.difference.confidence * 100:g} %"
+    if p.boots_needed is None:
+        return (
+            f"{p.b} vs {p.a} is inconclusive on boot means, and no number of boots (up to"
+            f" {MAX_MORE:,} more per variant) would settle it at {level} against ±{threshold}"
+            " while the boot means' mean and sd stay as observed: the change lies at the"
+            " threshold, or the threshold cannot judge it (a percentage of a mean of 0)"
+        )
+    more = p.boots_needed
+    return (
+        f"{p.b} vs {p.a}: about {more:,} more boot{'s' if more != 1 else ''} per variant (at"
+        f" {per_boot(boots, p):.3g} iterations per boot) would narrow the interval enough to"
+        f" decide at {level} against ±{threshold}; an estimate, holding the boot means'"
+        " observed mean and sd in each arm"
+    )
+
+
+def _pair_data(boots: BootAnalysis, p: BootPair, threshold: Threshold | None) -> dict[str, Cell]:
     entry: dict[str, Cell] = {"a": p.a, "b": p.b, "confidence": p.difference.confidence}
     entry.update((key, _clean(get(p))) for key, _, _, get in PAIR_ROWS)
     entry["verdict_text"] = p.verdict.text
+    entry["boots_needed"] = p.boots_needed  # null unless inconclusive and settled by some
+    entry["boots_needed_per_boot"] = per_boot(boots, p)
+    entry["boots_needed_note"] = (
+        needed_text(boots, p, threshold) or None if threshold is not None else None
+    )
     return entry
 
 
-def boots_data(boots: BootAnalysis) -> dict[str, Any]:
-    """The boots of a comparison for JSON: the unit, the note, each arm and each pair."""
+def boots_data(boots: BootAnalysis, threshold: Threshold | None = None) -> dict[str, Any]:
+    """The boots of a comparison for JSON: the unit, the note, each arm and each pair (with
+    ``threshold``, the verdict's, an inconclusive pair's note on the boots it needs)."""
     return {
         "unit": boots.unit,
         "note": boots.note,
         "arms": [_arm_data(label, c) for label, c in boots.arms],
-        "pairs": [_pair_data(p) for p in boots.pairs],
+        "pairs": [_pair_data(boots, p, threshold) for p in boots.pairs],
     }

@@ -21,7 +21,15 @@ from rich.table import Table
 from lab.core.text import cell, shown
 from lab.report.boots import boots_data
 from lab.report.hosts import host_note, host_table
-from lab.report.summary import HEADER, STYLES, boot_notes, family_note, summary_rows, tied_notes
+from lab.report.summary import (
+    HEADER,
+    STYLES,
+    boot_notes,
+    boots_needed_notes,
+    family_note,
+    summary_rows,
+    tied_notes,
+)
 from lab.report.sweeps import as_json_data as sweep_json
 from lab.report.sweeps import csv_rows as sweep_csv_rows
 from lab.report.tables import (
@@ -128,7 +136,8 @@ def print_summary(console: Console, comparisons: Sequence[MetricComparison]) -> 
     for c in comparisons:
         if c.stopped is not None:
             console.print(cell(f"* {c.workload} · {c.metric}: {c.stopped.note}"))
-    for line in [*boot_notes(comparisons), *tied_notes(comparisons)]:
+    for line in [*boot_notes(comparisons), *boots_needed_notes(comparisons),
+                 *tied_notes(comparisons)]:  # fmt: skip
         console.print(cell(f"* {line}"))
     note = family_note(comparisons)
     if note:
@@ -250,7 +259,7 @@ def comparison_json(
         if c.hosts is not None:
             entry["hosts"] = as_dict(c.hosts)
         if c.boots is not None:
-            entry["boots"] = boots_data(c.boots)
+            entry["boots"] = boots_data(c.boots, c.threshold)
     data += [sweep_json(sweep) for sweep in sweeps]  # objects with a "sweep" key
     data += factorials  # objects with an "effects" key (lab.app.effects)
     # cleaned again: the objects added here (hosts' Cochran's Q p of one host) may hold NaN
@@ -319,7 +328,7 @@ def _boots_csv(comparisons: Sequence[MetricComparison]) -> str:
         if c.boots is None:
             continue
         head = (c.study, c.workload, c.metric, c.unit, c.direction, c.subset)
-        data = boots_data(c.boots)
+        data = boots_data(c.boots, c.threshold)
         writer.writerow((*head, "boots", "", "unit", data["unit"]))
         for arm in data["arms"]:
             for key, value in arm.items():

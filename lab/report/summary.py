@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lab.core.units import format_measure, format_percent, format_ratio
+from lab.report.boots import needed_text
 from lab.stats.analysis import ALL, Arm, MetricComparison, Pair
 from lab.stats.verdict import Outcome
 
@@ -154,6 +155,42 @@ def boot_notes(comparisons: Sequence[MetricComparison]) -> list[str]:
         f"{'every row' if len(names) == len(shown) else ', '.join(names)}: {note}"
         for note, names in said.items()
     ]
+
+
+NEEDED_LINES = 3  # beyond this many inconclusive boot-level verdicts, one line for them all
+
+
+def boots_needed_notes(comparisons: Sequence[MetricComparison]) -> list[str]:
+    """For each verdict read on boot means that is inconclusive, one line: about how many
+    more boots per variant would settle it (``lab.report.boots.needed_text``); with more than
+    :data:`NEEDED_LINES` of them, one line with their range (a line per metric of the demo
+    study's 24 would push the answer off the screen; JSON has each)."""
+    lines, counts, unsettled = [], [], 0
+    for c in comparisons:
+        if c.subset != ALL or c.boots is None:
+            continue
+        for p in c.boots.pairs:
+            text = needed_text(c.boots, p, c.threshold)
+            if text:
+                lines.append(f"{c.workload} · {c.metric}: {text}")
+                if p.boots_needed is None:
+                    unsettled += 1
+                else:
+                    counts.append(p.boots_needed)
+    if len(lines) <= NEEDED_LINES:
+        return lines
+    said = f"{len(lines)} verdicts read on boot means are inconclusive"
+    if counts:
+        span = f"{min(counts):,}" if min(counts) == max(counts) else (
+            f"{min(counts):,} to {max(counts):,}")  # fmt: skip
+        said += (
+            f": about {span} more boots per variant (at the iterations per boot measured) would"
+            " narrow their intervals enough to decide; estimates, holding the boot means'"
+            " observed mean and sd in each arm"
+        )
+    if unsettled:
+        said += f"; {unsettled} would not settle with the boot means as observed"
+    return [said + ". Each: lab compare --format json, boots_needed"]
 
 
 def tied_notes(comparisons: Sequence[MetricComparison]) -> list[str]:

@@ -34,10 +34,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lab.stats.bootsneeded import boots_needed
 from lab.stats.descriptive import check_confidence
 from lab.stats.difference import ratio_of_means_ci, welch_batched
 from lab.stats.series import Direction
-from lab.stats.verdict import Threshold, Verdict, decide
+from lab.stats.verdict import Outcome, Threshold, Verdict, decide
 
 UNIT_BOOT = "boot"
 UNIT_ITERATION = "iteration"
@@ -156,6 +157,9 @@ class BootPair:
     b: str
     difference: BootDifference
     verdict: Verdict
+    # an inconclusive verdict: the boots per variant to add for it to settle, holding the
+    # boot means' mean and sd as observed (``lab.stats.bootsneeded``); None: decisive, or none
+    boots_needed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -210,5 +214,9 @@ def boot_verdict(
                      found.diff_ci, found.mean_a)  # fmt: skip
     unit = f" [unit: boot, {found.boots_a} and {found.boots_b} boot means]"
     text = verdict.text + suffix + unit
+    needed = None
+    if verdict.outcome == Outcome.INCONCLUSIVE:
+        needed = boots_needed(comp_a.means, comp_b.means, direction, threshold, found.confidence)
     return BootPair(label_a, label_b, found, Verdict(verdict.outcome, verdict.benefit_ci,
-                                                     verdict.threshold, text))  # fmt: skip
+                                                     verdict.threshold, text),
+                    needed)  # fmt: skip
