@@ -75,6 +75,9 @@ class FakeProcesses(Processes):
     def running(self, pid: int) -> bool:
         return pid in self.alive
 
+    def gone(self, pid: int) -> bool:
+        return pid not in self.alive
+
     def stop(self, pid: int, force: bool = False) -> None:
         self.signals.append((pid, force))
         self.alive.discard(pid)
@@ -311,10 +314,11 @@ def test_the_real_process_table_knows_a_fragmenter_by_its_command_line(tmp_path:
         assert not processes.running(2**22 + 1)  # above pid_max: no such process
         processes.stop(pid)
         for _ in range(50):  # a zombie has no command line
-            if not processes.running(pid):
+            if processes.gone(pid):
                 break
             time.sleep(0.1)
-        assert not processes.running(pid)
+        assert processes.gone(pid) and not processes.running(pid)
+        assert not processes.gone(other) and processes.gone(2**22 + 1)
         processes.stop(pid)  # gone already: no error
     finally:
         processes.stop(other, force=True)
