@@ -96,6 +96,15 @@ class Processes:
             return False
         return MODULE in cmdline.split("\0")
 
+    def gone(self, pid: int) -> bool:
+        """True once ``pid`` has exited for good: its memory is back only then (its command
+        line is unreadable already while the kernel tears its memory down)."""
+        try:
+            stat = self.host.read_text(self.proc / str(pid) / "stat")
+        except OSError:
+            return True
+        return stat.rpartition(")")[2].split()[:1] in (["Z"], ["X"])
+
     def stop(self, pid: int, force: bool = False) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL if force else signal.SIGTERM)
@@ -240,7 +249,7 @@ class Ager:
             return False
         self.processes.stop(pid)
         deadline = self.clock.monotonic() + STOP_TIMEOUT
-        while self.processes.running(pid):
+        while not self.processes.gone(pid):
             if self.clock.monotonic() >= deadline:
                 self.processes.stop(pid, force=True)
                 break

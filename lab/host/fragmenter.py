@@ -43,6 +43,7 @@ from lab.host.telemetry import (
 
 CHUNK_BYTES = 64 << 20
 MAX_ROUNDS = 4
+FIRST_SCALE = 1.1  # a round faults this much more than the estimate: the rest is given back
 REACHED = 0.01  # a settled index this close below the level counts as reached
 OVERSHOOT = 0.03  # a settled index further above the level gives chunks back
 SETTLE_SECONDS = 300.0
@@ -175,28 +176,54 @@ class Fragmenter:
         tmp.write_text(json.dumps(asdict(p)) + "\n")
         tmp.replace(status)
 
+    def effective_index(self) -> float:
+        """The index with the pages on the per-CPU lists counted as the holes they become."""
+        space, pcp = self.space(), self.pcp_bytes()
+        return (space.unusable_bytes + pcp) / max(1, space.free_bytes + pcp)
+
     def run(self) -> float:
-        """Rounds until the settled index reaches the level; the index reached."""
+        """Attempts until the index reaches the level; the settled index reached.
+
+        Each attempt is one round from the host's own state: a round that falls short is
+        given back whole before a larger one is tried, since a second round on top of it
+        would first fill its holes (the allocator serves the smallest blocks first)."""
         level = self.args.level
-        index = self.space().unusable_index
+        index = self.effective_index()
+        scale = FIRST_SCALE
         while index < level - REACHED:
             if self.progress.rounds >= MAX_ROUNDS:
                 raise RuntimeError(
                     f"index {index:.3f} still below {level} after {MAX_ROUNDS} rounds"
                 )
             self.progress.rounds += 1
-            self.one_round(level)
-            # Pages still on the per-CPU lists after the wait are punched holes: counted so.
-            space, pcp = self.settled(), self.pcp_bytes()
-            index = (space.unusable_bytes + pcp) / max(1, space.free_bytes + pcp)
-            self.report(index=space.unusable_index)
-        index = self.space().unusable_index
+            capped = self.one_round(level, scale)
+            index = self.effective_index()
+            self.report(index=index)
+            if index >= level - REACHED:
+                break
+            if capped:
+                raise RuntimeError(
+                    f"no room left to fault more memory in (budget or MemAvailable floor) at"
+                    f" index {index:.3f}"
+                )
+            self.give_back_all()
+            # What was faulted in reached index e: the free total was T = A/2 (1 + 1/e);
+            # the level needs 2 L T / (1 + L), which is A L (1 + e) / (e (1 + L)).
+            e = max(index, 0.05)
+            scale *= FIRST_SCALE * level * (1 + e) / (e * (1 + level))
+            index = self.effective_index()
+        index = self.settled().unusable_index
+        self.report(index=index)
         for _ in range(MAX_ROUNDS):
             if index <= level + OVERSHOOT or not self.held:
                 break
             index = self.give_back(index, level)
             self.report(index=index)
         return index
+
+    def give_back_all(self) -> None:
+        while self.held:
+            self.memory.release(self.held.pop(), CHUNK_BYTES)
 
     def give_back(self, index: float, level: float) -> float:
         """Free whole punched chunks, newest first, to bring an index that overshot back
@@ -209,19 +236,23 @@ class Fragmenter:
             self.memory.release(self.held.pop(), CHUNK_BYTES)
         return self.settled().unusable_index
 
-    def one_round(self, level: float) -> None:
+    def one_round(self, level: float, scale: float) -> bool:
+        """Fault ``scale`` times the estimate in, then punch chunks until the level is
+        reached; whether the budget or the MemAvailable floor cut the faulting short."""
         held_bytes = len(self.held) * CHUNK_BYTES // 2
         space = self.space()
         # MemFree: on a host whose memory is initialised on demand it is more than the
         # buddy lists hold, and the faults bring the rest in.
         free = max(space.free_bytes + self.pcp_bytes(), mem_free(self.meminfo()))
-        want = round_bytes(free, level) + 2 * CHUNK_BYTES
+        want = int(round_bytes(free, level) * scale) + 2 * CHUNK_BYTES
         room = self.args.budget - held_bytes
         count = min(want, room) // CHUNK_BYTES
+        capped = want > room
         fresh: list[int] = []
         try:
             for _ in range(count):
                 if mem_available(self.meminfo()) - CHUNK_BYTES < self.args.floor:
+                    capped = True
                     break  # the margin and the guests' memory stay free
                 fresh.append(self.memory.fault(CHUNK_BYTES))
                 peak = held_bytes + len(fresh) * CHUNK_BYTES
@@ -244,6 +275,7 @@ class Fragmenter:
         finally:
             for addr in fresh:
                 self.memory.release(addr, CHUNK_BYTES)
+        return capped
 
 
 def main(argv: list[str] | None = None) -> int:

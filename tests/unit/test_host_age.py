@@ -75,6 +75,9 @@ class FakeProcesses(Processes):
     def running(self, pid: int) -> bool:
         return pid in self.alive
 
+    def gone(self, pid: int) -> bool:
+        return pid not in self.alive
+
     def stop(self, pid: int, force: bool = False) -> None:
         self.signals.append((pid, force))
         self.alive.discard(pid)
@@ -311,10 +314,11 @@ def test_the_real_process_table_knows_a_fragmenter_by_its_command_line(tmp_path:
         assert not processes.running(2**22 + 1)  # above pid_max: no such process
         processes.stop(pid)
         for _ in range(50):  # a zombie has no command line
-            if not processes.running(pid):
+            if processes.gone(pid):
                 break
             time.sleep(0.1)
-        assert not processes.running(pid)
+        assert processes.gone(pid) and not processes.running(pid)
+        assert not processes.gone(other) and processes.gone(2**22 + 1)
         processes.stop(pid)  # gone already: no error
     finally:
         processes.stop(other, force=True)
@@ -339,3 +343,30 @@ def test_release_warns_that_the_host_is_still_aged(
         assert "lab host age --undo" in err
     finally:
         processes.stop(pid, force=True)
+
+
+class GrowingToyBuddy(ToyBuddy):
+    """A host that initialises memory on demand: a fault that would take the last 1 GiB of
+    2 MiB blocks brings in 1 GiB more, which neither buddyinfo nor MemFree showed."""
+
+    def __init__(self, proc: Path, big: int, small: int, hidden: int) -> None:
+        self.hidden = hidden
+        super().__init__(proc, big, small)
+
+    def fault(self, size: int) -> int:
+        while self.hidden and self.big - size < GIB:
+            self.big, self.hidden = self.big + GIB, self.hidden - GIB
+        return super().fault(size)
+
+
+def test_a_round_that_falls_short_is_given_back_and_a_larger_one_tried(tmp_path: Path) -> None:
+    toy = GrowingToyBuddy(tmp_path, big=3 * GIB, small=GIB // 8, hidden=4 * GIB)
+    args = argparse.Namespace(
+        level=0.8, budget=8 * GIB, floor=GIB // 4, status=str(tmp_path / "s"), proc=str(tmp_path)
+    )
+    fragmenter = Fragmenter(args, toy)
+    index = fragmenter.run()
+    assert fragmenter.progress.rounds >= 2  # the first, sized on what was visible, fell short
+    assert 0.79 <= index <= 0.83
+    assert index == pytest.approx(toy.small / (toy.small + toy.big))
+    assert fragmenter.progress.peak_bytes <= args.budget
