@@ -51,6 +51,7 @@ COMMAND_MODULES = (
     "lab.commands.export",
     "lab.commands.runs",
     "lab.commands.history",
+    "lab.commands.bisect",
     "lab.commands.store",
     "lab.commands.demo",
     "lab.commands.completion",

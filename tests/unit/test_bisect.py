@@ -1,0 +1,92 @@
+"""``lab bisect``'s parts that need no guest (issue 43): the revision workload (each guest's
+checkout, built and timed in it), the commits between GOOD and BAD of a real repository, and
+the steps kept beside the store so that a bisection resumes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lab.app.bisect import BisectRequest, commits_between, steps_path, stored_steps
+from lab.core.config import Config
+from lab.core.context import Context
+from lab.core.errors import UsageError
+from lab.core.hostexec import RecordingHost
+from lab.run.workload import GuestInfo
+from lab.run.workloads.revision import WORKLOAD, parse_revs, tree_of
+from lab.stats.bisection import Step
+
+GUEST = GuestInfo("lab-thp", 1, 2**20, "198.18.0.1", 5201, "198.18.0.1:/lab", "/home/lab/run")
+PARAMS = {"repo": "/src/prog", "revs": "lab-thp=aaa,lab-shp1g=bbb", "argv": "./prog --fast",
+          "build": "make -j2"}  # fmt: skip
+
+
+def test_each_guest_gets_its_own_checkout_built_and_timed_in_it(tmp_path: Path) -> None:
+    host = RecordingHost()
+    WORKLOAD.host_prepare(PARAMS, host, tmp_path)
+    for guest, rev in (("lab-thp", "aaa"), ("lab-shp1g", "bbb")):
+        tree = str(tmp_path / "trees" / guest)
+        (archive,) = [c for c in host.commands if c[:4] == ("git", "-C", "/src/prog", "archive")
+                      and c[-1] == rev]  # fmt: skip
+        tar = archive[-2]  # git archive -o TAR REV, then tar -xf TAR -C TREE
+        assert ("tar", "-xf", tar, "-C", tree) in host.commands
+        at = host.commands.index
+        assert at(("rm", "-rf", tree)) < at(archive) < at(("chmod", "-R", "a+rwX", tree))
+    spec = WORKLOAD.spec(PARAMS, GUEST)
+    assert spec.cwd == tree_of("lab-thp") == "/mnt/lab-nfs/trees/lab-thp"
+    assert spec.argv == ["./prog", "--fast"]
+    assert spec.setup_argv is not None and spec.setup_argv[2].endswith(
+        "cd /mnt/lab-nfs/trees/lab-thp\nmake -j2"
+    )
+    assert "mount -t nfs4" in spec.setup_argv[2]
+
+
+@pytest.mark.parametrize("revs", ["", "lab-thp", "lab-thp=a,lab-thp=b", "=a"])
+def test_revisions_that_name_no_guest_or_one_twice_are_refused(revs: str) -> None:
+    with pytest.raises(UsageError, match="revs"):
+        parse_revs(revs)
+    with pytest.raises(UsageError):
+        WORKLOAD.resolve({**PARAMS, "revs": revs})
+
+
+def repo(path: Path, count: int) -> list[str]:
+    """A repository of ``count`` commits; their ids, oldest first."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(path), "-c", "user.name=t", "-c",
+                               "user.email=t@t", *args], check=True, capture_output=True,
+                              text=True)  # fmt: skip
+        return done.stdout.strip()
+
+    path.mkdir()
+    git("init", "-q")
+    for k in range(count):
+        (path / "f").write_text(str(k))
+        git("add", "f")
+        git("commit", "-qm", f"c{k}")
+    return git("rev-list", "--reverse", "HEAD").split()
+
+
+def test_the_commits_run_from_good_to_bad_oldest_first(tmp_path: Path) -> None:
+    shas = repo(tmp_path / "r", 6)
+    ctx = Context(config=Config(state_dir=str(tmp_path)))
+    assert commits_between(ctx, tmp_path / "r", shas[1], shas[4]) == tuple(shas[1:5])
+    with pytest.raises(UsageError, match="does not descend"):
+        commits_between(ctx, tmp_path / "r", shas[4], shas[1])
+    with pytest.raises(UsageError, match="no commit 'nope'"):
+        commits_between(ctx, tmp_path / "r", "nope", shas[1])
+
+
+def test_the_latest_record_of_each_step_is_resumed_from(tmp_path: Path) -> None:
+    request = BisectRequest(tmp_path, "g", "b", "./prog", tmp_path / "lab.db")
+    path = steps_path(request, ("g1", "b1"))
+    assert path == steps_path(request, ("g1", "b1")) != steps_path(request, ("g1", "b2"))
+    assert stored_steps(path) == []
+    early = Step(0, "b1", "gap", 0.01, ((1.2, 1.0),) * 10)
+    late = Step(0, "b1", "gap", 0.01, ((1.2, 1.0),) * 20, "bad", True, 0.18, (0.1, 0.2))
+    probe = Step(1, "m1", "probe", 0.01, ((1.0, 1.0),) * 10)
+    path.write_text("".join(json.dumps(s.to_dict()) + "\n" for s in (early, late, probe)))
+    assert stored_steps(path) == [late, probe]
