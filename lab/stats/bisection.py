@@ -4,7 +4,7 @@
 GOOD as a twin study (in sync, swapped between twins), so each measurement is a pair
 (candidate's sample, GOOD's sample) and the step reads the log ratios dᵢ = log(cᵢ/gᵢ). This
 module is the pure logic: the verdict of one step and the driver over the commits; the
-measuring, storing and printing are the lead's (``measure`` and ``on_step`` are handed in).
+measuring and storing are :mod:`lab.app.bisect`'s (``measure`` and ``on_step`` are handed in).
 
 **The gap.** The first step measures BAD against GOOD until Lai's confidence sequence on the
 mean log ratio (``lab.stats.sequential``) lies wholly on one side of half its own estimate:
