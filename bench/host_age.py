@@ -189,6 +189,9 @@ def main() -> int:
         try:
             for level in (float(x) for x in args.levels.split(",")):
                 results.append(one_level(env, state_dir, level, args.keep_free, args.compact_first))
+        except KeyboardInterrupt:
+            print("interrupted: nothing more is measured", file=sys.stderr)
+            return 130
         finally:
             if (state_dir / "host-aging.json").exists():
                 print("undoing what is still held:", lab(env, "--undo").stderr.strip())
