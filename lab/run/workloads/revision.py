@@ -87,8 +87,11 @@ class Revision(Workload):
         repo = str(p["repo"])
         for guest, rev in parse_revs(str(p["revs"])).items():
             tree = export_dir / TREES / guest
-            host.run(["rm", "-rf", str(tree)])
+            # emptied, not removed: a guest's NFS client holds the directory's handle from
+            # the measurement before, and a new directory in its place is a stale handle there
+            # (the setup's cd failed, and the runner gave up on its first try)
             host.run(["mkdir", "-p", str(tree)])
+            host.run(["find", str(tree), "-mindepth", "1", "-delete"])
             with tempfile.NamedTemporaryFile(suffix=".tar") as archive:
                 host.run(["git", "-C", repo, "archive", "--format=tar", "-o", archive.name, rev],
                          hint=f"Is {repo} a git repository holding {rev}?")  # fmt: skip
