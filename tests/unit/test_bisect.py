@@ -28,20 +28,22 @@ def test_each_guest_gets_its_own_checkout_built_and_timed_in_it(tmp_path: Path) 
     host = RecordingHost()
     WORKLOAD.host_prepare(PARAMS, host, tmp_path)
     for guest, rev in (("lab-thp", "aaa"), ("lab-shp1g", "bbb")):
-        tree = str(tmp_path / "trees" / guest)
+        own = str(tmp_path / "trees" / guest)
+        tree = f"{own}/{rev}-0"  # a new folder each revision and round: no NFS cache knows it
         (archive,) = [c for c in host.commands if c[:4] == ("git", "-C", "/src/prog", "archive")
                       and c[-1] == rev]  # fmt: skip
         tar = archive[-2]  # git archive -o TAR REV, then tar -xf TAR -C TREE
         assert ("tar", "-xf", tar, "-C", tree) in host.commands
         at = host.commands.index
-        emptied = ("find", tree, "-mindepth", "1", "-delete")  # the directory itself kept
-        assert at(emptied) < at(archive) < at(("chmod", "-R", "a+rwX", tree))
-        assert ("rm", "-rf", tree) not in host.commands
+        emptied = ("find", own, "-mindepth", "1", "-maxdepth", "1", "-exec", "rm", "-rf", "{}", "+")
+        assert at(emptied) < at(("mkdir", "-p", tree)) < at(archive)
+        assert at(archive) < at(("chmod", "-R", "a+rwX", own))
+        assert ("rm", "-rf", own) not in host.commands  # guests hold its handle
     spec = WORKLOAD.spec(PARAMS, GUEST)
-    assert spec.cwd == tree_of("lab-thp") == "/mnt/lab-nfs/trees/lab-thp"
+    assert spec.cwd == tree_of("lab-thp", "aaa", 0) == "/mnt/lab-nfs/trees/lab-thp/aaa-0"
     assert spec.argv == ["./prog", "--fast"]
     assert spec.setup_argv is not None and spec.setup_argv[2].endswith(
-        "cd /mnt/lab-nfs/trees/lab-thp\nmake -j2"
+        "cd /mnt/lab-nfs/trees/lab-thp/aaa-0\nmake -j2"
     )
     assert "mount -t nfs4" in spec.setup_argv[2]
 

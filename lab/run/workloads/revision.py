@@ -45,9 +45,16 @@ def parse_revs(text: str) -> dict[str, str]:
     return found
 
 
-def tree_of(guest: str) -> str:
-    """Where guest ``guest`` sees its checkout."""
-    return f"{NFS_MOUNT}/{TREES}/{guest}"
+def tree_name(rev: str, round_: object) -> str:
+    """The checkout's folder: a new name for every revision and round, never one a guest's
+    NFS client has seen (a folder emptied and refilled in place showed the guest its old
+    entries: make found the old binary up to date, and it was gone)."""
+    return f"{''.join(c for c in rev if c.isalnum() or c in '._-')[:40]}-{round_}"
+
+
+def tree_of(guest: str, rev: str, round_: object) -> str:
+    """Where guest ``guest`` sees its checkout of ``rev`` for round ``round_``."""
+    return f"{NFS_MOUNT}/{TREES}/{guest}/{tree_name(rev, round_)}"
 
 
 class Revision(Workload):
@@ -86,21 +93,24 @@ class Revision(Workload):
         p = self.resolve(params)
         repo = str(p["repo"])
         for guest, rev in parse_revs(str(p["revs"])).items():
-            tree = export_dir / TREES / guest
-            # emptied, not removed: a guest's NFS client holds the directory's handle from
-            # the measurement before, and a new directory in its place is a stale handle there
-            # (the setup's cd failed, and the runner gave up on its first try)
+            own = export_dir / TREES / guest  # kept: guests hold its handle
+            tree = own / tree_name(rev, p["round"])
+            host.run(["mkdir", "-p", str(own)])
+            host.run(["find", str(own), "-mindepth", "1", "-maxdepth", "1", "-exec", "rm", "-rf",
+                      "{}", "+"])  # the checkouts of earlier rounds  # fmt: skip
             host.run(["mkdir", "-p", str(tree)])
-            host.run(["find", str(tree), "-mindepth", "1", "-delete"])
             with tempfile.NamedTemporaryFile(suffix=".tar") as archive:
                 host.run(["git", "-C", repo, "archive", "--format=tar", "-o", archive.name, rev],
                          hint=f"Is {repo} a git repository holding {rev}?")  # fmt: skip
                 host.run(["tar", "-xf", archive.name, "-C", str(tree)])
-            host.run(["chmod", "-R", "a+rwX", str(tree)])  # the guest's user builds in it
+            host.run(["chmod", "-R", "a+rwX", str(own)])  # the guest's user builds in it
 
     def spec(self, params: Mapping[str, object], guest: GuestInfo) -> Spec:
         p = self.resolve(params)
-        tree = tree_of(guest.name)
+        revs = parse_revs(str(p["revs"]))
+        if guest.name not in revs:
+            raise UsageError(f"revs names no revision for {guest.name}", hint=EXAMPLE)
+        tree = tree_of(guest.name, revs[guest.name], p["round"])
         setup = setup_argv(guest, tree)
         build = str(p["build"] or "").strip()
         if build:
