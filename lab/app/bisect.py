@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,30 +94,33 @@ def stored_steps(path: Path) -> list[Step]:
 
 def measurer(
     ctx: Context, request: BisectRequest, good: str, guests: tuple[str, str],
-    said: Callable[[str], None],
+    said: Callable[[str], None], stored: Sequence[Step] = (),
 ) -> Callable[[str, int], Pairs]:  # fmt: skip
-    """``measure(commit, n)``: n pairs (commit's wall time, GOOD's) from a synchronised run,
-    the twins swapped at each call; the runs are labelled by commit and round."""
-    rounds: dict[str, int] = {}
+    """``measure(commit, n)``: n pairs (commit's wall time, GOOD's) from a synchronised run.
+    Each run is labelled by its commit and the pairs of that commit measured before it
+    (``stored`` steps' included), so a resumed bisection never resumes an earlier run (its
+    samples would come back as new pairs), and the twins swap at every tenth pair."""
+    before: dict[str, int] = {}
+    for step in stored:
+        before[step.commit] = before.get(step.commit, 0) + step.n
 
     def measure(commit: str, n: int) -> Pairs:
-        k = rounds.get(commit, 0)
-        rounds[commit] = k + 1
-        first, second = guests if k % 2 == 0 else guests[::-1]
-        said(f"{commit[:12]}: {n} pairs, {first} runs it and {second} GOOD (round {k + 1})")
+        done = before.get(commit, 0)
+        before[commit] = done + n
+        first, second = guests if (done // 10) % 2 == 0 else guests[::-1]
+        said(f"{commit[:12]}: {n} pairs after {done}, {first} runs it and {second} GOOD")
         run = RunRequest(
             workload=WORKLOAD, n=n, schedule="sync", study=request.study, db=str(request.db),
             params=(("repo", str(request.repo)), ("revs", f"{first}={commit},{second}={good}"),
-                    ("argv", request.argv), ("build", request.build), ("round", str(k))),
+                    ("argv", request.argv), ("build", request.build), ("round", str(done))),
         )  # fmt: skip
         outcome = run_workload(ctx, run)
         if outcome.interrupted:
             raise UsageError("lab bisect stopped (Ctrl-C); every pair measured is kept",
                              hint="Run the same lab bisect again to resume")  # fmt: skip
         with Store.open(request.db, create=False) as store:
-            series = {
-                s.guest: s for s in store.values(WORKLOAD, METRIC, request.study, outcome.key)
-            }
+            found = store.values(WORKLOAD, METRIC, request.study, outcome.key)
+        series = {s.guest: s for s in found}
         a, b = series[first], series[second]
         at_b = dict(zip(b.iterations.tolist(), b.values.tolist(), strict=True))
         return [(float(v), at_b[i]) for i, v in zip(a.iterations.tolist(), a.values.tolist(),
@@ -146,6 +149,6 @@ def lab_bisect(ctx: Context, request: BisectRequest, said: Callable[[str], None]
             out.write(json.dumps(step.to_dict()) + "\n")
 
     settings = BisectSettings(alpha=request.alpha, cap=request.cap)
-    result = bisect(commits, measurer(ctx, request, commits[0], guests, said), settings,
+    result = bisect(commits, measurer(ctx, request, commits[0], guests, said, steps), settings,
                     steps=steps, on_step=keep)  # fmt: skip
     return Bisection(commits, result, path)
