@@ -94,12 +94,13 @@ def stored_steps(path: Path) -> list[Step]:
 
 def measurer(
     ctx: Context, request: BisectRequest, good: str, guests: tuple[str, str],
-    said: Callable[[str], None], stored: Sequence[Step] = (),
+    said: Callable[[str], None], stored: Sequence[Step] = (), ident: str = "b",
 ) -> Callable[[str, int], Pairs]:  # fmt: skip
     """``measure(commit, n)``: n pairs (commit's wall time, GOOD's) from a synchronised run.
     Each run is labelled by its commit and the pairs of that commit measured before it
-    (``stored`` steps' included), so a resumed bisection never resumes an earlier run (its
-    samples would come back as new pairs), and the twins swap at every tenth pair."""
+    (``stored`` steps' included) under the bisection's ``ident``, so a resumed bisection
+    never resumes an earlier run (its samples would come back as new pairs) nor another
+    bisection's, and the twins swap at every tenth pair."""
     before: dict[str, int] = {}
     for step in stored:
         before[step.commit] = before.get(step.commit, 0) + step.n
@@ -112,7 +113,7 @@ def measurer(
         run = RunRequest(
             workload=WORKLOAD, n=n, schedule="sync", study=request.study, db=str(request.db),
             params=(("repo", str(request.repo)), ("revs", f"{first}={commit},{second}={good}"),
-                    ("argv", request.argv), ("build", request.build), ("round", str(done))),
+                    ("argv", request.argv), ("build", request.build), ("label", f"{ident}-{done}")),
         )  # fmt: skip
         outcome = run_workload(ctx, run)
         if outcome.interrupted:
@@ -149,6 +150,8 @@ def lab_bisect(ctx: Context, request: BisectRequest, said: Callable[[str], None]
             out.write(json.dumps(step.to_dict()) + "\n")
 
     settings = BisectSettings(alpha=request.alpha, cap=request.cap)
-    result = bisect(commits, measurer(ctx, request, commits[0], guests, said, steps), settings,
+    ident = path.stem.removeprefix("bisect-")
+    measure = measurer(ctx, request, commits[0], guests, said, steps, ident)
+    result = bisect(commits, measure, settings,
                     steps=steps, on_step=keep)  # fmt: skip
     return Bisection(commits, result, path)

@@ -28,22 +28,26 @@ def test_each_guest_gets_its_own_checkout_built_and_timed_in_it(tmp_path: Path) 
     host = RecordingHost()
     WORKLOAD.host_prepare(PARAMS, host, tmp_path)
     for guest, rev in (("lab-thp", "aaa"), ("lab-shp1g", "bbb")):
-        own = str(tmp_path / "trees" / guest)
-        tree = f"{own}/{rev}-0"  # a new folder each revision and round: no NFS cache knows it
+        own = str(tmp_path / "checkouts" / guest)
+        tree = f"{own}/{rev}-0"  # named by revision and label: never a name removed before
         (archive,) = [c for c in host.commands if c[:4] == ("git", "-C", "/src/prog", "archive")
                       and c[-1] == rev]  # fmt: skip
         tar = archive[-2]  # git archive -o TAR REV, then tar -xf TAR -C TREE
         assert ("tar", "-xf", tar, "-C", tree) in host.commands
         at = host.commands.index
-        emptied = ("find", own, "-mindepth", "1", "-maxdepth", "1", "-exec", "rm", "-rf", "{}", "+")
-        assert at(emptied) < at(("mkdir", "-p", tree)) < at(archive)
-        assert at(archive) < at(("chmod", "-R", "a+rwX", own))
-        assert ("rm", "-rf", own) not in host.commands  # guests hold its handle
+        others = ("find", own, "-mindepth", "1", "-maxdepth", "1", "!", "-name", f"{rev}-0",
+                  "-exec", "rm", "-rf", "{}", "+")  # fmt: skip
+        assert at(others) < at(("mkdir", "-p", tree)) < at(archive)
+        assert at(archive) < at(("chmod", "-R", "a+rwX", tree))
+        assert not [c for c in host.commands if c[:2] == ("rm", "-rf")]  # guests hold handles
+    resumed = RecordingHost(files={str(tmp_path / "checkouts/lab-thp/aaa-0"): ""})
+    WORKLOAD.host_prepare({**PARAMS, "revs": "lab-thp=aaa"}, resumed, tmp_path)
+    assert not [c for c in resumed.commands if c[0] == "git"]  # its checkout and build stay
     spec = WORKLOAD.spec(PARAMS, GUEST)
-    assert spec.cwd == tree_of("lab-thp", "aaa", 0) == "/mnt/lab-nfs/trees/lab-thp/aaa-0"
+    assert spec.cwd == tree_of("lab-thp", "aaa", "0") == "/mnt/lab-nfs/checkouts/lab-thp/aaa-0"
     assert spec.argv == ["./prog", "--fast"]
     assert spec.setup_argv is not None and spec.setup_argv[2].endswith(
-        "cd /mnt/lab-nfs/trees/lab-thp/aaa-0\nmake -j2"
+        "cd /mnt/lab-nfs/checkouts/lab-thp/aaa-0\nmake -j2"
     )
     assert "mount -t nfs4" in spec.setup_argv[2]
 

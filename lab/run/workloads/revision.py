@@ -25,7 +25,7 @@ from lab.run.workload import GuestInfo, Param, ParamValue, Workload
 from lab.run.workloads._build import NFS_MOUNT, setup_argv
 from lab.run.workloads._command import TIMES
 
-TREES = "trees"  # under the export: one checkout per guest
+TREES = "checkouts"  # under the export: a folder per guest, a checkout per revision and label
 EXAMPLE = "e.g. -p repo=/src/prog -p revs=lab-thp=a1b2c3,lab-shp1g=d4e5f6 -p argv=./prog"
 
 
@@ -45,16 +45,17 @@ def parse_revs(text: str) -> dict[str, str]:
     return found
 
 
-def tree_name(rev: str, round_: object) -> str:
-    """The checkout's folder: a new name for every revision and round, never one a guest's
-    NFS client has seen (a folder emptied and refilled in place showed the guest its old
-    entries: make found the old binary up to date, and it was gone)."""
-    return f"{''.join(c for c in rev if c.isalnum() or c in '._-')[:40]}-{round_}"
+def tree_name(rev: str, label: object) -> str:
+    """The checkout's folder: named by revision and label, so a measurement never reuses a
+    name an earlier one removed. The NFS server (and the guests' clients) remember names: a
+    folder removed and made anew under the same name was a stale handle in the guests, and
+    one emptied and refilled in place showed them its old entries."""
+    return f"{''.join(c for c in rev if c.isalnum() or c in '._-')[:40]}-{label}"
 
 
-def tree_of(guest: str, rev: str, round_: object) -> str:
-    """Where guest ``guest`` sees its checkout of ``rev`` for round ``round_``."""
-    return f"{NFS_MOUNT}/{TREES}/{guest}/{tree_name(rev, round_)}"
+def tree_of(guest: str, rev: str, label: object) -> str:
+    """Where guest ``guest`` sees its checkout of ``rev`` for measurement ``label``."""
+    return f"{NFS_MOUNT}/{TREES}/{guest}/{tree_name(rev, label)}"
 
 
 class Revision(Workload):
@@ -69,7 +70,12 @@ class Revision(Workload):
                 "", "the command to time in the checkout (required), split as a shell would"
             ),
             "build": Param("", "untimed, once per runner start, in the checkout, e.g. 'make'"),
-            "round": Param(0, "a label that makes a repeated measurement a run of its own", int),
+            "label": Param(
+                "0",
+                "names a measurement: a new label is a new run and a new checkout",
+                str,
+                r"[A-Za-z0-9._-]{1,80}",
+            ),
         }
     )
     metrics = TIMES
@@ -93,24 +99,27 @@ class Revision(Workload):
         p = self.resolve(params)
         repo = str(p["repo"])
         for guest, rev in parse_revs(str(p["revs"])).items():
-            own = export_dir / TREES / guest  # kept: guests hold its handle
-            tree = own / tree_name(rev, p["round"])
+            own = export_dir / TREES / guest  # never removed: guests hold its handle
+            name = tree_name(rev, p["label"])
+            tree = own / name
             host.run(["mkdir", "-p", str(own)])
-            host.run(["find", str(own), "-mindepth", "1", "-maxdepth", "1", "-exec", "rm", "-rf",
-                      "{}", "+"])  # the checkouts of earlier rounds  # fmt: skip
+            host.run(["find", str(own), "-mindepth", "1", "-maxdepth", "1", "!", "-name", name,
+                      "-exec", "rm", "-rf", "{}", "+"])  # earlier measurements'  # fmt: skip
+            if host.exists(tree):  # this measurement resumed: its checkout and build stay
+                continue
             host.run(["mkdir", "-p", str(tree)])
             with tempfile.NamedTemporaryFile(suffix=".tar") as archive:
                 host.run(["git", "-C", repo, "archive", "--format=tar", "-o", archive.name, rev],
                          hint=f"Is {repo} a git repository holding {rev}?")  # fmt: skip
                 host.run(["tar", "-xf", archive.name, "-C", str(tree)])
-            host.run(["chmod", "-R", "a+rwX", str(own)])  # the guest's user builds in it
+            host.run(["chmod", "-R", "a+rwX", str(tree)])  # the guest's user builds in it
 
     def spec(self, params: Mapping[str, object], guest: GuestInfo) -> Spec:
         p = self.resolve(params)
         revs = parse_revs(str(p["revs"]))
         if guest.name not in revs:
             raise UsageError(f"revs names no revision for {guest.name}", hint=EXAMPLE)
-        tree = tree_of(guest.name, revs[guest.name], p["round"])
+        tree = tree_of(guest.name, revs[guest.name], p["label"])
         setup = setup_argv(guest, tree)
         build = str(p["build"] or "").strip()
         if build:
