@@ -334,6 +334,10 @@ def test_release_warns_that_the_host_is_still_aged(
         [sys.executable, "-c", "import time; time.sleep(30)", "lab.host.fragmenter"], tmp_path / "l"
     )
     try:
+        for _ in range(100):  # until it has exec'd: before, its command line is the parent's
+            if processes.running(pid):
+                break
+            time.sleep(0.05)
         ChangeLog.load(tmp_path, AGING_FILE).add(KIND, pid=pid, level=0.8, held_bytes=3 * GIB)
         (tmp_path / "lab.toml").write_text(f'state_dir = "{tmp_path}"\n')
         assert main(["--config", str(tmp_path / "lab.toml"), "host", "release"]) == 0

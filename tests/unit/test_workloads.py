@@ -32,13 +32,16 @@ WORKLOADS = load_workloads()
 
 
 def params_for(name: str) -> dict[str, object]:
-    return {"gdb-build": {"source": GDB}, "command": {"argv": "make -j2"}}.get(name, {})
+    return {"gdb-build": {"source": GDB}, "command": {"argv": "make -j2"},
+            "revision": {"repo": "/src/prog", "revs": "thp=a1b2c3", "argv": "./prog"}}.get(
+        name, {}
+    )  # fmt: skip
 
 
 def test_the_built_in_workloads_are_found() -> None:
     assert sorted(WORKLOADS) == [
-        "command", "demo-build", "gdb-build", "iperf3", "null", "stream", "sysbench-memory",
-        "sysbench-oltp",
+        "command", "demo-build", "gdb-build", "iperf3", "null", "revision", "stream",
+        "sysbench-memory", "sysbench-oltp",
     ]  # fmt: skip
     assert all(w.description and w.metrics for w in WORKLOADS.values())
 
@@ -72,6 +75,7 @@ def test_metrics_units_and_directions() -> None:
         "demo-build": [("wall_s", "s", "lower"), ("user_s", "s", "lower"), ("sys_s", "s", "lower")],
         "null": [("wall_s", "s", "lower")],
         "command": [("wall_s", "s", "lower"), ("user_s", "s", "lower"), ("sys_s", "s", "lower")],
+        "revision": [("wall_s", "s", "lower"), ("user_s", "s", "lower"), ("sys_s", "s", "lower")],
         "stream": [
             ("copy_mb_s", "MB/s", "higher"), ("scale_mb_s", "MB/s", "higher"),
             ("add_mb_s", "MB/s", "higher"), ("triad_mb_s", "MB/s", "higher"),
