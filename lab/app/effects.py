@@ -24,10 +24,7 @@ DECLARED = {name: tuple(factor.levels) for name, factor in FACTORS.items()}
 def factorial_workloads(store: Store, study: str | None) -> set[tuple[str, str]]:
     """(study, workload) whose every guest, over all their runs, is a cell of the same two or
     more factors: a factorial, whose runs are its blocks (never pooled pairwise)."""
-    variants: dict[tuple[str, str], set[str]] = {}
-    for run in store.runs(study):
-        found = variants.setdefault((run.study, run.workload), set())
-        found.update(g.variant for g in store.run_progress(run.id))
+    variants = store.workload_variants(study)
     return {key for key, names in variants.items() if _factors_of(names) is not None}
 
 

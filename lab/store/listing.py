@@ -182,6 +182,21 @@ class Listing:
         except sqlite3.DatabaseError as err:
             return [f"the check could not finish: {err}"]
 
+    def workload_variants(self, study: str | None = None) -> dict[tuple[str, str], set[str]]:
+        """(study, workload) -> the variants of the guests with an attempt in any of its runs:
+        one primary-key lookup per run and guest (``run_progress`` counts every attempt)."""
+        rows = self._conn.execute(
+            "SELECT DISTINCT st.name, r.workload, g.variant FROM run r"
+            " JOIN study st ON st.id=r.study_id JOIN guest g ON g.study_id=r.study_id"
+            " WHERE (?1 IS NULL OR st.name=?1) AND EXISTS (SELECT 1 FROM iteration i"
+            " WHERE i.run_id=r.id AND i.guest_id=g.id)",
+            (study,),
+        )
+        found: dict[tuple[str, str], set[str]] = {}
+        for st, workload, variant in rows:
+            found.setdefault((str(st), str(workload)), set()).add(str(variant))
+        return found
+
     def run_progress(self, run_id: int) -> list[GuestProgress]:
         """Each guest's part of run ``run_id``, in the order the guests were added."""
         cur = self._conn.execute(
