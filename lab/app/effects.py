@@ -11,9 +11,8 @@ the model, so that what differs between the blocks' times does not pass for an e
 
 from __future__ import annotations
 
-from lab.core.cells import cell_levels
 from lab.guests.factors import FACTORS
-from lab.stats.factorialdata import MIN_FACTORS, FactorialAnswer, answer, factorial_data
+from lab.stats.factorialdata import FactorialAnswer, answer, common_factors, factorial_data
 from lab.stats.series import Series
 from lab.store import Store
 
@@ -25,16 +24,8 @@ def factorial_workloads(store: Store, study: str | None) -> set[tuple[str, str]]
     """(study, workload) whose every guest, over all their runs, is a cell of the same two or
     more factors: a factorial, whose runs are its blocks (never pooled pairwise)."""
     variants = store.workload_variants(study)
-    return {key for key, names in variants.items() if _factors_of(names) is not None}
-
-
-def _factors_of(variants: set[str]) -> tuple[str, ...] | None:
-    """The factors every variant's name spells (two or more, the same in each), else None."""
-    parsed = [cell_levels(v) for v in variants]
-    names = {tuple(sorted(levels)) if levels is not None else () for levels in parsed}
-    if len(variants) < 2 or len(names) != 1 or len(next(iter(names))) < MIN_FACTORS:
-        return None
-    return next(iter(names))
+    return {key for key, names in variants.items()
+            if len(names) > 1 and common_factors(names) is not None}  # fmt: skip
 
 
 def factorial_answers(

@@ -5,7 +5,7 @@ its variant's name (a cell, :mod:`lab.core.cells`) and its block (its run)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,15 @@ class FactorialData:
     orders: dict[str, tuple[str, ...]]  # factor -> its levels present, low first
 
 
+def common_factors(variants: Iterable[str]) -> tuple[str, ...] | None:
+    """The factors (sorted) every variant's name spells as a cell, two or more and the same in
+    each; None where one is not a cell or they differ."""
+    names = {tuple(sorted(levels)) if levels else () for levels in map(cell_levels, variants)}
+    if len(names) != 1 or len(found := next(iter(names))) < MIN_FACTORS:
+        return None
+    return found
+
+
 def factorial_data(
     runs: dict[str, list[Series]], declared: Mapping[str, Sequence[str]] | None = None
 ) -> FactorialData | None:
@@ -48,10 +57,9 @@ def factorial_data(
     series = [s for found in runs.values() for s in found]
     if not series:
         return None
-    parsed = {s.variant: cell_levels(s.variant) for s in series}
-    names = {tuple(sorted(levels)) if levels else () for levels in parsed.values()}
-    if len(names) != 1 or len(next(iter(names))) < MIN_FACTORS:
+    if common_factors({s.variant for s in series}) is None:
         return None
+    parsed = {s.variant: cell_levels(s.variant) for s in series}
     first = parsed[series[0].variant]
     assert first is not None
     factors = tuple(first)
