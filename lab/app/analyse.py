@@ -469,11 +469,17 @@ def selected(ctx: Context, selection: Selection) -> tuple[Samples, list[SweepSam
         else:
             check_baseline(selection.baseline, variant_order(store, selection.study))
             samples, sweeps = select_samples(store, selection), select_sweeps(store, selection)
-        blocked = selection.run is None and any(
-            selection.workload in (None, workload)
-            for _, workload in blocked_factorials(store, selection.study)
+        empty = not samples.series and not any(sw.values for sw in sweeps)
+        # nothing pairwise: a factorial run in blocks may still be (lab.app.effects)
+        blocked = (
+            empty
+            and selection.run is None
+            and any(
+                selection.workload in (None, workload)
+                for _, workload in blocked_factorials(store, selection.study)
+            )
         )
-    if not samples.series and not any(sw.values for sw in sweeps) and not blocked:
+    if empty and not blocked:
         if sweeps:
             raise no_sweep_samples(sweeps)
         raise no_samples(selection)
