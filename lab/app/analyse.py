@@ -250,7 +250,7 @@ def stopped_intervals(
 
 def blocked_factorials(store: Store, study: str | None) -> set[tuple[str, str]]:
     """(study, workload) of the factorials that ran in several blocks (runs)."""
-    from lab.app.effects import factorial_workloads
+    from lab.app.effects import factorial_workloads  # deferred: it loads the lab's factors
 
     factorial = factorial_workloads(store, study)
     runs: dict[tuple[str, str], int] = {}
@@ -507,7 +507,7 @@ def analyse(ctx: Context, request: AnalyseRequest) -> Analysis:
 def factorials(ctx: Context, request: AnalyseRequest) -> list[FactorialAnswer]:
     """The effects of every factorial workload of the selection (none for one run, or
     against another run), at the request's confidence, Bonferroni over each one's effects."""
-    from lab.app.effects import factorial_answers
+    from lab.app.effects import factorial_answers  # deferred, as in blocked_factorials
 
     s = request.selection
     if s.run is not None or s.against is not None or s.sweep is not None:
