@@ -18,12 +18,20 @@ movable: compaction may still migrate them to rebuild 2 MiB blocks, at the cost 
 makes a THP fault pay. Bounded: never more than ``--budget`` bytes mapped at once, and never
 below ``--floor`` bytes of MemAvailable; it never touches the huge page pools.
 
+While it faults and punches it caps the per-CPU page lists (``vm.percpu_pagelist_high_fraction``
+at its largest, so each list holds a few batches): the holes go straight to the buddy lists.
+Left to tune themselves the lists grow to GiBs under a burst of frees and give the holes back
+at a few MiB a second, which on a 16 GiB host was 110 s of waiting for the index to settle
+(145 s against 51 s for level 0.8). The sysctl's value is put back before it holds, and on
+SIGTERM.
+
 Standard library only, so it starts fast; it imports nothing of the lab but the parsers.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import json
 import os
@@ -52,6 +60,8 @@ PROT_READ, PROT_WRITE = 1, 2
 MAP_PRIVATE, MAP_ANONYMOUS = 0x02, 0x20
 MADV_DONTNEED, MADV_NOHUGEPAGE = 4, 15
 MLOCK_ONFAULT = 1
+PCP_SYSCTL = "sys/vm/percpu_pagelist_high_fraction"
+PCP_CAPPED = "100000"  # zone pages / this, a CPU's list: the kernel's floor, 4 batches
 
 
 @dataclass
@@ -143,6 +153,23 @@ class Fragmenter:
         self.held: list[int] = []  # punched mappings, each CHUNK_BYTES
         self.progress = Progress(level=args.level)
         self.started = time.monotonic()
+        self.pcp_before: str | None = None  # the per-CPU lists' setting while they are capped
+
+    def cap_per_cpu_lists(self) -> str | None:
+        """Cap the per-CPU lists; their setting before (None: the kernel has no such sysctl,
+        before 5.14, or a stand-in /proc lacks it)."""
+        path = self.proc / PCP_SYSCTL
+        try:
+            before = path.read_text().strip()
+            path.write_text(PCP_CAPPED + "\n")
+        except OSError:
+            return None
+        return before
+
+    def restore_per_cpu_lists(self, before: str | None) -> None:
+        if before is not None:  # else they stay capped: a little more zone lock traffic
+            with contextlib.suppress(OSError):
+                (self.proc / PCP_SYSCTL).write_text(before + "\n")
 
     def space(self) -> FreeSpace:
         return free_space(parse_buddyinfo((self.proc / "buddyinfo").read_text()))
@@ -182,6 +209,15 @@ class Fragmenter:
         return (space.unusable_bytes + pcp) / max(1, space.free_bytes + pcp)
 
     def run(self) -> float:
+        """:meth:`reach` with the per-CPU lists capped; the settled index reached."""
+        self.pcp_before = self.cap_per_cpu_lists()
+        try:
+            return self.reach()
+        finally:
+            self.restore_per_cpu_lists(self.pcp_before)
+            self.pcp_before = None
+
+    def reach(self) -> float:
         """Attempts until the index reaches the level; the settled index reached.
 
         Each attempt is one round from the host's own state: a round that falls short is
@@ -287,8 +323,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--proc", default="/proc")
     parser.add_argument("--exit", action="store_true", help="exit once reached (tests)")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))  # the memory goes with the process
     fragmenter = Fragmenter(args, Memory())
+
+    def stop(*_: object) -> None:  # the memory goes with the process
+        fragmenter.restore_per_cpu_lists(fragmenter.pcp_before)
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
     try:
         fragmenter.report()
         index = fragmenter.run()
