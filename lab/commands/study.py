@@ -124,6 +124,7 @@ def describe_plan(
 def plan_json(study: Study, db: str, seconds: dict[str, float], image: str) -> str:
     """The plan as ``lab study check --json`` prints it: the design, each step's command and
     estimated seconds (null until the store has timed that workload), and the total."""
+    from lab.app.design import design_json
     from lab.app.studyrun import (  # deferred: the parser is built for every command
         report_argv,
         run_argv,
@@ -156,15 +157,7 @@ def plan_json(study: Study, db: str, seconds: dict[str, float], image: str) -> s
             "sha256": study.sha256,
             "description": study.description,
             "variants": list(study.variants),
-            "design": None
-            if study.design is None
-            else {
-                "factors": {f: list(levels) for f, levels in study.design.factors},
-                "cells": list(study.design.cells),
-                "left_out": [{"cell": c, "why": why} for c, why in study.design.left_out],
-                "blocks": [list(pair) for pair in study.design.blocks],
-                "seed": study.design.seed,
-            },
+            "design": None if study.design is None else design_json(study.design),
             "vcpus": study.vcpus,
             "memory": study.memory,
             "image": study.image or image,
