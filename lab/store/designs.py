@@ -20,6 +20,28 @@ from typing import TYPE_CHECKING, Any
 DESIGN_FORMAT = 1  # the document's own version ("format"), for a later lab reading it
 
 
+def design_problem(document: object) -> str | None:
+    """Why ``document`` is no design as lab writes it (``lab import`` of an export's design
+    line); None when it is one."""
+    if not isinstance(document, dict):
+        return "a design is not a JSON object"
+    factors, cells, blocks = document.get("factors"), document.get("cells"), document.get("blocks")
+    if not isinstance(factors, dict) or not all(
+        isinstance(levels, list) and all(isinstance(v, str) for v in levels)
+        for levels in factors.values()
+    ):
+        return "a design's factors are not an object of lists of levels"
+    if not isinstance(cells, list) or not all(isinstance(c, str) for c in cells):
+        return "a design's cells are not a list of names"
+    if not isinstance(blocks, list) or not all(
+        isinstance(b, list) and len(b) == 2 and set(b) <= set(cells) for b in blocks
+    ):
+        return "a design's blocks are not pairs of its cells"
+    if not isinstance(document.get("seed"), int) or not isinstance(document.get("left_out"), list):
+        return "a design has no seed or no list of cells left out"
+    return None
+
+
 class StudyDesigns:
     """The design side of :class:`lab.store.Store`."""
 

@@ -16,7 +16,7 @@ from lab.app.study import parse_study
 from lab.app.studyrun import record_study, stored_design
 from lab.cli import main
 from lab.core.errors import UsageError
-from lab.store import SCHEMA_VERSION, Store
+from lab.store import SCHEMA_VERSION, IterationRecord, MetricInfo, Store
 from lab.store.schema import MIGRATIONS, SCHEMA_V1
 from tests.unit.test_study import config  # noqa: F401 (the autouse fixture)
 from tests.unit.test_study_run import FACTORIAL, FakeLab, context, lab_state, start
@@ -142,3 +142,50 @@ def test_lab_study_show_prints_the_stored_design_and_its_json(
     assert design_from_json(document["design"]) == got.design
     assert main(["study", "show", "other", "--db", str(db)]) != 0
     assert "no study 'other'" in capsys.readouterr().err
+
+
+def test_a_jsonl_export_carries_the_design_and_import_stores_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    got = parse_study(FACTORIAL)
+    db = tmp_path / "lab.db"
+    with Store.open(db) as store:
+        study_id = record_study(store, got)
+        metrics = [MetricInfo("t", "s", "lower")]
+        run = store.ensure_run(study_id, "pages/null", "null", {}, None, 1, metrics)
+        guest = store.ensure_guest(study_id, "lab-a", "page-thp.prealloc-off")
+        store.record(run, guest, [IterationRecord(1, 1, True, metrics={"t": 1.0})])
+        stored = store.study_design("pages")
+    out = tmp_path / "all.jsonl"
+    assert main(["export", "--db", str(db), "--format", "jsonl", "--out", str(out)]) == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    (design_line,) = [line for line in lines if line.get("record") == "design"]
+    assert design_line == {"record": "design", "study": "pages", "design": stored}
+    again = tmp_path / "again.db"
+    assert main(["import", str(out), "--db", str(again)]) == 0
+    assert "skipped" not in capsys.readouterr().err  # no line refused: the study is made
+    with Store.open(again) as store:
+        assert store.study_design("pages") == stored
+        assert stored_design(store, "pages") == got.design
+
+
+@pytest.mark.parametrize(
+    ("design", "expected"),
+    [
+        ([1], "not a JSON object"),
+        ({"factors": {"page": ["thp"]}, "cells": ["a"], "blocks": [["a", "b"]], "seed": 1,
+          "left_out": []}, "blocks are not pairs of its cells"),
+        ({"factors": [], "cells": [], "blocks": [], "seed": 1, "left_out": []}, "factors"),
+    ],
+)  # fmt: skip
+def test_a_malformed_design_line_is_refused_naming_its_line(
+    tmp_path: Path, design: object, expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sample = {"study": "s", "workload": "w", "variant": "thp", "guest": "g", "iteration": 1,
+              "metric": "t", "value": 1.0, "direction": "lower"}  # fmt: skip
+    path = tmp_path / "in.jsonl"
+    lines = [{"record": "design", "study": "s", "design": design}, sample]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert main(["import", str(path), "--db", str(tmp_path / "lab.db")]) != 0
+    err = capsys.readouterr().err
+    assert "in.jsonl:1: " in err and expected in err and "nothing was stored" in err
