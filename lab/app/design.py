@@ -131,7 +131,9 @@ def fraction_lines(design: Design) -> list[str]:
         return []
     k, p = len(design.factors), len(design.fraction)
     relation, *sets = design.aliases
-    resolution = min(len(word.lstrip("-").split(":")) for word in relation.split(" = ")[1:])
+    words = [word.lstrip("-") for word in relation.split(" = ")[1:]]
+    # a word's factors are joined by ':' (lab.stats.designs.term_name), or are its letters
+    resolution = min(len(w.split(":")) if ":" in w else len(w) for w in words)
     return [
         f"  fraction 2^({k}-{p}) of resolution {_ROMAN.get(resolution, str(resolution))}:"
         f" {'; '.join(design.fraction)}",

@@ -15,6 +15,7 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import lab.app.design as design_module
@@ -211,3 +212,25 @@ def test_guest_thp_crosses_in_a_study_file() -> None:
     do, so a design takes them (an image with its own bootloader is `lab up`'s refusal)."""
     got = parse_design("s", {"page": ["thp", "1g"], "guest-thp": ["always", "never"]})
     assert len(got.cells) == 4 and got.left_out == ()
+
+
+def alias_matrix(cells: list[str]) -> np.ndarray:
+    """What each main effect's least-squares estimate over ``cells`` also holds of each
+    two-factor interaction: (X1'X1)^-1 X1'X2, the ±1 columns read from the cells' names."""
+    coded = np.array([[1.0 if f"{f}-{lv[1]}" in cell.split(".") else -1.0 for f, lv in FACTORS]
+                      for cell in cells])  # fmt: skip
+    x1 = np.column_stack([np.ones(len(cells)), coded])
+    pairs = itertools.combinations(range(len(FACTORS)), 2)
+    x2 = np.column_stack([coded[:, i] * coded[:, j] for i, j in pairs])
+    return np.asarray(np.linalg.solve(x1.T @ x1, x1.T @ x2))[1:]
+
+
+def test_a_fraction_that_loses_a_cell_mixes_main_effects_with_two_factor_interactions() -> None:
+    """Why a lost cell is refused: in the resolution IV 2^(4−1) no main effect holds any
+    two-factor interaction; without any one of its 8 cells each main effect's estimate holds
+    1/3 of every one of them (Montgomery's alias matrix, §8.2, computed here)."""
+    table = {"fraction": ["host-age = page * prealloc * guest-thp"]}
+    cells = list(parse_fraction("s", FACTORS, table, every_cell_runs).cells)
+    assert np.allclose(alias_matrix(cells), 0.0)
+    for lost in cells:
+        assert np.allclose(np.abs(alias_matrix([c for c in cells if c != lost])), 1 / 3)
