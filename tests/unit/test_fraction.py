@@ -10,6 +10,7 @@ to factor names by substituting letters, independently of lab.stats.designs's wo
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import zlib
 from collections.abc import Callable
@@ -22,7 +23,7 @@ import lab.app.design as design_module
 from lab.app.design import Design, parse_design
 from lab.app.fraction import parse_fraction
 from lab.app.study import parse_study
-from lab.commands.study import describe_plan
+from lab.commands.study import describe_plan, plan_json
 from lab.core.errors import ConfigError
 from lab.stats.pairblocks import pair_counts
 
@@ -191,6 +192,10 @@ def test_a_fractional_study_runs_the_fractions_cells_every_pair_once(tmp_path: P
     assert "      guest-thp = page:prealloc" in lines
     again = parse_study(STUDY.format(design='[design]\nfraction = ["guest-thp = page * prealloc"]'))
     assert again.design == design  # the same file, the same plan (resumable)
+    document = json.loads(plan_json(got, "lab.db", {}, "debian12"))["design"]
+    assert document["fraction"] == ["guest-thp = page * prealloc"]
+    assert document["aliases"][0] == "I = page:prealloc:guest-thp"
+    assert document["cells"] == list(design.cells) and document["left_out"] == []
 
 
 def test_design_without_factors_is_refused() -> None:
