@@ -11,6 +11,10 @@ random order and the two cells of a block on randomly chosen CPU sets, both draw
 that is the design's own (the same file gives the same plan, so a study resumes where it
 stopped). Each block is one pair brought up and every workload run on it; ``lab compare``
 then fits the factors with the block as a fixed effect (:mod:`lab.app.effects`).
+
+A ``[design]`` table's ``fraction`` runs a 2^(k−p) fraction of two-level factors instead of
+every cell (:mod:`lab.app.fraction`), and the design then carries its generators and alias sets.
+:func:`design_json` and :func:`design_from_json` are the design as the store keeps it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ import itertools
 import json
 import zlib
 from dataclasses import dataclass
+from typing import Any
 
+from lab.app.fraction import parse_fraction
 from lab.core.cells import cell_name
 from lab.core.errors import ConfigError
 from lab.guests.factors import FACTORS, cell_problem
@@ -38,20 +44,23 @@ class Design:
     left_out: tuple[tuple[str, str], ...]
     blocks: tuple[tuple[str, str], ...]
     seed: int
+    fraction: tuple[str, ...] = ()  # a fraction's generators: "guest-thp = page * prealloc"
+    aliases: tuple[str, ...] = ()  # a fraction's defining relation, then its alias sets
 
     def lines(self) -> list[str]:
         """The design as ``lab study check`` prints it."""
         crossed = " × ".join(f"{f} ({', '.join(levels)})" for f, levels in self.factors)
         out = [f"design: {crossed}: {len(self.cells)} cells in {len(self.blocks)} blocks of 2"
                f" (every pair once, seed {self.seed})"]  # fmt: skip
+        out += fraction_lines(self)
         out += [f"  left out: {cell}: {why}" for cell, why in self.left_out]
         out += [f"  block {i}: {a}, {b}" for i, (a, b) in enumerate(self.blocks, 1)]
         return out
 
 
-def parse_design(source: str, table: object) -> Design:
-    """The :class:`Design` of a study file's ``[factors]`` table; ``source`` names the file in
-    every error."""
+def parse_design(source: str, table: object, fraction: object = None) -> Design:
+    """The :class:`Design` of a study file's ``[factors]`` table, and of its ``[design]`` table
+    when given (``fraction``); ``source`` names the file in every error."""
     example = 'e.g. [factors] with page = ["thp", "1g"] and prealloc = ["off", "on"]'
     if not isinstance(table, dict) or not table:
         raise ConfigError(f"{source}: [factors] must be a table of factors and their levels",
@@ -72,6 +81,8 @@ def parse_design(source: str, table: object) -> Design:
                 hint=f"e.g. {name} = {json.dumps(list(FACTORS[name].levels)[:2])}",
             )
         factors.append((name, tuple(levels)))
+    if fraction is not None:
+        return fractional_design(source, factors, fraction)
     cells, left_out = [], []
     for combination in itertools.product(*(levels for _, levels in factors)):
         cell = cell_name(zip([f for f, _ in factors], combination, strict=True))
@@ -94,3 +105,68 @@ def parse_design(source: str, table: object) -> Design:
     seed = zlib.crc32(json.dumps(factors).encode())
     return Design(tuple(factors), tuple(cells), tuple(left_out),
                   tuple(pair_blocks(cells, seed=seed)), seed)  # fmt: skip
+
+
+def fractional_design(
+    source: str, factors: list[tuple[str, tuple[str, ...]]], table: object
+) -> Design:
+    """The :class:`Design` of ``[design]``'s fraction of the checked ``factors``: its cells only,
+    none left out (a fraction that loses a cell is refused), its blocks seeded by the factors
+    and the generators both."""
+    part = parse_fraction(source, factors, table, cell_problem)
+    if len(part.cells) > MAX_CELLS:
+        raise ConfigError(
+            f"{source}: [design] fraction makes {len(part.cells)} cells, more than {MAX_CELLS}",
+            hint="Add a generator (a smaller fraction), or cross fewer factors",
+        )
+    seed = zlib.crc32(json.dumps([factors, part.generators]).encode())
+    blocks = tuple(pair_blocks(part.cells, seed=seed))
+    return Design(tuple(factors), part.cells, (), blocks, seed, part.generators, part.aliases)
+
+
+def fraction_lines(design: Design) -> list[str]:
+    """A fraction's generators, resolution and alias sets, as ``lab study check`` prints them
+    under the design's line; none for a full design."""
+    if not design.fraction:
+        return []
+    k, p = len(design.factors), len(design.fraction)
+    relation, *sets = design.aliases
+    words = [word.lstrip("-") for word in relation.split(" = ")[1:]]
+    # a word's factors are joined by ':' (lab.stats.designs.term_name), or are its letters
+    resolution = min(len(w.split(":")) if ":" in w else len(w) for w in words)
+    return [
+        f"  fraction 2^({k}-{p}) of resolution {_ROMAN.get(resolution, str(resolution))}:"
+        f" {'; '.join(design.fraction)}",
+        f"  defining relation: {relation}",
+        "  aliases (what each estimate also holds):",
+        *(f"    {line}" for line in sets),
+    ]
+
+
+_ROMAN = {3: "III", 4: "IV", 5: "V", 6: "VI"}
+
+
+def design_json(design: Design) -> dict[str, Any]:
+    """The design as JSON (``lab study check --json``'s ``design``, and the store's copy)."""
+    return {
+        "factors": {f: list(levels) for f, levels in design.factors},
+        "fraction": list(design.fraction),
+        "aliases": list(design.aliases),
+        "cells": list(design.cells),
+        "left_out": [{"cell": c, "why": why} for c, why in design.left_out],
+        "blocks": [list(pair) for pair in design.blocks],
+        "seed": design.seed,
+    }
+
+
+def design_from_json(doc: dict[str, Any]) -> Design:
+    """The :class:`Design` that :func:`design_json` wrote."""
+    return Design(
+        factors=tuple((f, tuple(levels)) for f, levels in doc["factors"].items()),
+        cells=tuple(doc["cells"]),
+        left_out=tuple((x["cell"], x["why"]) for x in doc["left_out"]),
+        blocks=tuple((a, b) for a, b in doc["blocks"]),
+        seed=int(doc["seed"]),
+        fraction=tuple(doc.get("fraction", ())),
+        aliases=tuple(doc.get("aliases", ())),
+    )
