@@ -37,9 +37,14 @@ def thp_coverage(
         if not {m.name for m in run.metrics} >= set(AGE_METRICS):
             continue
         facts = {name: f for (scope, name), f in now.get(run.key, {}).items() if scope == "guest"}
-        for name, series in store.metric_series(run.id, (*AGE_METRICS, HUGETLB_SERIES)).items():
+        found = store.metric_series(run.id, AGE_METRICS)
+        known = (HUGETLB_DECLARED, DEFAULT_DECLARED)
+        undeclared = any(facts.get(name, {}).get(DECLARED) not in known for name in found)
+        hugetlb = store.metric_series(run.id, (HUGETLB_SERIES,)) if undeclared else {}
+        for name, series in found.items():
             own = facts.get(name, {})
-            if UNUSABLE not in series or not thp_backed(own, series.get(HUGETLB_SERIES)):
+            held = hugetlb.get(name, {}).get(HUGETLB_SERIES)
+            if UNUSABLE not in series or not thp_backed(own, held):
                 continue
             variant = own.get("variant") or variants.get((run.study, name), name)
             guests.append(CoverageGuest(run.key, variant, kib_fact(own, MEMORY) or 0, series))
