@@ -91,7 +91,7 @@ def _caption(coverage: Coverage) -> str:
         f" iterations of {runs:,} run{'s' if runs != 1 else ''}, one colour per variant"
         f" ({', '.join(coverage.points)}): across, the host's order-9 unusable free space"
         " index read after the iteration (the share of free memory no 2 MiB block can come"
-        " from: 0 on a young host, near 1 on an aged one); up, the share of the guest's RAM"
+        " from: low on a young host, near 1 on an aged one); up, the share of the guest's RAM"
         " its QEMU held in transparent huge pages then (AnonHugePages in its smaps, read on"
         " the host). Coverage that falls as the index rises is THP decaying as the host ages."
         " Evidence, not a verdict."

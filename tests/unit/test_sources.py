@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from lab.app.history import changed_versions, run_versions
+from lab.core.errors import HostCommandError
 from lab.core.hostexec import Host, RecordingHost, Result
 from lab.host.environment import NOT_AVAILABLE
 from lab.run.environment import changes, twin_differences
@@ -145,3 +146,21 @@ def test_a_run_records_each_guests_revision_at_every_start_and_history_shows_its
     assert run_versions(first, "shp1g")["source"] == "b" * 12
     assert changed_versions(run_versions(first, "thp"), run_versions(records[len(first):],
                             "thp")) == {"source": ["a" * 12, "c" * 12]}  # fmt: skip
+
+
+class FailingWorkload(ShellWorkload):
+    """A stand-in whose repository cannot be read at all."""
+
+    def source_versions(self, params: Any, host: Any, export_dir: Path) -> dict[str, Any]:
+        raise HostCommandError(["git"], 128, "fatal: not a git repository")
+
+
+def test_sources_that_cannot_be_read_are_warned_of_and_the_run_goes_on(tmp_path: Path) -> None:
+    controller, store = make(tmp_path, ["true"], n=2, workload=FailingWorkload(["true"]))
+    said: list[str] = []
+    controller.ctx.warn = said.append  # type: ignore[method-assign]
+    controller.run()
+    assert [s for s in said if "sources is not recorded" in s and "not a git" in s]
+    guests = [r.facts for r in store.environment(controller.run_id) if r.scope == "guest"]
+    assert guests and not [f for f in guests if "source_revision" in f]
+    assert len(store.values(metric="wall_s")[0].values) == 2
