@@ -18,12 +18,13 @@ movable: compaction may still migrate them to rebuild 2 MiB blocks, at the cost 
 makes a THP fault pay. Bounded: never more than ``--budget`` bytes mapped at once, and never
 below ``--floor`` bytes of MemAvailable; it never touches the huge page pools.
 
-While it faults and punches it caps the per-CPU page lists (``vm.percpu_pagelist_high_fraction``
-at its largest, so each list holds a few batches): the holes go straight to the buddy lists.
+While it punches and gives memory back it caps the per-CPU page lists
+(``vm.percpu_pagelist_high_fraction`` at its largest, so each list holds a few batches): the
+holes go straight to the buddy lists.
 Left to tune themselves the lists grow to GiBs under a burst of frees and give the holes back
 at a few MiB a second, which on a 16 GiB host was 110 s of waiting for the index to settle
-(145 s against 51 s for level 0.8). The sysctl's value is put back before it holds, and on
-SIGTERM.
+(145 s against 51 s for level 0.8). The sysctl's value is put back after each such step, and
+on SIGTERM.
 
 Standard library only, so it starts fast; it imports nothing of the lab but the parsers.
 """
@@ -38,6 +39,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -171,6 +173,18 @@ class Fragmenter:
             with contextlib.suppress(OSError):
                 (self.proc / PCP_SYSCTL).write_text(before + "\n")
 
+    @contextlib.contextmanager
+    def lists_capped(self) -> Iterator[None]:
+        """The per-CPU lists capped while the block frees memory, and only then: the setting
+        is the whole host's, the guests' allocations included, so it is held for as short a
+        time as the holes need."""
+        self.pcp_before = self.cap_per_cpu_lists()
+        try:
+            yield
+        finally:
+            self.restore_per_cpu_lists(self.pcp_before)
+            self.pcp_before = None
+
     def space(self) -> FreeSpace:
         return free_space(parse_buddyinfo((self.proc / "buddyinfo").read_text()))
 
@@ -209,15 +223,6 @@ class Fragmenter:
         return (space.unusable_bytes + pcp) / max(1, space.free_bytes + pcp)
 
     def run(self) -> float:
-        """:meth:`reach` with the per-CPU lists capped; the settled index reached."""
-        self.pcp_before = self.cap_per_cpu_lists()
-        try:
-            return self.reach()
-        finally:
-            self.restore_per_cpu_lists(self.pcp_before)
-            self.pcp_before = None
-
-    def reach(self) -> float:
         """Attempts until the index reaches the level; the settled index reached.
 
         Each attempt is one round from the host's own state: a round that falls short is
@@ -258,8 +263,9 @@ class Fragmenter:
         return index
 
     def give_back_all(self) -> None:
-        while self.held:
-            self.memory.release(self.held.pop(), CHUNK_BYTES)
+        with self.lists_capped():
+            while self.held:
+                self.memory.release(self.held.pop(), CHUNK_BYTES)
 
     def give_back(self, index: float, level: float) -> float:
         """Free whole punched chunks, newest first, to bring an index that overshot back
@@ -268,8 +274,9 @@ class Fragmenter:
         space = self.space()
         total = space.free_bytes + self.pcp_bytes()
         count = max(1, int((index - level - REACHED) * total / CHUNK_BYTES))
-        for _ in range(min(count, len(self.held))):
-            self.memory.release(self.held.pop(), CHUNK_BYTES)
+        with self.lists_capped():
+            for _ in range(min(count, len(self.held))):
+                self.memory.release(self.held.pop(), CHUNK_BYTES)
         return self.settled().unusable_index
 
     def one_round(self, level: float, scale: float) -> bool:
@@ -298,20 +305,27 @@ class Fragmenter:
                     "no room left to fault memory in (budget or MemAvailable floor reached) at"
                     f" index {space.unusable_index:.3f}"
                 )
-            while fresh:
-                addr = fresh.pop(0)
-                self.memory.punch(addr, CHUNK_BYTES)
-                self.held.append(addr)
-                # Pages on the per-CPU lists reach the buddy lists as holes; the chunks
-                # still whole go back as free 2 MiB blocks: the index counting both.
-                space, pcp = self.space(), self.pcp_bytes()
-                total = space.free_bytes + pcp + len(fresh) * CHUNK_BYTES
-                if total and (space.unusable_bytes + pcp) / total >= level:
-                    break
+            with self.lists_capped():
+                self.punch_until(level, fresh)
         finally:
-            for addr in fresh:
-                self.memory.release(addr, CHUNK_BYTES)
+            with self.lists_capped():
+                for addr in fresh:
+                    self.memory.release(addr, CHUNK_BYTES)
         return capped
+
+    def punch_until(self, level: float, fresh: list[int]) -> None:
+        """Punch the chunks in ``fresh`` (taken off it as they are) until the index reaches
+        the level; the chunks left are for the caller to give back whole."""
+        while fresh:
+            addr = fresh.pop(0)
+            self.memory.punch(addr, CHUNK_BYTES)
+            self.held.append(addr)
+            # Pages on the per-CPU lists reach the buddy lists as holes; the chunks still
+            # whole go back as free 2 MiB blocks: the index counting both.
+            space, pcp = self.space(), self.pcp_bytes()
+            total = space.free_bytes + pcp + len(fresh) * CHUNK_BYTES
+            if total and (space.unusable_bytes + pcp) / total >= level:
+                break
 
 
 def main(argv: list[str] | None = None) -> int:

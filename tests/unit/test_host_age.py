@@ -382,7 +382,13 @@ def test_the_per_cpu_lists_are_capped_while_it_punches_and_put_back_after(tmp_pa
     sysctl.write_text("0\n")
     seen: list[str] = []
 
+    faulted: list[str] = []
+
     class Watching(ToyBuddy):
+        def fault(self, size: int) -> int:
+            faulted.append(sysctl.read_text().strip())
+            return super().fault(size)
+
         def punch(self, addr: int, size: int) -> None:
             seen.append(sysctl.read_text().strip())
             super().punch(addr, size)
@@ -393,6 +399,7 @@ def test_the_per_cpu_lists_are_capped_while_it_punches_and_put_back_after(tmp_pa
     )
     Fragmenter(args, toy).run()
     assert seen and set(seen) == {"100000"}  # every hole punched with the lists capped
+    assert faulted and set(faulted) == {"0"}  # and no fault: capped, faults take 3 times as long
     assert sysctl.read_text() == "0\n"
 
 
