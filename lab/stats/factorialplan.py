@@ -110,6 +110,7 @@ class FactorialPlan:
     cell_blocks: tuple[int, ...]  # the blocks each cell runs in
     blocks: int
     units: int  # cells-in-blocks
+    rank: int  # of compare's design matrix: the residual df at n are n·units − rank
     family: int  # m: the effects compare reports, the Bonferroni family
     reported: tuple[str, ...]  # the terms compare fits, in its order
     not_estimable: tuple[str, ...]
@@ -354,7 +355,7 @@ def plan_factorial(
     counts = tuple(sum(c in block for block in layout.blocks) for c in cells)
     return FactorialPlan(
         factors=layout.factors, cells=cells, cell_blocks=counts, blocks=len(layout.blocks),
-        units=units, family=family, reported=tuple(term_name(t) for t in fitted),
+        units=units, rank=model.rank, family=family, reported=tuple(term_name(t) for t in fitted),
         not_estimable=tuple(term_name(t) for t in model.not_estimable), effect=effect,
         sd_log=sd_log, confidence=level, correction=correction, power=power,
         autocorrelation=autocorrelation, terms=tuple(plans),
