@@ -454,11 +454,11 @@ def _run_factorial(args: argparse.Namespace, ctx: Context) -> int:
                  f" {plan.blocks} blocks of 2; σ (log scale) {plan.sd_log:.4g} from"
                  f" {row.sd_source}; effect ×{plan.effect:.4g}")  # fmt: skip
         table = Table("term", "reported at", "n per cell per block", "samples per cell",
-                      "samples in all", "P at n", "P at ½n, 2n", "time",
+                      "samples in all", "P at n", "P at ½n · 2n", "time",
                       title=cell(title), title_justify="left")  # fmt: skip
         for t in plan.terms:
             curve = dict(t.curve)
-            others = ", ".join(f"{curve[k] * 100:.1f} %" for k in sorted(curve) if k != t.n)
+            others = " · ".join(f"{curve[k] * 100:.3g} %" for k in sorted(curve) if k != t.n)
             table.add_row(*map(cell, (
                 t.term, ", ".join(t.levels), f"{t.n:,}",
                 " / ".join(sorted({f"{plan.samples_per_cell(t.n, c):,}" for c in plan.cells})),
@@ -469,6 +469,7 @@ def _run_factorial(args: argparse.Namespace, ctx: Context) -> int:
         ctx.out.print(cell(
             f"the study needs n = {plan.n:,} per cell per block (n of each [[workload]]):"
             f" {plan.total(plan.n):,} samples, {format_duration(result.seconds(plan.n))}"
+            f" of iterations, and {plan.blocks} bring-ups of a block's pair"
         ), highlight=False)  # fmt: skip
     first = result.rows[0].plan
     remark = (
@@ -478,8 +479,9 @@ def _run_factorial(args: argparse.Namespace, ctx: Context) -> int:
     )
     if first.not_estimable:
         remark += f"; not estimable in these cells: {', '.join(first.not_estimable)}"
-    for left, why in design.left_out:
-        remark += f"; left out: {left} ({why})"
+    if design.left_out:
+        remark += (f"; left out (libvirt cannot express them, lab study check says why):"
+                   f" {', '.join(left for left, _ in design.left_out)}")  # fmt: skip
     for timing in result.timings:
         each = "–" if timing.seconds is None else f"{timing.seconds:.4g} s"
         remark += (f"; {timing.workload or 'an iteration'}: {each} ({timing.source},"
