@@ -57,6 +57,7 @@ CASES = [
     Case("2x2", {"A": ["lo", "hi"], "B": ["lo", "hi"]}),
     Case("2x2 + AB", {"A": ["lo", "hi"], "B": ["lo", "hi"]}, ["A", "B", "A:B"]),
     Case("3x2", {"A": ["a1", "a2", "a3"], "B": ["lo", "hi"]}),
+    Case("3x2, A only", {"A": ["a1", "a2", "a3"], "B": ["lo", "hi"]}, ["A"]),
     Case("2^3", {"A": ["lo", "hi"], "B": ["lo", "hi"], "C": ["lo", "hi"]}),
     Case(
         "page x prealloc (lab)",
@@ -138,6 +139,7 @@ def main() -> None:
     parser.add_argument("--confidence", type=float, default=0.99)
     parser.add_argument("--power", type=float, default=0.9)
     parser.add_argument("--seed", type=int, default=41)
+    parser.add_argument("--only", metavar="TEXT", help="only the designs whose name holds TEXT")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     sd = sd_from_cv(args.cv)
@@ -148,6 +150,8 @@ def main() -> None:
           f"{'promised':>10}{'delivered':>11}{'± SE':>7}"
           "   at n/2: promised, delivered")  # fmt: skip
     for case in CASES:
+        if args.only and args.only not in case.name:
+            continue
         start = time.perf_counter()
         lay = layout(case)
         plan = plan_factorial(lay, args.effect, sd, args.confidence, args.power,
