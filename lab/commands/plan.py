@@ -28,7 +28,9 @@ def register(subparsers: Any) -> None:
         " when it lies within it (or as --goal says), with P(verdict) at a quarter, half and"
         " twice that n. The standard deviation comes from --sd, or from a pilot run in the"
         " store with --from-store; n is inflated for lag-1 autocorrelation, and the duration"
-        " is given at --iteration-time. The formula is printed with the result.",
+        " is given at --iteration-time. The formula is printed with the result. With a"
+        " factorial (--factors, or --study FILE with [factors]): the samples per cell per"
+        " block at which lab compare's intervals find each main effect of ratio --effect.",
     )  # fmt: skip
     parser.add_argument("--sd", type=float, metavar="S", help="standard deviation of one sample")
     parser.add_argument(

@@ -105,6 +105,26 @@ def test_a_pilot_factorial_gives_the_residual_sd_on_the_log_scale(
     assert plan["n"] == again.n
 
 
+def test_a_study_file_takes_its_pilot_from_its_own_study_in_the_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--study FILE --from-store reads the pilot of the study the file names, no other."""
+    db = tmp_path / "lab.db"
+    blocked_store(db, np.random.default_rng(5))  # study "pages"
+    text = (
+        'vcpus = 1\nmemory = "1G"\n[factors]\npage = ["thp", "1g"]\n'
+        'prealloc = ["off", "on"]\n[[workload]]\nname = "sysbench-memory"\nn = 5\n'
+    )
+    (tmp_path / "pages.toml").write_text('name = "pages"\n' + text)
+    (tmp_path / "other.toml").write_text('name = "other"\n' + text)
+    found = plan_json(capsys, "--study", str(tmp_path / "pages.toml"), "--from-store",
+                      "--db", str(db), "--effect", "1%")  # fmt: skip
+    assert [p["name"] for p in found["plans"]] == ["w · t"]
+    assert main(["plan", "--study", str(tmp_path / "other.toml"), "--from-store", "--db",
+                 str(db)]) == 2  # fmt: skip
+    assert "no factorial of study 'other' in the store" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
