@@ -54,9 +54,15 @@ class JournalIngest(JournalOwnership):
         first = self.metrics[0].name if self.metrics else None
         for item in items:
             if isinstance(item, JournalEvent):
+                ours = guest.runner_started  # not a start of a controller before this one
                 if item.event in TERMINAL_EVENTS:
                     guest.check_runner = True
                     guest.runner_started = False
+                error = str(item.fields.get("error"))
+                if ours and item.event == "gave_up" and error.startswith("setup"):
+                    # no attempt began, so no failure counts it: a setup that always fails
+                    # would start runners for ever; MAX_TROUBLES of them stop the run
+                    self._trouble(guest, f"its {error}{setup_said(items)}")
                 continue
             guest.troubles = 0
             if item.boot_id:
@@ -73,3 +79,12 @@ class JournalIngest(JournalOwnership):
                 guest.failed_attempts += 1
                 guest.last_error = item.error or f"exit status {item.exit_status}"
         return added
+
+
+def setup_said(items: list[JournalEntry | JournalEvent]) -> str:
+    """The end of what the last failed setup command printed, as a clause (or nothing)."""
+    for item in reversed(items):
+        if isinstance(item, JournalEvent) and item.event == "setup":
+            tail = str(item.fields.get("output_tail") or "").strip()
+            return f"; it said: {tail[-300:]}" if tail else ""
+    return ""

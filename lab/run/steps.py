@@ -125,9 +125,8 @@ class SteppedRunners(JournalIngest):
             guest.stepping = None
             self.ingest(guest)
             return
-        if values.get("event") == "gave_up":  # its setup or its failures: the journal says
-            self.ctx.warn(f"{guest.record.name}: the runner gave up: {values.get('error')}")
-            return
+        if values.get("event") == "gave_up":  # its setup or its failures: its journal, read
+            return  # as the channel closes, says why (and what the setup command printed)
         try:
             record = parse_journal_line(line + "\n")
         except JournalError as err:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from lab.guests.channel import ProcessChannel
 from lab.guests.labstate import GuestRecord, LabState
 from lab.guests.ssh import GuestAddress, GuestShell
 from lab.inguest.spec import Spec
-from lab.run.controller import Controller, RunFailed, RunPlan, run_key
+from lab.run.controller import MAX_TROUBLES, Controller, RunFailed, RunPlan, run_key
 from lab.run.ingest import split_journal
 from lab.stats.stopping import StoppedInterval
 from lab.store import Store
@@ -422,3 +422,45 @@ def test_run_key_includes_a_stopping_rule_only_when_there_is_one() -> None:
 
 
 # -- counterbalanced placement (--swap-every) -------------------------------------------------
+
+
+@dataclass
+class SetupWorkload(ShellWorkload):
+    """Its untimed setup command is given by the test too."""
+
+    setup: list[str] = field(default_factory=lambda: ["true"])
+
+    def spec(self, params: dict[str, Any], guest: Any) -> Spec:
+        return replace(super().spec(params, guest), setup_argv=self.setup)
+
+
+@pytest.mark.parametrize("schedule", ["concurrent", "sync"])
+def test_a_setup_that_always_fails_stops_the_run_with_its_output(
+    tmp_path: Path, schedule: str
+) -> None:
+    # seen on the real pair: a build step the guest's user may not run (chmod of a file it
+    # does not own) made every runner start give up, and the controller started another
+    # for ten minutes, saying only "setup command failed"
+    tries = tmp_path / "tries"
+    setup = ["sh", "-c", f"echo x >> {tries}; echo 'chmod: changing permissions' >&2; exit 1"]
+    made, store = make(tmp_path, ["true"], n=3, workload=SetupWorkload(["true"], setup=setup))
+    store.close()
+    plan = replace(made.plan, schedule=schedule, counters="none")
+    store = Store.open(tmp_path / "lab.db")
+    controller = Controller(made.ctx, store, made.state, [g.record for g in made.guests], plan,
+                            lambda r: PerGuestShell(r.name, plan.runner_dir))  # fmt: skip
+    with pytest.raises(RunFailed) as raised:
+        controller.run()
+    assert "setup command failed" in raised.value.message
+    assert "chmod: changing permissions" in raised.value.message  # what it said, to fix it
+    assert 1 <= len(tries.read_text().split()) <= 2 * MAX_TROUBLES  # a few starts, not forever
+    store.close()
+
+    # fixed, the same command resumes: the give-ups its journals hold are not held against it
+    fixed = replace(plan, workload=SetupWorkload(["true"], setup=["true"]))
+    store = Store.open(tmp_path / "lab.db")
+    again = Controller(made.ctx, store, made.state, [g.record for g in made.guests], fixed,
+                       lambda r: PerGuestShell(r.name, plan.runner_dir))  # fmt: skip
+    assert again.run_id == controller.run_id
+    again.run()
+    assert iterations(store, again) == {"lab-thp": [1, 2, 3], "lab-shp1g": [1, 2, 3]}
