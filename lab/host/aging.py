@@ -233,6 +233,8 @@ class Ager:
                     hint="Ask for a lower --level or free memory (see `lab host age --status`)",
                 )
             if not self.processes.running(pid):
+                if self._status(status).get("state") in ("holding", "failed"):
+                    continue  # it wrote its end and exited between the two looks
                 raise LabError(
                     f"the fragmenter (pid {pid}) ended before it reached the level",
                     hint=f"See {self.state_dir / LOG_FILE}",

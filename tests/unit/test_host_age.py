@@ -429,3 +429,27 @@ def test_undo_caps_the_per_cpu_lists_while_the_memory_goes_back(tmp_path: Path) 
                                                stop(pid, force))[-1]  # fmt: skip
     a.undo()
     assert at_stop == ["100000\n"] and a.host.read_text(sysctl) == "0\n"
+
+
+def test_a_fragmenter_that_fails_between_two_looks_gives_its_reason(tmp_path: Path) -> None:
+    # seen on the real pair: the status read said "working", then the process was gone, and
+    # the command said only that it "ended before it reached the level"
+    a = ager(tmp_path, outcome="failed")
+    processes = fake(a)
+    status = str(tmp_path / STATUS_FILE)
+    written: dict[str, str] = {}
+    start = processes.start
+
+    def start_working(argv: list[str], log: Path) -> int:
+        pid = start(argv, log)
+        written["failed"] = processes.files[status]
+        processes.files[status] = written["failed"].replace('"failed"', '"working"')
+        return pid
+
+    def running(pid: int) -> bool:  # it writes its end and exits as it is looked at
+        processes.files[status] = written["failed"]
+        return False
+
+    processes.start, processes.running = start_working, running  # type: ignore[method-assign]
+    with pytest.raises(LabError, match="could not age the host: no room left"):
+        a.age(0.8, keep_free=0)
