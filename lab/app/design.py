@@ -11,18 +11,28 @@ random order and the two cells of a block on randomly chosen CPU sets, both draw
 that is the design's own (the same file gives the same plan, so a study resumes where it
 stopped). Each block is one pair brought up and every workload run on it; ``lab compare``
 then fits the factors with the block as a fixed effect (:mod:`lab.app.effects`).
+
+The host's age (issue 42) is a factor too, ``age = ["fresh", "f80"]``
+(:mod:`lab.host.agelevels`), but not a domain delta: it is no part of a cell's name, and every
+block runs once per age level, the host aged to it (``lab host age``) before the block's
+``lab up``. The age levels' order is drawn from the design's seed and reversed from one block
+to the next (ABBA: fresh, f80 | f80, fresh | ...), so that neither the hours a study takes nor
+the blocks' order pass for an effect of age; ``lab compare`` reads each run's age back from it
+and adds it to the cell of each of its samples.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import random
 import zlib
 from dataclasses import dataclass
 
 from lab.core.cells import cell_name
-from lab.core.errors import ConfigError
+from lab.core.errors import ConfigError, UsageError
 from lab.guests.factors import FACTORS, cell_problem
+from lab.host.agelevels import AGE_FACTOR, age_index
 from lab.stats.pairblocks import pair_blocks
 
 MAX_CELLS = 12  # 66 blocks of two: more is a study of its own
@@ -38,14 +48,32 @@ class Design:
     left_out: tuple[tuple[str, str], ...]
     blocks: tuple[tuple[str, str], ...]
     seed: int
+    ages: tuple[str, ...] = ()  # the host age levels each block runs at (none: as it is)
+
+    @property
+    def steps(self) -> tuple[tuple[tuple[str, str], str | None], ...]:
+        """(block, host age level) in the order they run: each block once per age level, the
+        levels in an order drawn from the seed and reversed every other block (ABBA)."""
+        if not self.ages:
+            return tuple((block, None) for block in self.blocks)
+        order = random.Random(self.seed).sample(self.ages, len(self.ages))
+        return tuple((block, age) for i, block in enumerate(self.blocks)
+                     for age in (order if i % 2 == 0 else order[::-1]))  # fmt: skip
 
     def lines(self) -> list[str]:
         """The design as ``lab study check`` prints it."""
         crossed = " × ".join(f"{f} ({', '.join(levels)})" for f, levels in self.factors)
         out = [f"design: {crossed}: {len(self.cells)} cells in {len(self.blocks)} blocks of 2"
                f" (every pair once, seed {self.seed})"]  # fmt: skip
+        if self.ages:
+            out[0] += (f"; each block at host age {', '.join(self.ages)}: {len(self.steps)}"
+                       " runs per workload")  # fmt: skip
         out += [f"  left out: {cell}: {why}" for cell, why in self.left_out]
-        out += [f"  block {i}: {a}, {b}" for i, (a, b) in enumerate(self.blocks, 1)]
+        if self.ages:
+            out += [f"  block {i}: {a}, {b} at host age {age}"
+                    for i, ((a, b), age) in enumerate(self.steps, 1)]  # fmt: skip
+        else:
+            out += [f"  block {i}: {a}, {b}" for i, (a, b) in enumerate(self.blocks, 1)]
         return out
 
 
@@ -56,8 +84,15 @@ def parse_design(source: str, table: object) -> Design:
     if not isinstance(table, dict) or not table:
         raise ConfigError(f"{source}: [factors] must be a table of factors and their levels",
                           hint=example)  # fmt: skip
+    ages = parse_ages(source, table.get(AGE_FACTOR))
+    domain = {name: levels for name, levels in table.items() if name != AGE_FACTOR}
+    if not domain:
+        raise ConfigError(
+            f"{source}: [factors] crosses the host's age with no factor of the guests",
+            hint='Add one, e.g. page = ["thp", "1g"] (thp against 1 GiB pages, as thp and shp1g)',
+        )
     factors = []
-    for name, levels in table.items():
+    for name, levels in domain.items():
         if name not in FACTORS:
             raise ConfigError(
                 f"{source}: [factors]: unknown factor {name!r} (the lab's: {', '.join(FACTORS)})",
@@ -91,6 +126,24 @@ def parse_design(source: str, table: object) -> Design:
             f"{source}: [factors] makes {len(cells)} cells, more than {MAX_CELLS}",
             hint="Cross fewer factors or levels (a study each)",
         )
-    seed = zlib.crc32(json.dumps(factors).encode())
+    seed = zlib.crc32(json.dumps(factors + ([(AGE_FACTOR, ages)] if ages else [])).encode())
     return Design(tuple(factors), tuple(cells), tuple(left_out),
-                  tuple(pair_blocks(cells, seed=seed)), seed)  # fmt: skip
+                  tuple(pair_blocks(cells, seed=seed)), seed, ages)  # fmt: skip
+
+
+def parse_ages(source: str, levels: object) -> tuple[str, ...]:
+    """The host age levels of ``[factors]``'s ``age`` (none where it has no ``age``)."""
+    if levels is None:
+        return ()
+    if (
+        not isinstance(levels, list) or len(levels) < 2
+        or not all(isinstance(v, str) for v in levels) or len(set(levels)) != len(levels)
+    ):  # fmt: skip
+        raise ConfigError(f"{source}: [factors]: age must list two or more distinct levels",
+                          hint='e.g. age = ["fresh", "f80"]')  # fmt: skip
+    for level in levels:
+        try:
+            age_index(level)
+        except UsageError as err:
+            raise ConfigError(f"{source}: [factors]: {err.message}", hint=err.hint) from None
+    return tuple(levels)

@@ -208,6 +208,12 @@ class Study:
         """The pairs brought up in turn: the design's blocks, or the one pair of variants."""
         return self.design.blocks if self.design is not None else (self.variants,)
 
+    @property
+    def steps(self) -> tuple[tuple[tuple[str, str], str | None], ...]:
+        """(pair, host age level or None) in the order they are brought up: a design's blocks,
+        each once per age level of its age factor (:attr:`Design.steps`), or the one pair."""
+        return self.design.steps if self.design is not None else ((self.variants, None),)
+
 
 def load_study(
     path: str | Path,

@@ -115,7 +115,7 @@ def describe_plan(
     lines += [
         f"  {len(study.workloads) + 1}. lab {shlex.join(report_argv(study, db))}",
         f"  estimated time: {format_duration(total)}"
-        + (f" per block, {len(study.pairs)} blocks" if study.design is not None else "")
+        + (f" per block, {len(study.steps)} blocks" if study.design is not None else "")
         + ("" if total is not None else " (known once the store has timed every workload)"),
     ]
     return [line for line in lines if line]
@@ -164,6 +164,8 @@ def plan_json(study: Study, db: str, seconds: dict[str, float], image: str) -> s
                 "left_out": [{"cell": c, "why": why} for c, why in study.design.left_out],
                 "blocks": [list(pair) for pair in study.design.blocks],
                 "seed": study.design.seed,
+                "ages": list(study.design.ages),
+                "steps": [{"pair": list(pair), "host_age": age} for pair, age in study.steps],
             },
             "vcpus": study.vcpus,
             "memory": study.memory,
