@@ -57,6 +57,14 @@ def register(subparsers: Any) -> None:
         " them)",
     )  # fmt: skip
     parser.add_argument(
+        "--factor-from-runs", action="append", choices=("age",), metavar="FACTOR",
+        help="age: take the host age each run recorded (lab host age; its host_aged fact) as"
+        " a factor of its samples, beside their variants: runs of one pair at several host"
+        " ages are fitted as a factorial (variant × age), whose interaction says how much of"
+        " B's difference from A comes from the host's age. A study whose [factors] has age"
+        " does so by itself",
+    )  # fmt: skip
+    parser.add_argument(
         "--correction", choices=("holm", "bh"), default="holm",
         help="how a sweep's verdicts are corrected for their number: holm (Holm's step-down:"
         " the chance of any false verdict among the values stays within 1 − confidence;"

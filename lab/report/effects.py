@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from lab.core.text import cell
+from lab.stats.agelead import AGE, age_leads
 
 if TYPE_CHECKING:
     from lab.stats.effects import Effect
@@ -81,6 +82,17 @@ def print_effects(console: Console, answers: Sequence[FactorialAnswer]) -> None:
             " ch. 17), averaged over the other factors; the ratio is high over low, from the"
             f" same fit of log values; {method}"
         ))  # fmt: skip
+        for answer in group:
+            for lead in age_leads(answer.data.factors, answer.data.orders, answer.effects):
+                assert answer.effects is not None
+                console.print(cell(f"* {answer.data.metric}: "
+                                   f"{lead.sentence(answer.effects.confidence)}"))  # fmt: skip
+        if any(AGE in a.data.factors for a in group):
+            console.print(cell(
+                f"* {AGE} is the host's age of each run: its main effect's interval counts the"
+                " iterations' spread, not how runs differ; its interactions compare"
+                " differences within runs"
+            ))  # fmt: skip
         missing = sorted({n for n in notes if n})
         if missing:
             console.print(cell(f"* not estimable from these cells: {'; '.join(missing)}"))
