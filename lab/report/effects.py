@@ -90,8 +90,8 @@ def print_effects(console: Console, answers: Sequence[FactorialAnswer]) -> None:
         if any(AGE in a.data.factors for a in group):
             console.print(cell(
                 f"* {AGE} is the host's age of each run: its main effect's interval counts the"
-                " iterations' spread, not how runs differ; its interactions compare"
-                " differences within runs"
+                " iterations' spread, not how runs differ; its interaction with a factor"
+                " whose levels every run holds compares differences within runs"
             ))  # fmt: skip
         missing = sorted({n for n in notes if n})
         if missing:
