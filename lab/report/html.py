@@ -33,6 +33,7 @@ from lab.report.plots import figure_pngs, forest, png
 from lab.report.summary import HEADER, family_note, summary_rows
 from lab.report.sweepplot import sweep_plot
 from lab.report.tables import block_tables, blocks, notes
+from lab.stats.agelead import age_leads
 from lab.stats.analysis import ALL, MetricComparison, with_paired
 from lab.stats.paired import synced_workloads
 from lab.stats.sweep import SweepComparison
@@ -257,6 +258,8 @@ def _factorials_html(answers: Sequence[FactorialAnswer], out_dir: Path, embed: b
             f'<tbody>{rows}</tbody></table><p class="note">{_e(headline(answer))}; the rest'
             f" of the variation: {_e(rest)}</p>"
         )
+        parts += [f'<p class="note">{_e(lead.sentence(e.confidence))}</p>'
+                  for lead in age_leads(d.factors, d.orders, e)]  # fmt: skip
         if d.metric.startswith(("perf.", "backing.")):
             continue
         for kind, draw in (("effects", effects_plot), ("interaction", interaction_plot)):

@@ -98,6 +98,10 @@ def test_a_study_with_an_age_factor_fits_page_by_age_as_statsmodels_does(
     out = capsys.readouterr().out
     assert "1g/thp is 0.9" in out and "the host's age multiplies it by 0.78" in out
     assert "comes from the host's age" in out
+    report = tmp_path / "report"
+    assert main(["report", "--db", str(db), "--out", str(report), "--no-embed"]) == 0
+    page = (report / "index.html").read_text()
+    assert "1g/thp is 0.9" in page and "comes from the host&#x27;s age" in page
 
 
 def test_a_plain_pairs_runs_at_two_ages_are_fitted_with_factor_from_runs(
