@@ -2,10 +2,10 @@
 ``age`` in its ``[factors]`` cover the true effects, when runs differ by more than their
 iterations do?
 
-Every sample of a run is at one host age, so ``lab compare`` fits each sample's cell (its
-variant's cell plus the run's age) with the pair of cells a run ran as the block
-(lab.app.effects), not the run. This simulates that fit (lab.stats.effects.fit_effects, the
-blocks as lab.app.effects labels them) for two designs as ``lab study run`` runs them:
+Every sample of a run is at one host age, so the age is confounded with the run, the block
+of ``lab compare``'s fit (lab.app.effects): its interactions are fitted within runs, its main
+effect from the runs' means (lab.stats.effects.fit_effects). This simulates that fit for two
+designs as ``lab study run`` runs them:
 
 - ``pair``: page × age on one pair (page-thp, page-1g), the runs fresh, f80, f80, fresh;
 - ``cells``: page × prealloc's three cells (page-1g.prealloc-off left out), every pair of
@@ -37,14 +37,13 @@ from lab.stats.effects import fit_effects  # noqa: E402
 # true means per (page, prealloc, age): additive, with page × age
 BASE = {("thp", "off"): 100.0, ("thp", "on"): 98.0, ("1g", "on"): 90.0}
 AGED = {"thp": 6.0, "1g": 1.0}  # what f80 adds to each page level
-DESIGNS = {
-    "pair": [((("thp", "on"), ("1g", "on")), age) for age in ("fresh", "f80", "f80", "fresh")],
+PAIRS = [(("thp", "off"), ("thp", "on")), (("thp", "off"), ("1g", "on")),
+         (("thp", "on"), ("1g", "on"))]  # fmt: skip
+DESIGNS = {  # (pair, host age) per run, in the order lab study run runs them (ABBA)
+    "pair": [(PAIRS[2], age) for age in ("fresh", "f80", "f80", "fresh")],
     "cells": [
         (pair, age)
-        for i, pair in enumerate(
-            [(("thp", "off"), ("thp", "on")), (("thp", "off"), ("1g", "on")),
-             (("thp", "on"), ("1g", "on"))]  # fmt: skip
-        )
+        for i, pair in enumerate(PAIRS)
         for age in (("fresh", "f80") if i % 2 == 0 else ("f80", "fresh"))
     ],
 }
@@ -60,9 +59,9 @@ def truth(design: str) -> dict[str, float]:
 
 def simulate(design: str, tau: float, n: int, rng: np.random.Generator) -> dict[str, bool]:
     values, page, prealloc, age, blocks = [], [], [], [], []
-    for pair, level in DESIGNS[design]:
+    for run, (pair, level) in enumerate(DESIGNS[design]):
         offset = rng.normal(0, tau)
-        label = ",".join(sorted(f"{p}.{a}" for p, a in pair))
+        label = f"run {run}"  # the block: the run (age is confounded with it)
         for p, a in pair:
             mean = BASE[(p, a)] + (AGED[p] if level == "f80" else 0.0) + offset
             values.append(mean + rng.normal(0, 1.0, n))

@@ -14,11 +14,11 @@ then fits the factors with the block as a fixed effect (:mod:`lab.app.effects`).
 
 The host's age (issue 42) is a factor too, ``age = ["fresh", "f80"]``
 (:mod:`lab.host.agelevels`), but not a domain delta: it is no part of a cell's name, and every
-block runs once per age level, the host aged to it (``lab host age``) before the block's
-``lab up``. The age levels' order is drawn from the design's seed and reversed from one block
-to the next (ABBA: fresh, f80 | f80, fresh | ...), so that neither the hours a study takes nor
-the blocks' order pass for an effect of age; ``lab compare`` reads each run's age back from it
-and adds it to the cell of each of its samples.
+block runs once per age level (a design of one block, twice), the host aged to it (``lab host
+age``) before the block's ``lab up``. The age levels' order is drawn from the design's seed
+and reversed from one block to the next (ABBA: fresh, f80 | f80, fresh | ...), so that neither
+the hours a study takes nor the blocks' order pass for an effect of age; ``lab compare`` reads
+each run's age back from it and adds it to the cell of each of its samples.
 """
 
 from __future__ import annotations
@@ -52,12 +52,16 @@ class Design:
 
     @property
     def steps(self) -> tuple[tuple[tuple[str, str], str | None], ...]:
-        """(block, host age level) in the order they run: each block once per age level, the
-        levels in an order drawn from the seed and reversed every other block (ABBA)."""
+        """(block, host age level) in the order they run: each block once per age level (a
+        lone block twice), the levels in an order drawn from the seed and reversed every other
+        block (ABBA)."""
         if not self.ages:
             return tuple((block, None) for block in self.blocks)
         order = random.Random(self.seed).sample(self.ages, len(self.ages))
-        return tuple((block, age) for i, block in enumerate(self.blocks)
+        # one block runs twice: age's main effect is read from the runs' means, and needs a
+        # run per level to spare (lab.stats.effects, confounded terms)
+        blocks = self.blocks if len(self.blocks) > 1 else self.blocks * 2
+        return tuple((block, age) for i, block in enumerate(blocks)
                      for age in (order if i % 2 == 0 else order[::-1]))  # fmt: skip
 
     def lines(self) -> list[str]:

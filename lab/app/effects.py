@@ -11,18 +11,13 @@ the model, so that what differs between the blocks' times does not pass for an e
 **Factors of the runs** (issue 42). The host's age is set per run, not per guest: a study
 whose ``[factors]`` has ``age`` runs each block once per age level, and each run records the
 age it ran at (its ``host_aged`` fact, :mod:`lab.host.agelevels`). A sample's cell is then its
-variant's cell plus ``age-LEVEL`` from its run (``page-1g.age-f80``), so the fit gives the
-age's main effect and its interactions with the guests' factors. A plain pair's runs
+variant's cell plus ``age-LEVEL`` from its run (``page-1g.age-f80``). A plain pair's runs
 (variants thp and shp1g) that differ in host age are answered so with ``lab compare
---factor-from-runs age``: each variant is then a level of a factor ``variant``. The age is the
-same for every sample of a run, so the runs are not the blocks here (the block would absorb
-it): the block is the pair of variants a run ran, and the runs of one pair at several ages
-are one block. Where every run holds both levels of a guest factor (page × age on the pair
-page-thp, page-1g), that factor's interaction with age compares differences within runs and
-is free of what differs between runs; in a design of more cells, pairs that hold one level
-of it lend it their between-run differences too. Age's main effect is never free of them
-(its interval counts the iterations' spread, not the runs'), which :mod:`lab.report.effects`
-says beside it.
+--factor-from-runs age``: each variant is then a level of a factor ``variant``. The runs stay
+the blocks, and age, one level per run, is confounded with them (a split plot): its
+interactions with the guests' factors are fitted within runs, free of what differs between
+runs, and its main effect from the runs' means, its interval on the runs' own degrees of
+freedom (:func:`lab.stats.effects.fit_effects`), so with one run per age level there is none.
 """
 
 from __future__ import annotations
@@ -154,13 +149,11 @@ def factorial_answers(
         runs = leveled.get((st, wl)) or [(r, {}) for r in store.runs(st) if r.workload == wl]
         for run, levels in runs:
             found = store.values(wl, metric, st, run.key)
-            block = run.key
             if levels:
-                block = ",".join(sorted({s.variant for s in found}))
                 found = [replace(s, variant=with_run_levels(s.variant, levels) or s.variant)
                          for s in found]  # fmt: skip
             for s in found:
-                by_metric.setdefault(s.metric, {}).setdefault(block, []).append(s)
+                by_metric.setdefault(s.metric, {}).setdefault(run.key, []).append(s)
         for blocks in by_metric.values():
             data = factorial_data(blocks, declared)
             if data is not None:

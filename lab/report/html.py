@@ -25,7 +25,7 @@ from lab.core.outputs import replacing, writing
 from lab.report import sweeps as sweep_table
 from lab.report.backingplot import backing_plot
 from lab.report.drawing import Drawn, Later, figure_pool, later
-from lab.report.effects import headline, ratio_text
+from lab.report.effects import headline, ratio_text, share_text
 from lab.report.markup import escape as _e
 from lab.report.markup import section, slug, table_html
 from lab.report.metadata import ReportMeta, metadata_html, when
@@ -249,7 +249,7 @@ def _factorials_html(answers: Sequence[FactorialAnswer], out_dir: Path, embed: b
         rows = "".join(
             f"<tr><td>{_e(x.term)}</td><td>{_e(x.level)}</td><td>{x.estimate:+.4g}</td>"
             f"<td>[{x.ci[0]:.4g}, {x.ci[1]:.4g}]</td><td>{_e(ratio_text(x, d.direction))}</td>"
-            f"<td>{shares.get(x.term, float('nan')) * 100:.1f} %</td></tr>"
+            f"<td>{share_text(shares, x.term)}</td></tr>"
             for x in e.effects
         )  # fmt: skip
         rest = ", ".join(f"{t} {shares[t] * 100:.1f} %" for t in ("block", "error") if t in shares)

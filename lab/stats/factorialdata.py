@@ -113,6 +113,7 @@ class FactorialAnswer:
                              "aliases": list(x.aliases)} for x in e.effects],
                 "shares": [{"term": s.term, "df": s.df, "share": s.share} for s in e.shares],
                 "not_estimable": list(e.not_estimable),
+                "confounded": list(e.confounded), "df_between": e.df_between,
                 "age_leads": [lead_json(x) for x in age_leads(d.factors, d.orders, e)],
             }  # fmt: skip
         return found

@@ -57,14 +57,27 @@ def compare_json(capsys: pytest.CaptureFixture[str], *argv: str) -> list[dict[st
     return found
 
 
-def reference(frame: pd.DataFrame, log: bool) -> tuple[float, tuple[float, float]]:
-    """statsmodels: page × age in sum-to-zero coding, the 1g:f80 coefficient (patsy sorts
-    1g before thp and f80 before fresh and omits the last: the coefficient is at 1g, f80)."""
+def reference(
+    frame: pd.DataFrame, log: bool, factor: str = "page"
+) -> tuple[float, tuple[float, float]]:
+    """statsmodels: the runs as a fixed effect, ``factor`` and its interaction with age as
+    ±1 columns (1g or shp1g +1, f80 +1); age itself lies in the runs' span. The interaction's
+    coefficient is q at 1g:f80 (sum-to-zero coding)."""
     data = frame.assign(y=np.log(frame.y)) if log else frame
-    fit = smf.ols("y ~ C(page, Sum) * C(age, Sum)", data).fit()
-    name = "C(page, Sum)[S.1g]:C(age, Sum)[S.f80]"
-    low, high = fit.conf_int(0.05).loc[name]
-    return float(fit.params[name]), (float(low), float(high))
+    data = data.assign(x=np.where(data.page == "1g", 1.0, -1.0),
+                       a=np.where(data.age == "f80", 1.0, -1.0))  # fmt: skip
+    fit = smf.ols("y ~ C(run) + x + x:a", data).fit()
+    low, high = fit.conf_int(0.05).loc["x:a"]
+    return float(fit.params["x:a"]), (float(low), float(high))
+
+
+def age_reference(frame: pd.DataFrame) -> tuple[float, tuple[float, float], int]:
+    """Age's main effect from the runs' means (each run holds both pages, equally many
+    samples: page and page × age average out of a run's mean): OLS of the 4 means on age."""
+    runs = frame.groupby("run").agg(m=("y", "mean"), age=("age", "first"))
+    fit = smf.ols("m ~ C(age, Sum)", runs).fit()  # patsy: f80 before fresh, fresh omitted
+    low, high = fit.conf_int(0.05).loc["C(age, Sum)[S.f80]"]
+    return float(fit.params["C(age, Sum)[S.f80]"]), (float(low), float(high)), int(fit.df_resid)
 
 
 def test_a_study_with_an_age_factor_fits_page_by_age_as_statsmodels_does(
@@ -78,8 +91,13 @@ def test_a_study_with_an_age_factor_fits_page_by_age_as_statsmodels_does(
     assert not [entry for entry in found if "effects" not in entry]  # no pairwise pooling
     (factorial,) = found
     assert factorial["factors"] == ["page", "age"] and factorial["samples"] == 4 * 2 * N
-    assert factorial["blocks"] is None  # one pair: its four runs are one block
+    assert factorial["blocks"] == 4 and factorial["confounded"] == ["age"]
     effects = {e["term"]: e for e in factorial["effects"]}
+    q_age, ci_age, df_age = age_reference(frame)
+    assert factorial["df_between"] == df_age == 2
+    assert effects["age"]["level"] == "f80"
+    assert effects["age"]["estimate"] == pytest.approx(q_age, rel=1e-9)
+    assert effects["age"]["ci"] == pytest.approx(list(ci_age), rel=1e-9)
     both = effects["page:age"]
     assert both["level"] == "1g:f80"
     q, ci = reference(frame, log=False)
@@ -98,6 +116,8 @@ def test_a_study_with_an_age_factor_fits_page_by_age_as_statsmodels_does(
     out = capsys.readouterr().out
     assert "1g/thp is 0.9" in out and "the host's age multiplies it by 0.78" in out
     assert "comes from the host's age" in out
+    assert "age holds one level per run (block): its interactions are fitted within runs" in out
+    assert "from the runs' means (2 degrees of freedom)" in out
     report = tmp_path / "report"
     assert main(["report", "--db", str(db), "--out", str(report), "--no-embed"]) == 0
     page = (report / "index.html").read_text()
@@ -124,6 +144,7 @@ def test_a_plain_pairs_runs_at_two_ages_are_fitted_with_factor_from_runs(
     q, ci = reference(frame, log=False)
     assert both["estimate"] == pytest.approx(q, rel=1e-9)
     assert both["ci"] == pytest.approx(list(ci), rel=1e-9)
+    assert {e["term"] for e in factorial["effects"]} == {"variant", "age", "variant:age"}
 
 
 def test_factor_from_runs_takes_only_what_runs_record(
@@ -141,7 +162,7 @@ def test_factor_from_runs_takes_only_what_runs_record(
 
 def blocked_age_store(path: Path, rng: np.random.Generator) -> pd.DataFrame:
     """memory × cache's four cells, every pair a block, each pair run at fresh and at f80
-    (12 runs, each with a small offset of its own); aging costs the 4M cells 10 more."""
+    (12 runs, each with an offset of its own); aging costs the 4M cells 10 more."""
     cells = {("4M", "1K"): 50.0, ("4M", "2K"): 45.0, ("16M", "1K"): 40.0, ("16M", "2K"): 38.0}
     names = {c: f"memory-{c[0]}.cache-{c[1]}" for c in cells}
     rows = []
@@ -154,15 +175,14 @@ def blocked_age_store(path: Path, rng: np.random.Generator) -> pd.DataFrame:
             run = store.ensure_run(study, f"w-{number}", "w", {}, "sync", N,
                                    [MetricInfo("t", "s", "lower")])  # fmt: skip
             store.record_environment(run, "host", "local", {"host_aged": FACT[age]})
-            offset = rng.normal(0, 0.5)
+            offset = rng.normal(0, 5.0)
             for c in (a, b):
                 guest = store.ensure_guest(study, f"lab-{names[c]}", names[c])
                 extra = 10.0 if (age == "f80" and c[0] == "4M") else 0.0
                 values = cells[c] + extra + offset + rng.normal(0, 1.0, N)
                 store.record(run, guest, [IterationRecord(i, 1, True, metrics={"t": float(v)})
                                           for i, v in enumerate(values, 1)])  # fmt: skip
-                block = ",".join(sorted([names[a], names[b]]))
-                rows += [{"y": v, "memory": c[0], "cache": c[1], "age": age, "blk": block}
+                rows += [{"y": v, "memory": c[0], "cache": c[1], "age": age, "run": number}
                          for v in values]  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -174,13 +194,19 @@ def test_pair_blocks_at_two_ages_are_fitted_with_the_pair_as_block(
     frame = blocked_age_store(db, np.random.default_rng(3))
     (factorial,) = compare_json(capsys, "--db", str(db), "--factor-from-runs", "age",
                                 "--confidence", "95", "--effects-correction", "none")  # fmt: skip
-    assert factorial["factors"] == ["memory", "cache", "age"] and factorial["blocks"] == 6
-    fit = smf.ols("y ~ C(memory, Sum) * C(cache, Sum) * C(age, Sum) + C(blk, Sum)", frame).fit()
-    # patsy sorts 16M before 4M: its coefficient is at 16M, ours at the high level, 16M too
-    name = "C(memory, Sum)[S.16M]:C(age, Sum)[S.f80]"
-    got = {e["term"]: e for e in factorial["effects"]}["memory:age"]
-    assert got["level"] == "16M:f80"
-    assert got["estimate"] == pytest.approx(float(fit.params[name]), rel=1e-9)
-    assert got["ci"] == pytest.approx(list(fit.conf_int(0.05).loc[name]), rel=1e-9)
-    assert got["estimate"] == pytest.approx(-2.5, abs=0.4)  # (0 − 10) / 4
-    assert factorial["not_estimable"] == []
+    """Runs differ by N(0, 5), five times the iterations' noise: fitted within runs (the run
+    the block), memory × age still comes back near its true −2.5, as statsmodels fits it."""
+    assert factorial["factors"] == ["memory", "cache", "age"] and factorial["blocks"] == 12
+    codes = {"memory": "16M", "cache": "2K", "age": "f80"}  # the +1 levels
+    frame = frame.assign(**{f[0]: np.where(frame[f] == high, 1.0, -1.0)
+                            for f, high in codes.items()})  # fmt: skip
+    fit = smf.ols("y ~ C(run) + m * c + m:a + c:a + m:c:a", frame).fit()
+    got = {e["term"]: e for e in factorial["effects"]}
+    for term, column in (("memory:age", "m:a"), ("memory:cache:age", "m:c:a"),
+                         ("memory", "m"), ("memory:cache", "m:c")):  # fmt: skip
+        assert got[term]["estimate"] == pytest.approx(float(fit.params[column]), rel=1e-7)
+        assert got[term]["ci"] == pytest.approx(list(fit.conf_int(0.05).loc[column]), rel=1e-7)
+    assert got["memory:age"]["level"] == "16M:f80"
+    assert got["memory:age"]["estimate"] == pytest.approx(-2.5, abs=0.4)  # (0 − 10) / 4
+    assert factorial["not_estimable"] == [] and factorial["confounded"] == ["age"]
+    assert factorial["df_between"] == 12 - 2 and "age" in got

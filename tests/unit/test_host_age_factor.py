@@ -106,7 +106,9 @@ def test_the_order_of_age_levels_is_drawn_from_the_seed() -> None:
                    ["fresh", "f60"], ["fresh", "f70"], ["fresh", "f90"]):  # fmt: skip
         text = HEAD + f'[factors]\npage = ["thp", "1g"]\nage = {levels!r}\n'.replace("'", '"')
         got = parse_study(text + RUNS)
-        assert sorted(a for _, a in got.steps if a) == sorted(levels)  # one block: each once
+        ages = [a for _, a in got.steps]
+        assert sorted(ages) == sorted(levels * 2)  # one block: twice, ABBA
+        assert ages[: len(levels)] == ages[len(levels) :][::-1]
         firsts.add(got.steps[0][1])
     assert len(firsts) > 1  # not always the first level listed, nor always fresh
 
