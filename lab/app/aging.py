@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lab.core.context import Context
-from lab.core.errors import LabError
 from lab.core.units import parse_size_kib
 from lab.host.agelevels import age_index
 from lab.host.aging import Aged, Ager, AgingState, Processes, Unaged
@@ -59,10 +58,10 @@ def hold_age(ctx: Context, level: str, ager: Ager | None = None) -> Aged | Unage
     if index is None:
         return undone
     aged = ager.age(index, keep_free_bytes(ctx, None))
-    if aged.pid is None:  # nothing held: its runs would record the host as fresh
-        raise LabError(
+    if aged.pid is None:  # nothing held: the runs record the level they were asked for
+        ctx.warn(
             f"the host's unusable free space index is {aged.index:.2f} already, at or above"
-            f" host age {level}: a run there cannot be told from one at fresh",
-            hint="Give the study's age factor a level above the host's own (e.g. f80)",
+            f" host age {level}: nothing is held, the runs go ahead as at {level} (a fresh"
+            " level of the same study is then not much fresher: see `lab host age --status`)"
         )
     return aged

@@ -55,9 +55,10 @@ def check_run_factors(names: Iterable[str]) -> tuple[str, ...]:
 
 
 def run_age(store: Store, run: RunRecord) -> str | None:
-    """The host age level ``run`` ran at (``fresh``, ``f80``) from its hosts' ``host_aged``
-    facts; None where no start recorded one, or its starts differ."""
-    levels = {level_of_fact(e.facts.get("host_aged"))
+    """The host age level ``run`` ran at (``fresh``, ``f80``): the level it was run at
+    (``lab run --host-age``, its ``host_age`` fact), else its hosts' ``host_aged`` facts; None
+    where no start recorded one, or its starts differ."""
+    levels = {e.facts.get("host_age") or level_of_fact(e.facts.get("host_aged"))
               for e in store.environment(run.id) if e.scope == "host"}  # fmt: skip
     return levels.pop() if len(levels) == 1 else None
 

@@ -20,7 +20,7 @@ from lab.core.sweeps import Axis
 from lab.guests.labstate import GuestRecord, guest_named
 from lab.guests.sites import guests_of, require_up
 from lab.guests.ssh import GuestShell
-from lab.host.agelevels import age_index, check_host_age
+from lab.host.agelevels import age_index, check_host_age, host_index
 from lab.host.aging import aged_fact
 from lab.run.lock import run_lock
 from lab.run.placement import check_swap_plan, check_swap_schedule
@@ -178,7 +178,9 @@ def run_workload(ctx: Context, request: RunRequest) -> RunOutcome:
             ctx.warn(few)
     up = require_up(ctx, request.hosts)
     if request.host_age is not None:
-        check_host_age(request.host_age, aged_fact(Path(ctx.config.state_dir)))
+        check_host_age(
+            request.host_age, aged_fact(Path(ctx.config.state_dir)), host_index(ctx.host.read_text)
+        )
     state = next((st for site, st in up if not site.remote), up[0][1])
     everyone = guests_of(up)
     names = request.guests or tuple(g.name for g in everyone)

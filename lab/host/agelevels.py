@@ -12,9 +12,11 @@ records the level its host was held at as its ``host_aged`` fact (``0.8``, or ``
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
-from lab.core.errors import UsageError
+from lab.core.errors import LabError, UsageError
 from lab.host.aging import MAX_LEVEL
+from lab.host.telemetry import unusable_index
 
 AGE_FACTOR = "age"
 FRESH = "fresh"
@@ -59,15 +61,25 @@ def level_of_fact(fact: str | None) -> str | None:
     return level
 
 
-def check_host_age(level: str, fact: str) -> None:
+def check_host_age(level: str, fact: str, index_now: float | None = None) -> None:
     """Refuse a run asked to run at age ``level`` on a host whose ``host_aged`` fact (what
-    ``lab host age`` holds it at) says another."""
+    ``lab host age`` holds it at) says another; a host nothing holds aged passes for an aged
+    level where its own unusable index (``index_now``) is at or above it already."""
     index = age_index(level)
     held = level_of_fact(fact)
-    if held != level:
+    by_itself = held == FRESH and index is not None and (index_now or 0.0) >= index
+    if held != level and not by_itself:
         to = "lab host age --undo" if index is None else f"lab host age --level {index:g}"
         raise UsageError(
             f"the run is asked for at host age {level}, and the host is held at"
             f" {held or fact} (lab host age --status)",
             hint=f"Run `{to}` first, or drop --host-age",
         )
+
+
+def host_index(read: Callable[[str], str]) -> float | None:
+    """The host's order-9 unusable free space index now (None where it cannot be read)."""
+    try:
+        return unusable_index(read("/proc/buddyinfo"))
+    except (OSError, ValueError, ZeroDivisionError, LabError):
+        return None

@@ -172,7 +172,7 @@ class Controller(SteppedRunners):
             ctx, store, self.run_id, self.guests, counters=plan.counters,
             schedule=plan.schedule, sites=self.sites, state_of=self.state_of,
             domain_xml=self._domain_xml, with_guest=self.with_guest,
-            defined_xml=self._defined_xml,
+            defined_xml=self._defined_xml, host_age=plan.host_age,
         )  # fmt: skip
 
     def _stop_rule(self, guests: list[GuestRecord]) -> Any:

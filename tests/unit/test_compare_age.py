@@ -39,7 +39,10 @@ def age_store(
         for number, age in enumerate(["fresh", "f80", "f80", "fresh"], 1):
             run = store.ensure_run(study, f"w-{number}", "w", {}, "sync", N,
                                    [MetricInfo("t", "s", "lower")])  # fmt: skip
-            store.record_environment(run, "host", "local", {"host_aged": FACT[age]})
+            facts = {"host_aged": FACT[age]}
+            if study_file:  # as lab study run's runs: the level asked (--host-age); the host
+                facts = {"host_aged": "no", "host_age": age}  # at 0.8 by itself (held: none)
+            store.record_environment(run, "host", "local", facts)
             offset = rng.normal(0, 2.0)
             for variant, page in variants.items():
                 guest = store.ensure_guest(study, f"lab-{variant}", variant)

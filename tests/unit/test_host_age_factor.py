@@ -16,9 +16,16 @@ from lab.app.studyrun import StudyActions, run_argv, run_request
 from lab.core.config import Config
 from lab.core.context import Context
 from lab.core.errors import LabError, UsageError
-from lab.host.agelevels import AGE_LEVELS, age_index, age_level, check_host_age, level_of_fact
+from lab.host.agelevels import (
+    AGE_LEVELS,
+    age_index,
+    age_level,
+    check_host_age,
+    host_index,
+    level_of_fact,
+)
 from lab.run.runstate import run_key
-from tests.unit.test_host_age import GIB, ager, fake, meminfo
+from tests.unit.test_host_age import BUDDYINFO, ager, fake, meminfo
 from tests.unit.test_study import config  # noqa: F401 (the autouse fixture)
 from tests.unit.test_study_run import FakeLab, context, lab_state, start
 
@@ -196,11 +203,23 @@ def test_hold_age_ages_keeps_and_gives_back(tmp_path: Path) -> None:
     assert a.state().pid is None and fake(a).alive == set()
 
 
-def test_a_level_the_host_is_at_by_itself_is_refused(tmp_path: Path) -> None:
-    """The fixture's host is at index 0.16 already: f10 would start nothing, and its runs
-    would record the host as fresh."""
+def test_a_level_the_host_is_at_by_itself_holds_nothing_and_says_so(tmp_path: Path) -> None:
+    """The fixture's host is at index 0.105 already: f10 starts nothing (as `lab host age`),
+    with a warning; a run at f10 is let through on the host's own index."""
     a = ager(tmp_path, meminfo(available_gib=21))
+    warned: list[str] = []
     ctx = Context(config=Config(state_dir=str(tmp_path), memory="1G"))
-    with pytest.raises(LabError, match="cannot be told from one at fresh"):
-        hold_age(ctx, "f10", a)
-    assert fake(a).started == [] and GIB
+    ctx.warn = warned.append  # type: ignore[method-assign]
+    aged = hold_age(ctx, "f10", a)
+    assert aged is not None and aged.pid is None and fake(a).started == []
+    (text,) = warned
+    assert "0.10 already, at or above host age f10: nothing is held" in text
+    check_host_age("f10", "no", index_now=0.105)
+    with pytest.raises(UsageError, match="held at fresh"):
+        check_host_age("f80", "no", index_now=0.105)
+    assert host_index({"/proc/buddyinfo": BUDDYINFO}.__getitem__) == pytest.approx(0.105, abs=0.001)
+
+    def unreadable(path: str) -> str:
+        raise FileNotFoundError(path)
+
+    assert host_index(unreadable) is None
