@@ -82,7 +82,8 @@ STUDY_KEYS: Mapping[str, Key] = {
                    "table, or variants", "instead of variants: the lab's factors and levels"
                    " to cross (`lab variants`); every cell libvirt can express runs, two at a"
                    " time, every pair of cells once, and `lab compare` gives each factor's"
-                   " effect"),
+                   ' effect; age = ["fresh", "f80"] runs every block at each host age'
+                   " (docs/studies.md)"),
     "vcpus": Key((int,), True, "vCPUs per guest", "integer, required", "vCPUs per guest"),
     "memory": Key((str,), True, 'memory per guest, e.g. "12G"', "string, required",
                   'memory per guest, e.g. "12G"'),

@@ -223,3 +223,18 @@ def test_a_level_the_host_is_at_by_itself_holds_nothing_and_says_so(tmp_path: Pa
         raise FileNotFoundError(path)
 
     assert host_index(unreadable) is None
+
+
+def test_study_check_shows_each_blocks_age_and_its_command() -> None:
+    import json
+
+    from lab.commands.study import describe_plan, plan_json
+
+    got = parse_study(HEAD + '[factors]\npage = ["thp", "1g"]\nage = ["fresh", "f80"]\n' + RUNS)
+    doc = json.loads(plan_json(got, "lab.db", {}, "debian12"))
+    assert doc["design"]["ages"] == ["fresh", "f80"]
+    steps = doc["design"]["steps"]
+    assert sorted(s["host_age"] for s in steps) == ["f80", "f80", "fresh", "fresh"]
+    text = "\n".join(describe_plan(got, "lab.db", {}))
+    assert "at host age fresh" in text and "at host age f80" in text
+    assert "4 blocks" in text  # the estimate: per block, 4 of them
