@@ -30,7 +30,7 @@ from lab.core.errors import UsageError
 from lab.core.text import cell
 from lab.guests.labstate import LabState, load_state
 from lab.guests.plan import TwinRequest
-from lab.host.agelevels import age_index
+from lab.host.agelevels import FRESH, age_index
 from lab.run.lock import run_lock
 from lab.run.workload import workloads_for
 from lab.store import Store
@@ -269,6 +269,9 @@ def run_study(
                     highlight=False,
                 )
                 return StudyResult(INTERRUPTED, tuple(done))
+    if held is not None and age_index(held) is not None and actions.age is not None:
+        ctx.err.rule(cell(f"lab host age --undo: {study.name}'s last block ran at {held}"))
+        actions.age(FRESH)  # the host given back: what is run next expects it so
     ctx.err.rule(cell(f"{study.name} {steps}/{steps}: lab {shlex.join(report_argv(study, db))}"))
     written = actions.report(report_request(study, db))
     show.report(written)
