@@ -12,6 +12,10 @@ that is the design's own (the same file gives the same plan, so a study resumes 
 stopped). Each block is one pair brought up and every workload run on it; ``lab compare``
 then fits the factors with the block as a fixed effect (:mod:`lab.app.effects`).
 
+A ``[design]`` table's ``fraction`` runs a 2^(k−p) fraction of two-level factors instead of
+every cell (:mod:`lab.app.fraction`), and the design then carries its generators and alias sets.
+:func:`design_json` and :func:`design_from_json` are the design as the store keeps it.
+
 The host's age (issue 42) is a factor too, ``age = ["fresh", "f80"]``
 (:mod:`lab.host.agelevels`), but not a domain delta: it is no part of a cell's name, and every
 block runs once per age level (a design of one block, twice), the host aged to it (``lab host
@@ -27,8 +31,10 @@ import itertools
 import json
 import random
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
+from lab.app.fraction import parse_fraction
 from lab.core.cells import cell_name
 from lab.core.errors import ConfigError, UsageError
 from lab.guests.factors import FACTORS, cell_problem
@@ -48,6 +54,8 @@ class Design:
     left_out: tuple[tuple[str, str], ...]
     blocks: tuple[tuple[str, str], ...]
     seed: int
+    fraction: tuple[str, ...] = ()  # a fraction's generators: "guest-thp = page * prealloc"
+    aliases: tuple[str, ...] = ()  # a fraction's defining relation, then its alias sets
     ages: tuple[str, ...] = ()  # the host age levels each block runs at (none: as it is)
 
     @property
@@ -72,6 +80,7 @@ class Design:
         if self.ages:
             out[0] += (f"; each block at host age {', '.join(self.ages)}: {len(self.steps)}"
                        " runs per workload")  # fmt: skip
+        out += fraction_lines(self)
         out += [f"  left out: {cell}: {why}" for cell, why in self.left_out]
         if self.ages:
             out += [f"  block {i}: {a}, {b} at host age {age}"
@@ -81,9 +90,9 @@ class Design:
         return out
 
 
-def parse_design(source: str, table: object) -> Design:
-    """The :class:`Design` of a study file's ``[factors]`` table; ``source`` names the file in
-    every error."""
+def parse_design(source: str, table: object, fraction: object = None) -> Design:
+    """The :class:`Design` of a study file's ``[factors]`` table, and of its ``[design]`` table
+    when given (``fraction``); ``source`` names the file in every error."""
     example = 'e.g. [factors] with page = ["thp", "1g"] and prealloc = ["off", "on"]'
     if not isinstance(table, dict) or not table:
         raise ConfigError(f"{source}: [factors] must be a table of factors and their levels",
@@ -111,6 +120,8 @@ def parse_design(source: str, table: object) -> Design:
                 hint=f"e.g. {name} = {json.dumps(list(FACTORS[name].levels)[:2])}",
             )
         factors.append((name, tuple(levels)))
+    if fraction is not None:
+        return replace(fractional_design(source, factors, fraction), ages=ages)
     cells, left_out = [], []
     for combination in itertools.product(*(levels for _, levels in factors)):
         cell = cell_name(zip([f for f, _ in factors], combination, strict=True))
@@ -132,7 +143,7 @@ def parse_design(source: str, table: object) -> Design:
         )
     seed = zlib.crc32(json.dumps(factors + ([(AGE_FACTOR, ages)] if ages else [])).encode())
     return Design(tuple(factors), tuple(cells), tuple(left_out),
-                  tuple(pair_blocks(cells, seed=seed)), seed, ages)  # fmt: skip
+                  tuple(pair_blocks(cells, seed=seed)), seed, ages=ages)  # fmt: skip
 
 
 def parse_ages(source: str, levels: object) -> tuple[str, ...]:
@@ -151,3 +162,71 @@ def parse_ages(source: str, levels: object) -> tuple[str, ...]:
         except UsageError as err:
             raise ConfigError(f"{source}: [factors]: {err.message}", hint=err.hint) from None
     return tuple(levels)
+
+
+def fractional_design(
+    source: str, factors: list[tuple[str, tuple[str, ...]]], table: object
+) -> Design:
+    """The :class:`Design` of ``[design]``'s fraction of the checked ``factors``: its cells only,
+    none left out (a fraction that loses a cell is refused), its blocks seeded by the factors
+    and the generators both."""
+    part = parse_fraction(source, factors, table, cell_problem)
+    if len(part.cells) > MAX_CELLS:
+        raise ConfigError(
+            f"{source}: [design] fraction makes {len(part.cells)} cells, more than {MAX_CELLS}",
+            hint="Add a generator (a smaller fraction), or cross fewer factors",
+        )
+    seed = zlib.crc32(json.dumps([factors, part.generators]).encode())
+    blocks = tuple(pair_blocks(part.cells, seed=seed))
+    return Design(tuple(factors), part.cells, (), blocks, seed, part.generators, part.aliases)
+
+
+def fraction_lines(design: Design) -> list[str]:
+    """A fraction's generators, resolution and alias sets, as ``lab study check`` prints them
+    under the design's line; none for a full design."""
+    if not design.fraction:
+        return []
+    k, p = len(design.factors), len(design.fraction)
+    relation, *sets = design.aliases
+    words = [word.lstrip("-") for word in relation.split(" = ")[1:]]
+    # a word's factors are joined by ':' (lab.stats.designs.term_name), or are its letters
+    resolution = min(len(w.split(":")) if ":" in w else len(w) for w in words)
+    return [
+        f"  fraction 2^({k}-{p}) of resolution {_ROMAN.get(resolution, str(resolution))}:"
+        f" {'; '.join(design.fraction)}",
+        f"  defining relation: {relation}",
+        "  aliases (what each estimate also holds):",
+        *(f"    {line}" for line in sets),
+    ]
+
+
+_ROMAN = {3: "III", 4: "IV", 5: "V", 6: "VI"}
+
+
+def design_json(design: Design) -> dict[str, Any]:
+    """The design as JSON (``lab study check --json``'s ``design``, and the store's copy)."""
+    return {
+        "factors": {f: list(levels) for f, levels in design.factors},
+        "fraction": list(design.fraction),
+        "aliases": list(design.aliases),
+        "cells": list(design.cells),
+        "left_out": [{"cell": c, "why": why} for c, why in design.left_out],
+        "blocks": [list(pair) for pair in design.blocks],
+        "seed": design.seed,
+        "ages": list(design.ages),
+        "steps": [{"pair": list(pair), "host_age": age} for pair, age in design.steps],
+    }
+
+
+def design_from_json(doc: dict[str, Any]) -> Design:
+    """The :class:`Design` that :func:`design_json` wrote."""
+    return Design(
+        factors=tuple((f, tuple(levels)) for f, levels in doc["factors"].items()),
+        cells=tuple(doc["cells"]),
+        left_out=tuple((x["cell"], x["why"]) for x in doc["left_out"]),
+        blocks=tuple((a, b) for a, b in doc["blocks"]),
+        seed=int(doc["seed"]),
+        fraction=tuple(doc.get("fraction", ())),
+        aliases=tuple(doc.get("aliases", ())),
+        ages=tuple(doc.get("ages", ())),
+    )

@@ -29,7 +29,7 @@ from dataclasses import replace
 from lab.core.cells import CELL_SEPARATOR, LEVEL_SEPARATOR, cell_levels
 from lab.core.errors import UsageError
 from lab.guests.factors import FACTORS
-from lab.host.agelevels import AGE_FACTOR, AGE_LEVELS, level_of_fact
+from lab.host.agelevels import AGE_FACTOR, AGE_LEVELS, age_index, level_of_fact
 from lab.stats.factorialdata import FactorialAnswer, answer, common_factors, factorial_data
 from lab.stats.series import Series
 from lab.store import RunRecord, Store
@@ -58,9 +58,17 @@ def run_age(store: Store, run: RunRecord) -> str | None:
     """The host age level ``run`` ran at (``fresh``, ``f80``): the level it was run at
     (``lab run --host-age``, its ``host_age`` fact), else its hosts' ``host_aged`` facts; None
     where no start recorded one, or its starts differ."""
-    levels = {e.facts.get("host_age") or level_of_fact(e.facts.get("host_aged"))
+    levels = {_asked(e.facts.get("host_age")) or level_of_fact(e.facts.get("host_aged"))
               for e in store.environment(run.id) if e.scope == "host"}  # fmt: skip
     return levels.pop() if len(levels) == 1 else None
+
+
+def _asked(level: str | None) -> str | None:
+    """A run's ``host_age`` fact where it names a level (lab.host.agelevels), else None."""
+    try:
+        return level if level is not None and (age_index(level) or True) else None
+    except UsageError:
+        return None
 
 
 def declared_run_factors(store: Store, study: str | None) -> dict[str, tuple[str, ...]]:

@@ -1,6 +1,6 @@
 """``lab history``'s action: one metric's runs in the order they were made, each with the
-versions it ran (QEMU, libvirt, the host's and the guest's kernel, the image recipe, the lab),
-and where its level changes.
+versions it ran (QEMU, libvirt, the host's and the guest's kernel, the image recipe, the lab,
+the user's sources a workload builds), and where its level changes.
 
 Every run records those versions as it starts (``lab.run.evidence``: the host's and each
 guest's facts), so a store that has followed a host through upgrades is a history already.
@@ -35,7 +35,9 @@ VERSIONS: dict[str, tuple[str, str]] = {
     "guest-kernel": ("guest", "kernel"),
     "image": ("host", "image_hash"),
     "lab": ("host", "lab_commit"),
+    "source": ("guest", "source_revision"),  # a user's repository or tarball (lab.run.sources)
 }
+HASHES = ("image", "lab", "source")  # shown cut to SHORT characters
 SHORT = 12  # characters of a hash shown
 
 
@@ -67,16 +69,21 @@ class Point:
         }  # fmt: skip
 
 
-def run_versions(environment: Sequence[EnvironmentRecord]) -> dict[str, str]:
+def run_versions(
+    environment: Sequence[EnvironmentRecord], variant: str | None = None
+) -> dict[str, str]:
     """The versions a run's first start recorded (a fact missing from the facts is left out;
-    hashes cut to :data:`SHORT` characters)."""
+    hashes cut to :data:`SHORT` characters); a guest's fact is ``variant``'s guest's where
+    it has one (twins of the revision workload run different revisions)."""
     found: dict[str, str] = {}
     for name, (scope, fact) in VERSIONS.items():
-        for record in environment:
-            if record.scope == scope and fact in record.facts:
-                text = record.facts[fact]
-                found[name] = text[:SHORT] if name in ("image", "lab") else text
-                break
+        records = [r for r in environment if r.scope == scope and fact in r.facts]
+        own = [r for r in records if variant is not None and r.facts.get("variant") == variant]
+        for record in own[:1] or records[:1]:
+            text = record.facts[fact]
+            if name == "source" and text.startswith("sha256:"):
+                text = text.removeprefix("sha256:")
+            found[name] = text[:SHORT] if name in HASHES else text
     return found
 
 
@@ -104,9 +111,10 @@ def history_points(store: Store, request: HistoryRequest) -> tuple[list[Point], 
     metric = request.metric or first_metric(runs[-1])
     points = []
     for run in runs:
-        versions = run_versions(store.environment(run.id))
+        environment = store.environment(run.id)
         for series in store.values(run.workload, metric, run.study, run.key):
             if request.variant is None or series.variant == request.variant:
+                versions = run_versions(environment, series.variant)
                 points.append(Point(run.key, run.created, series.variant, versions,
                                     np.asarray(series.values)))  # fmt: skip
     if not points:

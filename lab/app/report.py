@@ -20,6 +20,7 @@ from lab.app.analyse import (
 )
 from lab.app.effects import factorial_answers
 from lab.app.environment import environment_report
+from lab.app.thpcoverage import thp_coverage
 from lab.core.context import Context
 from lab.core.errors import UsageError
 from lab.core.outputs import refuse_database
@@ -71,6 +72,7 @@ def report(ctx: Context, request: ReportRequest) -> ReportResult:
                          for key, at in now.items()},
             sweep_backing=backing, backing_series=backing_series(store, runs),
             guest_memory_kib={key: guest_memory_kib(at) for key, at in now.items()},
+            thp_coverage=thp_coverage(store, runs, now),
         )  # fmt: skip
     if not samples.series and not any(sw.values for sw in sweeps) and not factorials:
         raise no_sweep_samples(sweeps) if sweeps else no_samples(selection)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lab.app.analyse import AnalyseRequest, Selection
+from lab.app.design import Design, design_from_json, design_json
 from lab.app.report import ReportRequest, ReportResult, report
 from lab.app.run import RunOutcome, RunRequest, check_request, run_workload
 from lab.app.show import Show
@@ -149,11 +150,21 @@ def check_lab(state: LabState, study: Study, pair: tuple[str, str] | None = None
 
 
 def record_study(store: Store, study: Study) -> int:
-    """Store the study file's text and sha256 with the study (refused if it changed)."""
-    return store.ensure_study(
+    """Store the study file's text and sha256 with the study (refused if it changed), and a
+    factorial study's design (:func:`record_design`)."""
+    study_id = store.ensure_study(
         study.name, description=study.description, study_file=study.text,
         study_hash=study.sha256,
     )  # fmt: skip
+    record_design(store, study_id, study)
+    return study_id
+
+
+def record_design(store: Store, study_id: int, study: Study) -> None:
+    """Store the design of a factorial study (its cells, blocks in run order, seed, a
+    fraction's aliases) as it runs; a study of two variants has none."""
+    if study.design is not None:
+        store.record_design(study_id, design_json(study.design))
 
 
 def estimate_seconds(
@@ -368,3 +379,24 @@ def step_estimates(
     estimates = [(w, estimate_seconds(w, seconds.get(w.name), seconds)) for w in study.workloads]
     known = [e for _, e in estimates if e is not None]
     return estimates, sum(known) if len(known) == len(estimates) else None
+
+
+def stored_design(store: Store, name: str) -> Design:
+    """The design study ``name`` ran with, as the store keeps it (``lab study show``);
+    refused, saying why, for a study the store lacks or one that has no stored design."""
+    known = [s.name for s in store.studies()]
+    if name not in known:
+        raise UsageError(
+            f"no study {name!r} in {store.path}",
+            hint=f"Its studies: {', '.join(known[:8])}" if known
+            else "It holds no study yet: `lab study run FILE` makes one",
+        )  # fmt: skip
+    document = store.study_design(name)
+    if document is None:
+        raise UsageError(
+            f"study {name!r} in {store.path} has no stored design: it compares two variants,"
+            " or it last ran before lab stored designs",
+            hint="`lab study check FILE` prints a study file's design; `lab study run FILE`"
+            " stores it",
+        )
+    return design_from_json(document)

@@ -47,6 +47,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from lab.report.export import (
         PARQUET_BATCH,
         Tally,
+        design_lines,
         environment_lines,
         require_parquet,
         write_csv,
@@ -74,6 +75,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             with target or contextlib.nullcontext(sys.stdout) as out:
                 if args.format == "jsonl":
                     environment_lines(out, store, args.study, args.workload, run)
+                    design_lines(out, store, args.study, args.workload, run)
                     count = write_jsonl(out, batches)
                 else:
                     count = write_csv(out, batches)

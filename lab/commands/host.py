@@ -191,8 +191,8 @@ def run_age(args: argparse.Namespace, ctx: Context) -> int:
         how = "stopped" if undone.was_running else "had ended already"
         ctx.note(
             f"host age undone: fragmenter pid {undone.pid} {how}, {_gib(undone.held_bytes)} given"
-            f" back; order-9 unusable free space index now {state.index:.3f} (it falls further"
-            " as the per-CPU page lists drain, within a minute)"
+            f" back; order-9 unusable free space index now {state.index:.3f} (what else ran"
+            " while the host was aged may hold some of its holes still)"
         )
         return 0
     if args.status:

@@ -9,12 +9,13 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from lab.commands.storeoptions import add_db_argument, add_run_argument, add_study_argument
+from lab.commands.storeoptions import add_db_argument, add_run_argument
 from lab.core import units
 from lab.core.context import Context
 from lab.core.text import cell
 
 if TYPE_CHECKING:
+    from lab.app.factorialplan import FactorialPlanResult
     from lab.app.plan import BootPlan, MetricBootPlan, Plan, PlanRequest, PlanRow
 
 
@@ -27,7 +28,9 @@ def register(subparsers: Any) -> None:
         " when it lies within it (or as --goal says), with P(verdict) at a quarter, half and"
         " twice that n. The standard deviation comes from --sd, or from a pilot run in the"
         " store with --from-store; n is inflated for lag-1 autocorrelation, and the duration"
-        " is given at --iteration-time. The formula is printed with the result.",
+        " is given at --iteration-time. The formula is printed with the result. With a"
+        " factorial (--factors, or --study FILE with [factors]): the samples per cell per"
+        " block at which lab compare's intervals find each main effect of ratio --effect.",
     )  # fmt: skip
     parser.add_argument("--sd", type=float, metavar="S", help="standard deviation of one sample")
     parser.add_argument(
@@ -86,12 +89,42 @@ def register(subparsers: Any) -> None:
         " sweep of --study/--workload)",
     )  # fmt: skip
     add_db_argument(parser)
-    add_study_argument(parser)
+    parser.add_argument(
+        "--study", metavar="NAME|FILE",
+        help="only this study of the store (default: every study); or a study FILE (.toml)"
+        " with [factors]: plan its factorial, the samples per cell per block (n of each"
+        " [[workload]]) at which lab compare finds each main effect of --effect",
+    )  # fmt: skip
     add_run_argument(parser)
     parser.add_argument("--workload", metavar="W", help="with --from-store: only this workload")
     parser.add_argument("--metric", metavar="M", help="with --from-store: only this metric")
     parser.add_argument("--json", action="store_true", help="print the plans as JSON")
+    parser.add_argument("--format", choices=("table", "json"), default="table",
+                        help="json: as --json")  # fmt: skip
+    _add_factorial_arguments(parser)
     parser.set_defaults(run=run)
+
+
+def _add_factorial_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a factorial's plan (``--study FILE`` with [factors], or ``--factors``)."""
+    parser.add_argument(
+        "--factors", metavar="SPEC",
+        help="plan a factorial of the lab's factors, e.g. 'page=thp,1g prealloc=off,on', its"
+        " cells run two at a time as lab study run runs [factors]; --effect is then the ratio"
+        " each main effect changes the metric by (5%% or 1.05), --sd the residual sd on the"
+        " log scale (or, with --mean, in the metric's unit)",
+    )  # fmt: skip
+    parser.add_argument("--cv", metavar="CV",
+                        help="with a factorial: the residual coefficient of variation, 2%% or"
+                        " 0.02, instead of --sd")  # fmt: skip
+    parser.add_argument("--interaction", action="append", default=[], metavar="TERM",
+                        help="with a factorial: also plan for this interaction, e.g."
+                        " page:prealloc (repeatable)")  # fmt: skip
+    parser.add_argument(
+        "--effects-correction", choices=("bonferroni", "none"), default="bonferroni",
+        help="with a factorial: as lab compare's, the intervals of all the effects it reports"
+        " at once (default), or each on its own",
+    )  # fmt: skip
 
 
 def format_duration(seconds: float | None) -> str:
@@ -154,6 +187,16 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from lab.app.plan import CURVE, FORMULA, make_plans
 
     check_numbers(args)
+    args.json = args.json or args.format == "json"
+    if args.factors is not None or _is_study_file(args.study):
+        return _run_factorial(args, ctx)
+    if args.cv is not None or args.interaction:
+        from lab.core.errors import UsageError
+
+        raise UsageError(
+            "--cv and --interaction plan a factorial",
+            hint="Give its design: --study FILE with [factors], or --factors",
+        )
     if args.sweep_key is not None:
         return _run_sweep(args, ctx)
     result = make_plans(ctx, request(args))
@@ -376,3 +419,100 @@ def _run_sweep(args: argparse.Namespace, ctx: Context) -> int:
         remark += "; durations need --iteration-time (or iteration times in the store)"
     ctx.out.print(cell(remark), highlight=False)
     return 0
+
+
+def _is_study_file(study: str | None) -> bool:
+    """``--study`` names a study file, not a study of the store: a study's name is a plain
+    name (letters, digits, '.', '_', '-'), never a path or a .toml file's."""
+    return study is not None and (study.endswith(".toml") or "/" in study)
+
+
+def _run_factorial(args: argparse.Namespace, ctx: Context) -> int:
+    """``lab plan --study FILE`` (with [factors]) or ``--factors``: a table a plan, a row a
+    term, and the n every ``[[workload]]`` needs."""
+    from rich.table import Table
+
+    from lab.app.analyse import Selection  # deferred: heavy (scipy, statsmodels)
+    from lab.app.factorialplan import FactorialPlanRequest, plan_factorial_study
+
+    study_file = args.study if _is_study_file(args.study) else None
+    selection = Selection(db=args.db, study=None if study_file else args.study,
+                          workload=args.workload, metric=args.metric)  # fmt: skip
+    request = FactorialPlanRequest(
+        selection, study_file, args.factors, args.effect, args.sd, args.cv, args.mean,
+        args.from_store, args.confidence, args.power,
+        None if args.from_store else args.autocorrelation, args.iteration_time,
+        tuple(args.interaction), args.effects_correction,
+    )  # fmt: skip
+    result = plan_factorial_study(ctx, request)
+    if args.json:
+        ctx.out.out(factorial_json(result), highlight=False)
+        return 0
+    design = result.design
+    crossed = " × ".join(f"{f} ({', '.join(levels)})" for f, levels in design.factors)
+    for row in result.rows:
+        plan = row.plan
+        title = (f"{row.name + ': ' if row.name else ''}{crossed}, {len(plan.cells)} cells in"
+                 f" {plan.blocks} blocks of 2; σ (log scale) {plan.sd_log:.4g} from"
+                 f" {row.sd_source}; effect ×{plan.effect:.4g}")  # fmt: skip
+        table = Table("term", "reported at", "n per cell per block", "samples per cell",
+                      "samples in all", "P at n", "P at ½n · 2n", "time",
+                      title=cell(title), title_justify="left")  # fmt: skip
+        for t in plan.terms:
+            curve = dict(t.curve)
+            others = " · ".join(f"{curve[k] * 100:.3g} %" for k in sorted(curve) if k != t.n)
+            table.add_row(*map(cell, (
+                t.term, ", ".join(t.levels), f"{t.n:,}",
+                " / ".join(sorted({f"{plan.samples_per_cell(t.n, c):,}" for c in plan.cells})),
+                f"{plan.total(t.n):,}", f"{t.power * 100:.1f} %", others or "–",
+                format_duration(result.seconds(t.n)),
+            )))  # fmt: skip
+        ctx.out.print(table)
+        ctx.out.print(cell(
+            f"the study needs n = {plan.n:,} per cell per block (n of each [[workload]]):"
+            f" {plan.total(plan.n):,} samples, {format_duration(result.seconds(plan.n))}"
+            f" of iterations, and {plan.blocks} bring-ups of a block's pair"
+        ), highlight=False)  # fmt: skip
+    first = result.rows[0].plan
+    remark = (
+        f"at {first.confidence * 100:g}% confidence for the m = {first.family} effects lab"
+        f" compare reports ({', '.join(first.reported)}), {first.correction}, and power"
+        f" {first.power:g} each; lag-1 r {first.autocorrelation:.2f}"
+    )
+    if first.not_estimable:
+        remark += f"; not estimable in these cells: {', '.join(first.not_estimable)}"
+    if design.left_out:
+        remark += (f"; left out (libvirt cannot express them, lab study check says why):"
+                   f" {', '.join(left for left, _ in design.left_out)}")  # fmt: skip
+    for timing in result.timings:
+        each = "–" if timing.seconds is None else f"{timing.seconds:.4g} s"
+        remark += (f"; {timing.workload or 'an iteration'}: {each} ({timing.source},"
+                   f" {timing.schedule})")  # fmt: skip
+    if result.seconds(first.n) is None:
+        remark += "; durations need --iteration-time (or the study's iterations in the store)"
+    ctx.out.print(cell(remark), highlight=False)
+    from lab.app.factorialplan import FORMULA
+
+    ctx.out.print(cell(f"formula: {FORMULA}"), highlight=False)
+    return 0
+
+
+def factorial_json(result: FactorialPlanResult) -> str:
+    """A factorial's plans as ``lab plan --json`` prints them."""
+    from lab.app.factorialplan import FORMULA
+
+    d = result.design
+    return json.dumps({
+        "formula": FORMULA, "source": result.source,
+        "design": {"factors": {f: list(levels) for f, levels in d.factors},
+                   "cells": list(d.cells), "left_out": dict(d.left_out),
+                   "blocks": [list(b) for b in d.blocks]},
+        "timings": [dataclasses.asdict(t) for t in result.timings],
+        "plans": [{"name": row.name or None, "sd_source": row.sd_source,
+                   **dataclasses.asdict(row.plan), "n": row.plan.n,
+                   "total_samples": row.plan.total(row.plan.n),
+                   "duration_s": result.seconds(row.plan.n),
+                   "terms": [{**dataclasses.asdict(t), "total_samples": row.plan.total(t.n),
+                              "duration_s": result.seconds(t.n)} for t in row.plan.terms]}
+                  for row in result.rows],
+    }, indent=2, ensure_ascii=False)  # fmt: skip

@@ -65,6 +65,17 @@ def register(subparsers: Any) -> None:
     run.add_argument("file", metavar="FILE", help="the study file")
     add_db_argument(run)
     run.set_defaults(run=run_run)
+    show = actions.add_parser(
+        "show",
+        help="print the design a factorial study ran with, as the store keeps it",
+        description="Print the design stored when a factorial study ran: its factors and"
+        " levels, a fraction's generators, defining relation and alias sets, its cells and"
+        " those left out with why, its blocks in run order and their seed.",
+    )
+    show.add_argument("name", metavar="NAME", help="the study's name (`lab runs` lists them)")
+    show.add_argument("--json", action="store_true", help="print the design as JSON")
+    add_db_argument(show)
+    show.set_defaults(run=run_show)
 
 
 def _time_text(workload: StudyWorkload, estimate: float | None) -> str:
@@ -124,6 +135,7 @@ def describe_plan(
 def plan_json(study: Study, db: str, seconds: dict[str, float], image: str) -> str:
     """The plan as ``lab study check --json`` prints it: the design, each step's command and
     estimated seconds (null until the store has timed that workload), and the total."""
+    from lab.app.design import design_json
     from lab.app.studyrun import (  # deferred: the parser is built for every command
         report_argv,
         run_argv,
@@ -156,17 +168,7 @@ def plan_json(study: Study, db: str, seconds: dict[str, float], image: str) -> s
             "sha256": study.sha256,
             "description": study.description,
             "variants": list(study.variants),
-            "design": None
-            if study.design is None
-            else {
-                "factors": {f: list(levels) for f, levels in study.design.factors},
-                "cells": list(study.design.cells),
-                "left_out": [{"cell": c, "why": why} for c, why in study.design.left_out],
-                "blocks": [list(pair) for pair in study.design.blocks],
-                "seed": study.design.seed,
-                "ages": list(study.design.ages),
-                "steps": [{"pair": list(pair), "host_age": age} for pair, age in study.steps],
-            },
+            "design": None if study.design is None else design_json(study.design),
             "vcpus": study.vcpus,
             "memory": study.memory,
             "image": study.image or image,
@@ -227,3 +229,20 @@ def run_run(args: argparse.Namespace, ctx: Context) -> int:
             soft_wrap=True,
         )
     return result.status
+
+
+def run_show(args: argparse.Namespace, ctx: Context) -> int:
+    # deferred: they load numpy, and the parser is built for every command
+    from lab.app.design import design_json
+    from lab.app.runs import open_existing
+    from lab.app.studyrun import stored_design
+
+    with open_existing(store_path(ctx, args.db)) as store:
+        design = stored_design(store, args.name)
+    if args.json:
+        ctx.print_json({"study": args.name, "design": design_json(design)})
+        return 0
+    ctx.out.print(cell(f"study {args.name}"), highlight=False)
+    for line in [design.lines()[0], f"  cells: {', '.join(design.cells)}", *design.lines()[1:]]:
+        ctx.out.print(cell(f"  {line}"), highlight=False, soft_wrap=True)
+    return 0

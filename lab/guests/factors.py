@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from lab.core.cells import CELL_SEPARATOR, LEVEL_SEPARATOR
 from lab.core.errors import UsageError
 from lab.core.units import format_kib
-from lab.domainxml.boot import DiskBoot, KernelBoot
+from lab.domainxml.boot import KernelBoot
 from lab.domainxml.devices import Disk, NetworkInterface, SerialConsole
 from lab.domainxml.domain import DomainSpec
 from lab.domainxml.memorybacking import HugePages, MemoryBacking
@@ -246,8 +246,12 @@ def cell_problem(name: str) -> str | None:
     return None
 
 
+# The lab's own images boot their kernel directly (`lab image build`), so the probe does: a
+# guest-thp level needs a kernel command line, and an image that lacks one is refused by `lab
+# up` (with_guest_thp), not by a design, which is the same for every image.
 _PROBE = DomainSpec(
-    name="probe", memory_kib=1024 * 1024, vcpus=1, accelerator="qemu", boot=DiskBoot(),
+    name="probe", memory_kib=1024 * 1024, vcpus=1, accelerator="qemu",
+    boot=KernelBoot("/probe/vmlinuz", "/probe/initrd.img", "root=/dev/vda1"),
     disk=Disk(path="/probe.qcow2"), network=NetworkInterface("probe", "52:54:00:00:00:00"),
     console=SerialConsole("/probe.log"),
 )  # fmt: skip

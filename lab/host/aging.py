@@ -16,6 +16,7 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,14 @@ from lab.core.clock import Clock
 from lab.core.errors import LabError, UsageError
 from lab.core.hostexec import Host
 from lab.host.changes import ChangeLog
-from lab.host.fragmenter import CHUNK_BYTES, mem_available, mem_free, round_bytes
+from lab.host.fragmenter import (
+    CHUNK_BYTES,
+    PCP_CAPPED,
+    PCP_SYSCTL,
+    mem_available,
+    mem_free,
+    round_bytes,
+)
 from lab.host.telemetry import HostTelemetry
 
 AGING_FILE = "host-aging.json"
@@ -256,6 +264,23 @@ class Ager:
             self.clock.sleep(0.2)
         return True
 
+    @contextlib.contextmanager
+    def _capped_per_cpu_lists(self) -> Iterator[None]:
+        """The per-CPU page lists capped for the block, as the fragmenter caps them while it
+        punches: the pages freed reach the buddy lists (and merge) as they are freed, not at
+        a few MiB a second afterwards. Where the kernel has no such setting, nothing."""
+        path = self.proc / PCP_SYSCTL
+        try:
+            before = self.host.read_text(path).strip()
+            self.host.write_text(path, PCP_CAPPED + "\n")
+        except OSError:
+            before = None
+        try:
+            yield
+        finally:
+            if before is not None:
+                self.host.write_text(path, before + "\n")
+
     def undo(self) -> Unaged | None:
         """Stop the fragmenter so its memory goes back; None when nothing was recorded."""
         log = self.log()
@@ -263,7 +288,8 @@ class Ager:
         if change is None:
             return None
         pid = int(change.detail["pid"])
-        was_running = self._stop(pid)
+        with self._capped_per_cpu_lists():  # the memory back in the buddy lists at once
+            was_running = self._stop(pid)
         log.changes.remove(change)
         log.save()
         self.host.run(["rm", "-f", str(self.state_dir / STATUS_FILE)])

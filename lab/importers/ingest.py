@@ -62,6 +62,7 @@ from lab.importers.records import (
     Row,
     Rows,
     Sample,
+    StudyDesign,
     infer_direction,
     known_unit,
 )
@@ -316,6 +317,8 @@ class _Import:
                 reading.malformed.add(item)
             elif isinstance(item, Environment):
                 reading.environments.append(item)
+            elif isinstance(item, StudyDesign):
+                reading.designs.append(item)
             elif isinstance(item, Failed):
                 reading.failure(item)
             else:
@@ -432,6 +435,7 @@ class _Reading:
         self.late = Late()  # samples of iterations an earlier batch made
         self.lines = Lines()  # their lines
         self.environments: list[Environment] = []  # stored at the end, once the runs are
+        self.designs: list[StudyDesign] = []  # stored at the end, once the studies are
         # failed attempts by target: stored at the end, once the samples are (Bulk.insert_failed)
         self.failures: dict[Target, list[Failed]] = {}
 
@@ -577,6 +581,10 @@ class _Reading:
             ):
                 why = f"environment of run {shown(record.run)}, which has no samples here"
                 self.malformed.add(BadLine(record.line, why))
+        for design in self.designs:
+            if not self.run.bulk.add_design(design.study, design.design):
+                why = f"design of study {shown(design.study)}, which has no samples here"
+                self.malformed.add(BadLine(design.line, why))
         summary, malformed = self.summary, self.malformed
         summary.read = self.read
         malformed.check()

@@ -19,6 +19,7 @@ from lab.importers.records import (
     Environment,
     Item,
     Parsed,
+    StudyDesign,
     collect,
 )
 from lab.importers.rowfields import (
@@ -29,8 +30,10 @@ from lab.importers.rowfields import (
     blank_fields,
     row_sample,
 )
+from lab.store.designs import design_problem
 
 ENVIRONMENT = "environment"  # the "record" of lab export's environment lines
+DESIGN = "design"  # and of its design lines (lab.store.designs)
 
 
 class TwiceError(Exception):
@@ -77,6 +80,9 @@ def jsonl_samples(lines: Iterable[str], defaults: Defaults) -> Iterator[Item]:
         if row.get("record") == ENVIRONMENT:  # lab export's environment lines: no sample
             yield _environment(row, line)
             continue
+        if row.get("record") == DESIGN:  # and its design lines: a factorial study's design
+            yield _design(row, line)
+            continue
         unknown = [k for k in row if k not in KNOWN and not k.startswith(FACTOR)]
         if unknown:
             yield BadLine(line, f"unknown key(s) {listed(unknown)}")
@@ -105,6 +111,17 @@ def _environment(row: Mapping[str, Any], line: int) -> Environment | BadLine:
         return BadLine(line, f"environment recorded {shown(str(recorded))} is not a time")
     text = json.dumps(facts, sort_keys=True)
     return Environment(line, run, scope, name, text, None if recorded is None else float(recorded))
+
+
+def _design(row: Mapping[str, Any], line: int) -> StudyDesign | BadLine:
+    """One design line as ``lab export`` writes it, or why it cannot be stored."""
+    study, design = row.get("study"), row.get("design")
+    if not isinstance(study, str) or (problem := name_problem("study", study)) is not None:
+        return BadLine(line, problem or "a design line names no study")
+    problem = design_problem(design)
+    if problem is not None or not isinstance(design, dict):
+        return BadLine(line, problem or "a design is not a JSON object")
+    return StudyDesign(line, study, design)
 
 
 def read_jsonl(text: str, name: str, defaults: Defaults) -> Parsed:

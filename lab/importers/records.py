@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from lab.store import Direction
 
@@ -164,8 +164,18 @@ class Environment:
     recorded: float | None
 
 
+@dataclass(frozen=True)
+class StudyDesign:
+    """One of ``lab export``'s design lines: the design a factorial study ran with (stored
+    once the input's samples have made the study; lab.store.designs)."""
+
+    line: int
+    study: str
+    design: dict[str, Any]
+
+
 # what a reader yields, in the order of the lines
-Item = Sample | Rows | BadLine | Environment | Failed
+Item = Sample | Rows | BadLine | Environment | Failed | StudyDesign
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,19 @@ def environment_lines(out: IO[str], store: Store, study: str | None, workload: s
                 }, ensure_ascii=False) + "\n")  # fmt: skip
 
 
+def design_lines(out: IO[str], store: Store, study: str | None, workload: str | None,
+                 run: str | None) -> None:  # fmt: skip
+    """The stored design of each study of the selected runs as a JSON line (lab.store.designs),
+    so that ``lab import`` of the export keeps it."""
+    studies = {r.study for r in store.runs(study) if workload in (None, r.workload)
+               and run in (None, r.key)}  # fmt: skip
+    for name in sorted(studies):
+        design = store.study_design(name)
+        if design is not None:
+            out.write(json.dumps({"record": "design", "study": name, "design": design},
+                                 ensure_ascii=False) + "\n")  # fmt: skip
+
+
 def _csv_line(values: Iterable[Any]) -> str:
     """Values as the csv module writes them (quoted where they need it), with no line end."""
     out = io.StringIO()

@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 from lab import __version__
 from lab.core.outputs import replacing, writing
 from lab.report import sweeps as sweep_table
+from lab.report.ageplot import age_plot
 from lab.report.backingplot import backing_plot
 from lab.report.drawing import Drawn, Later, figure_pool, later
 from lab.report.effects import headline, ratio_text, share_text
@@ -89,6 +90,7 @@ def _evidence_html(
     if meta.evidence:
         parts += ["<ul>" + "".join(f"<li>{_e(n)}</li>" for n in meta.evidence) + "</ul>"]
     parts += _backing_figures(meta, out_dir, embed, backing)
+    parts.append(_coverage_figure(meta, out_dir, embed))
     for key, where in meta.environment.items():
         for name, facts in where.items():
             if not facts:  # an imported run's guests: nothing recorded, nothing to show
@@ -139,6 +141,20 @@ def _backing_figures(
             f' {_e(run.key)}"><figcaption>{_e(caption)}</figcaption></figure>'
         )
     return figures
+
+
+def _coverage_figure(meta: ReportMeta, out_dir: Path, embed: bool) -> str:
+    """The THP-backed twins' huge-page coverage against their host's age, where the store
+    holds both (``ageplot.age_plot``); nothing otherwise."""
+    if meta.thp_coverage is None or not meta.thp_coverage.points:
+        return ""
+    fig, caption = age_plot(meta.thp_coverage)
+    src = _png_src(png(fig), out_dir, "thp-coverage-age.png", embed)
+    return (
+        '<h3 id="thp-age">Huge-page coverage against the host\'s age</h3>'
+        f'<figure><img src="{_e(src)}" alt="huge-page coverage against the host\'s unusable'
+        f' free space index"><figcaption>{_e(caption)}</figcaption></figure>'
+    )
 
 
 def _image(fig: Figure, out_dir: Path, name: str, embed: bool) -> str:

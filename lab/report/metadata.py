@@ -6,6 +6,7 @@ import difflib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from lab.core.units import format_timestamp
 from lab.report.images import ImageSummary
@@ -13,6 +14,9 @@ from lab.report.markup import escape as _e
 from lab.report.markup import json_block, section, slug
 from lab.store import GuestRecord, MetricInfo, RunRecord, StudyRecord
 from lab.store.records import EvidenceSeries
+
+if TYPE_CHECKING:
+    from lab.report.ageplot import Coverage
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,8 @@ class ReportMeta:
     that recorded any (``Store.evidence_series``)"""
     guest_memory_kib: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     """run key -> guest -> its RAM in KiB at the run's last start, where recorded"""
+    thp_coverage: Coverage | None = None
+    """the THP-backed twins' huge-page coverage against their host's age (``ageplot``)"""
 
 
 def metadata_html(meta: ReportMeta) -> str:

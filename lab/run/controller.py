@@ -26,6 +26,7 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lab.core.context import Context
@@ -34,6 +35,7 @@ from lab.guests.labstate import GuestRecord, LabState
 from lab.guests.ssh import GuestShell
 from lab.run.evidence import EVIDENCE_METRICS, Evidence
 from lab.run.guestrunner import GuestRunner
+from lab.run.hostside import NFS_SUBDIR
 from lab.run.placement import Placement, SwapSchedule, check_swap_plan
 from lab.run.reboot import current_boot, power_cycle
 from lab.run.runstate import RECENT, RUNNER_DIR, GuestProgress, RunPlan, run_key
@@ -172,8 +174,18 @@ class Controller(SteppedRunners):
             ctx, store, self.run_id, self.guests, counters=plan.counters,
             schedule=plan.schedule, sites=self.sites, state_of=self.state_of,
             domain_xml=self._domain_xml, with_guest=self.with_guest,
-            defined_xml=self._defined_xml, host_age=plan.host_age,
+            defined_xml=self._defined_xml, sources=self._source_versions,
+            host_age=plan.host_age,
         )  # fmt: skip
+
+    def _source_versions(self) -> dict[str, dict[str, str]]:
+        """The workload's facts of the user's sources (``lab.run.sources``), read on this
+        machine, where :func:`lab.run.hostside.host_side` prepared them."""
+        read = getattr(self.plan.workload, "source_versions", None)  # tests' stand-ins lack it
+        if read is None:
+            return {}
+        export = Path(self.ctx.config.state_dir) / NFS_SUBDIR
+        return dict(read(self.plan.params, self.ctx.host, export))
 
     def _stop_rule(self, guests: list[GuestRecord]) -> Any:
         if not self.plan.until:

@@ -17,6 +17,7 @@ from lab.core.hostexec import Host
 from lab.core.paths import CHECKOUT, FROM_CHECKOUT
 from lab.host.environment import NOT_AVAILABLE
 from lab.host.facts import parse_thp_mode
+from lab.run.sources import SOURCE_FACTS
 from lab.store.records import EnvironmentRecord
 
 # One fixed script, no user input: a line per fact, in GUEST_FACTS order.
@@ -128,7 +129,11 @@ def twin_differences(
     guests = [(name, facts) for (scope, name), facts in now.items() if scope == "guest"]
     guest_facts = [(name, {k: v for k, v in f.items() if k not in ("host", "variant")})
                    for name, f in guests]  # fmt: skip
-    found = differences(guest_facts, "guest", IDENTITY | BOOT_FACTS | frozenset(declared))
+    # The revision of a user's sources each twin runs (lab.run.sources) is the parameters':
+    # twins differ in it where those ask (the revision workload, lab bisect's step); a run
+    # resumed after its branch moved shows it between starts (changes).
+    ignored = IDENTITY | BOOT_FACTS | SOURCE_FACTS | frozenset(declared)
+    found = differences(guest_facts, "guest", ignored)
     hosts = [(name, comparable_host(facts)) for (scope, name), facts in now.items()
              if scope == "host"]  # fmt: skip
     if len(hosts) > 1:

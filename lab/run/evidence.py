@@ -33,6 +33,7 @@ from lab.inguest import backing as guest_backing
 from lab.run.backing import backing_facts
 from lab.run.counters import Counting, probe, vcpu_threads
 from lab.run.environment import GUEST_SCRIPT, guest_environment, lab_facts
+from lab.run.sources import per_guest
 from lab.store import MetricInfo, Store
 
 if TYPE_CHECKING:
@@ -124,6 +125,7 @@ class Evidence:
         domain_xml: Callable[[GuestRecord], str | None],
         with_guest: Callable[[Any, Callable[[Any], Any]], Any],  # the controller's
         defined_xml: Callable[[GuestRecord], str | None] | None = None,  # the inactive XML
+        sources: Callable[[], Mapping[str, Mapping[str, str]]] | None = None,  # the workload's
         host_age: str | None = None,  # the host age level the run was asked for (--host-age)
     ) -> None:
         self.host_age = host_age
@@ -140,6 +142,8 @@ class Evidence:
         self.threads: dict[str, tuple[int, list[int]]] = {}  # guest -> (QEMU pid, vCPU tids)
         self.pool_files: dict[str, dict[str, str]] = {}  # host -> pool_metrics() of its pools
         self.sampled: dict[str, int] = {}  # guest -> the last iteration sample_backing() took
+        self.read_sources = sources  # Workload.source_versions of the run's parameters
+        self.sources: dict[str, dict[str, str]] = {}  # guest -> its sources' facts this start
 
     def record_environment(self) -> None:
         """Store each host's and guest's facts for this start of the run
@@ -170,8 +174,22 @@ class Evidence:
             if self.host_age is not None:  # the level checked at the start (lab.host.agelevels)
                 facts["host_age"] = self.host_age
             self.store.record_environment(self.run_id, "host", name, facts)
+        self.sources = self._sources()
         for guest in self.guests:
             self.record_guest(guest)
+
+    def _sources(self) -> dict[str, dict[str, str]]:
+        """Each guest's facts of the user's sources it runs (``lab.run.sources``), read now:
+        a git revision resolved to its commit at this start. A workload that cannot read
+        them is warned of, and the run goes on without them."""
+        if self.read_sources is None:
+            return {}
+        try:
+            versions = self.read_sources()
+        except (OSError, LabError) as err:
+            self.ctx.warn(f"the revision of the run's sources is not recorded: {err}")
+            return {}
+        return per_guest(versions, [g.record.name for g in self.guests])
 
     def record_guest(self, guest: GuestProgress, **extra: str) -> None:
         """Store ``guest``'s facts now (at a start, or in a new boot), with ``extra``."""
@@ -184,6 +202,7 @@ class Evidence:
         facts.update(self._backing(guest.record, xml))
         facts["qemu_cmdline"] = json.dumps(qemu_cmdline(self._host(guest.record).read_text,
                                                         guest.record.name))  # fmt: skip
+        facts.update(self.sources.get(guest.record.name, {}))
         facts.update(extra)
         self.environment[guest.record.name] = facts
         self.store.record_environment(self.run_id, "guest", guest.record.name, facts)

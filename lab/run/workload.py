@@ -136,6 +136,15 @@ class Workload:
     def host_prepare(self, params: Mapping[str, object], host: Host, export_dir: Path) -> None:
         """Prepare the host once per run, before any guest starts (e.g. unpack sources)."""
 
+    def source_versions(
+        self, params: Mapping[str, object], host: Host, export_dir: Path
+    ) -> dict[str, dict[str, str]]:
+        """The revision of a user's sources this run builds, read on the host at each start
+        of the run, after :meth:`host_prepare`: guest name, or ``"*"`` for every guest ->
+        facts (``lab.run.sources``: a git revision's commit, a tarball's SHA-256). None by
+        default: the workload builds nothing of the user's."""
+        return {}
+
     @property
     def serves_from_host(self) -> bool:
         """Whether its runs need the lab to serve something on the host (NFS, servers)."""

@@ -1,4 +1,5 @@
-"""A balanced incomplete block arrangement of cells two at a time, for a host with two slots.
+"""Cells two at a time, for a host with two slots: every pair of cells (a balanced incomplete
+block arrangement), or each cell with its mirror (:func:`mirror_blocks`).
 
 A host that runs two guests at once runs a block of two cells; a study of v cells cannot run
 them all together, so it runs every pair of cells, each pair in ``replicates`` blocks (a BIBD
@@ -16,7 +17,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from lab.core.errors import UsageError
 
@@ -45,3 +46,34 @@ def pair_blocks(cells: Sequence[str], *, seed: int, replicates: int = 1) -> list
 def pair_counts(blocks: Sequence[tuple[str, str]]) -> Counter[frozenset[str]]:
     """How often each pair of cells shares a block (all equal in a balanced arrangement)."""
     return Counter(frozenset(block) for block in blocks)
+
+
+def mirror_blocks(
+    levels: Mapping[str, tuple[str, str]], *, seed: int
+) -> list[tuple[dict[str, str], dict[str, str]]]:
+    """The 2^k cells of two-level factors in 2^(k−1) blocks of two: each cell with its mirror,
+    every factor at its other level (a foldover pair).
+
+    Within a block every factor changes, so each main effect and each odd-order interaction
+    is measured inside the blocks, while every even-order interaction (AB, ABCD, …) is the
+    same in both cells of a block, so confounded with the blocks (Montgomery, "Design and
+    Analysis of Experiments", ch. 7: a 2^k in 2^p blocks, here the p = k−1 generators AB,
+    AC, …, whose group is every even word). For two factors: 2 blocks where every pair of
+    cells once takes 6. The blocks' order and each block's slots are drawn from ``seed``."""
+    names = list(levels)
+    if len(names) < 2 or any(len(set(pair)) != 2 for pair in levels.values()):
+        raise UsageError(
+            "mirror blocks need two or more factors of two distinct levels each",
+            hint="Cross two-level factors, or run every pair of cells (the default)",
+        )
+    rng = random.Random(seed)
+    blocks: list[tuple[dict[str, str], dict[str, str]]] = []
+    first = names[0]
+    for rest in itertools.product((0, 1), repeat=len(names) - 1):
+        low = {first: levels[first][0]} | {
+            name: levels[name][i] for name, i in zip(names[1:], rest, strict=True)
+        }
+        high = {name: levels[name][1 - levels[name].index(level)] for name, level in low.items()}
+        blocks.append((low, high) if rng.random() < 0.5 else (high, low))
+    rng.shuffle(blocks)
+    return blocks

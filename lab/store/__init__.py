@@ -22,11 +22,13 @@ Layout (``meta.schema_version``; history in :mod:`lab.store.schema`)::
               iterations to discard after every boot
     sweep     a parameter sweep (``lab run --sweep``) and, in ``sweep_run``, its runs: one
               per value, with the swept parameters' values
+    study_design  a factorial study's design as it ran: factors, a fraction's aliases,
+              cells, blocks in run order, seed (JSON, ``lab study show``)
 
 Iterations and attempts are numbered from 1.
 
 Schema history: 1 = first version; 2 = the placement table; 3 = the warmup table; 4 and 5 =
-a stopping rule's stop and its interval, the environment; 6 = sweeps (see
+a stopping rule's stop and its interval, the environment; 6 = sweeps; 7 = study designs (see
 :mod:`lab.store.schema` for the whole history and how to add a version).
 """
 

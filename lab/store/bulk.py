@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import chain
@@ -292,6 +293,18 @@ class Bulk:
             [(run_id, guest_id, row[0], *row[11:]) for row in attempts if row[11] is not None],
         )
         return new
+
+    def add_design(self, study: str, design: Mapping[str, Any]) -> bool:
+        """Study ``study``'s design (lab.store.designs), unless it has one already; False
+        when there is no such study."""
+        row = self._conn.execute("SELECT id FROM study WHERE name=?", (study,)).fetchone()
+        if row is None:
+            return False
+        self._conn.execute(
+            "INSERT OR IGNORE INTO study_design(study_id, design, recorded) VALUES (?, ?, ?)",
+            (row[0], json.dumps(dict(design)), time.time()),
+        )
+        return True
 
     def add_environment(
         self, run_key: str, scope: str, name: str, facts: str, recorded: float | None

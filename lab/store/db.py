@@ -15,6 +15,7 @@ from types import TracebackType
 
 from lab.core.errors import LabError, StoreError, UsageError
 from lab.store.bulk import Bulk
+from lab.store.designs import StudyDesigns
 from lab.store.ensure import Ensure
 from lab.store.export import Export
 from lab.store.full import StoreFull, is_disk_full, store_full
@@ -26,7 +27,7 @@ from lab.store.schema import check_file, prepare, prepare_readonly
 from lab.store.uri import readonly_uri
 
 
-class Store(Reads, Listing, Ensure, Export):
+class Store(Reads, Listing, Ensure, Export, StudyDesigns):
     """An open result store. Make one with :meth:`Store.open`; use it as a context manager.
 
     Safe to share between threads of one process (writes are serialised by a lock) and

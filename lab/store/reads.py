@@ -240,6 +240,28 @@ class Reads:
             )
         return {guest: by_guest[(guest_id, guest)] for guest_id, guest in sorted(by_guest)}
 
+    def metric_series(self, run_id: int, metrics: Iterable[str]) -> EvidenceSeries:
+        """Per guest (in the order they were stored) and each of ``metrics`` a run recorded,
+        whatever its unit: its (iterations, values), ordered by iteration. The report pairs
+        evidence of different units read at one iteration (the host's unusable index and a
+        QEMU's transparent huge pages: ``lab.report.ageplot``)."""
+        names = sorted(set(metrics))
+        rows = self._conn.execute(
+            "SELECT s.guest_id, g.name, s.metric, s.iteration, s.value FROM sample s"
+            " INDEXED BY sample_series JOIN guest g ON g.id=s.guest_id"
+            f" WHERE s.run_id=? AND s.metric IN ({','.join('?' * len(names))})"
+            " ORDER BY s.metric, s.guest_id, s.iteration",
+            (run_id, *names),
+        ).fetchall() if names else []  # fmt: skip
+        by_guest: dict[tuple[int, str], dict[str, tuple[np.ndarray, np.ndarray]]] = {}
+        for (guest_id, guest, metric), part in itertools.groupby(rows, key=lambda r: r[:3]):
+            pairs = np.array([r[3:] for r in part], dtype=np.float64)
+            by_guest.setdefault((guest_id, guest), {})[metric] = (
+                pairs[:, 0].astype(np.int64),
+                pairs[:, 1].copy(),
+            )
+        return {guest: by_guest[(guest_id, guest)] for guest_id, guest in sorted(by_guest)}
+
     def placement_labels(
         self, workload: str | None = None, metric: str | None = None, study: str | None = None,
         run: str | None = None, iterations: Mapping[Part, np.ndarray] | None = None,

@@ -19,6 +19,10 @@ old stores must stay readable, so a step upgrades a store in place, one version 
        key, workload, axes (JSON: [[key, [value, ...]], ...] as given) and run order;
        ``sweep_run``: each of its runs, with its place in the sweep and its point (JSON:
        {key: value}). Runs without a sweep have no row; a v5 store gains the empty tables.
+    7  ``study_design``: a factorial study's design as it ran (``lab study run``), one JSON
+       document per study (lab.store.designs): factors, a fraction's generators and aliases,
+       cells, cells left out and why, blocks in run order, seed. Studies of two variants and
+       those run before have no row; a v6 store gains the empty table.
 
 Indexes that only make reading faster are no schema version: older lab reads a store that has
 them as before (SQLite keeps them up to date for any writer), and a store that lacks one gains
@@ -41,7 +45,7 @@ from pathlib import Path
 
 from lab.core.errors import StoreError
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -187,10 +191,20 @@ CREATE TABLE IF NOT EXISTS sweep_run(
 );
 """
 
+# A factorial study's design, as lab.app.design.design_json writes it: one per study, the
+# first kept (lab.store.designs).
+DESIGN_TABLE = """
+CREATE TABLE IF NOT EXISTS study_design(
+    study_id INTEGER PRIMARY KEY REFERENCES study(id),
+    design TEXT NOT NULL,
+    recorded REAL
+);
+"""
+
 # a new store: the latest
 SCHEMA = (
     SCHEMA_V1 + PLACEMENT_TABLE + WARMUP_TABLE + STOP_TABLE + STOP_INTERVAL + ENVIRONMENT_TABLE
-    + SWEEP_TABLES
+    + SWEEP_TABLES + DESIGN_TABLE
 )  # fmt: skip
 
 # name -> the statement that creates it; made when missing, whatever the version (above).
@@ -205,6 +219,7 @@ MIGRATIONS: dict[int, str] = {  # from-version -> SQL that upgrades it by one st
     3: STOP_TABLE,
     4: STOP_INTERVAL + ENVIRONMENT_TABLE,
     5: SWEEP_TABLES,
+    6: DESIGN_TABLE,
 }
 
 

@@ -374,3 +374,58 @@ def test_a_round_that_falls_short_is_given_back_and_a_larger_one_tried(tmp_path:
     assert 0.79 <= index <= 0.83
     assert index == pytest.approx(toy.small / (toy.small + toy.big))
     assert fragmenter.progress.peak_bytes <= args.budget
+
+
+def test_the_per_cpu_lists_are_capped_while_it_punches_and_put_back_after(tmp_path: Path) -> None:
+    sysctl = tmp_path / "sys" / "vm" / "percpu_pagelist_high_fraction"
+    sysctl.parent.mkdir(parents=True)
+    sysctl.write_text("0\n")
+    seen: list[str] = []
+
+    faulted: list[str] = []
+
+    class Watching(ToyBuddy):
+        def fault(self, size: int) -> int:
+            faulted.append(sysctl.read_text().strip())
+            return super().fault(size)
+
+        def punch(self, addr: int, size: int) -> None:
+            seen.append(sysctl.read_text().strip())
+            super().punch(addr, size)
+
+    toy = Watching(tmp_path, big=4 * GIB, small=GIB // 8)
+    args = argparse.Namespace(
+        level=0.5, budget=5 * GIB, floor=GIB // 4, status=str(tmp_path / "s"), proc=str(tmp_path)
+    )
+    Fragmenter(args, toy).run()
+    assert seen and set(seen) == {"100000"}  # every hole punched with the lists capped
+    assert faulted and set(faulted) == {"0"}  # and no fault: capped, faults take 3 times as long
+    assert sysctl.read_text() == "0\n"
+
+
+def test_a_failed_round_puts_the_per_cpu_lists_back_too(tmp_path: Path) -> None:
+    sysctl = tmp_path / "sys" / "vm" / "percpu_pagelist_high_fraction"
+    sysctl.parent.mkdir(parents=True)
+    sysctl.write_text("8\n")
+    toy = ToyBuddy(tmp_path, big=4 * GIB, small=GIB // 8)
+    args = argparse.Namespace(
+        level=0.8, budget=GIB, floor=GIB, status=str(tmp_path / "s"), proc=str(tmp_path)
+    )
+    with pytest.raises(RuntimeError):
+        Fragmenter(args, toy).run()
+    assert sysctl.read_text() == "8\n"
+
+
+def test_undo_caps_the_per_cpu_lists_while_the_memory_goes_back(tmp_path: Path) -> None:
+    a = ager(tmp_path)
+    sysctl = "/proc/sys/vm/percpu_pagelist_high_fraction"
+    assert isinstance(a.host, RecordingHost)
+    a.host.files[sysctl] = "0\n"
+    a.age(0.5, keep_free=0)
+    at_stop: list[str] = []
+    processes = fake(a)
+    stop = processes.stop
+    processes.stop = lambda pid, force=False: (at_stop.append(a.host.read_text(sysctl)),  # type: ignore[method-assign]
+                                               stop(pid, force))[-1]  # fmt: skip
+    a.undo()
+    assert at_stop == ["100000\n"] and a.host.read_text(sysctl) == "0\n"

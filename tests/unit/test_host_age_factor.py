@@ -241,3 +241,16 @@ def test_study_check_shows_each_blocks_age_and_its_command() -> None:
     text = "\n".join(describe_plan(got, "lab.db", {}))
     assert "at host age fresh" in text and "at host age f80" in text
     assert "4 blocks" in text  # the estimate: per block, 4 of them
+
+
+def test_the_stored_design_keeps_its_ages_and_their_order() -> None:
+    from lab.app.design import design_from_json, design_json
+
+    got = parse_study(HEAD + '[factors]\npage = ["thp", "1g"]\nage = ["fresh", "f80"]\n' + RUNS)
+    assert got.design is not None
+    doc = design_json(got.design)
+    assert doc["ages"] == ["fresh", "f80"] and len(doc["steps"]) == 4
+    again = design_from_json(doc)
+    assert again.ages == got.design.ages and again.steps == got.design.steps
+    old = {k: v for k, v in doc.items() if k not in ("ages", "steps")}  # stored before ages
+    assert design_from_json(old).ages == ()

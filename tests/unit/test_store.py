@@ -35,7 +35,8 @@ def test_open_creates_folder_schema_and_pragmas(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "sub" / "lab.db")
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert tables == {"meta", "study", "guest", "run", "metric", "iteration", "sample", "placement",
-                      "warmup", "stop", "environment", "sweep", "sweep_run"}  # fmt: skip
+                      "warmup", "stop", "environment", "sweep", "sweep_run",
+                      "study_design"}  # fmt: skip
     assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == LATEST
     assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert store._conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL

@@ -19,6 +19,7 @@ from typing import Any
 from lab.core.errors import UsageError
 from lab.core.hostexec import Host
 from lab.inguest.spec import Spec
+from lab.run.sources import EVERY_GUEST, tarball_revision
 from lab.run.workload import GuestInfo, Param, Workload
 from lab.run.workloads._build import NfsBuild, build_dir, setup_argv, source_dir
 
@@ -78,6 +79,12 @@ class GdbBuild(NfsBuild):
 
     def host_prepare(self, params: Mapping[str, object], host: Host, export_dir: Path) -> None:
         unpack_source(host, self._source(params)[1], export_dir)
+
+    def source_versions(
+        self, params: Mapping[str, object], host: Host, export_dir: Path
+    ) -> dict[str, dict[str, str]]:
+        """The tarball every guest builds: its file name and SHA-256."""
+        return {EVERY_GUEST: tarball_revision(host, self._source(params)[1])}
 
     def spec(self, params: Mapping[str, object], guest: GuestInfo) -> Spec:
         p, source = self._source(params)

@@ -4,7 +4,9 @@ step: the candidate commit on one twin, GOOD on the other).
 Before the run the host checks each guest's revision out of ``repo`` (``git archive``, no
 working tree of the repository is touched) into the NFS export, ``trees/GUEST``; the guest
 runs ``build`` there once per runner start (untimed), then times ``argv`` there each
-iteration. The revisions are parameters, so they are stored with the run::
+iteration. The revisions are parameters, so they are stored with the run, and each is
+resolved to its commit as the run starts (the guest's facts ``source_revision`` and
+``source_describe``), so a branch or ``HEAD~3`` stays what it was when it moves on::
 
     lab run revision --n 20 -p repo=/src/prog -p revs=lab-thp=a1b2c3,lab-shp1g=d4e5f6 \\
         -p build='make' -p argv='./prog'
@@ -21,6 +23,7 @@ from types import MappingProxyType
 from lab.core.errors import UsageError
 from lab.core.hostexec import Host
 from lab.inguest.spec import Spec
+from lab.run.sources import GIT_HINT, git_commit, git_revision
 from lab.run.workload import GuestInfo, Param, ParamValue, Workload
 from lab.run.workloads._build import NFS_MOUNT, setup_argv
 from lab.run.workloads._command import TIMES
@@ -51,6 +54,11 @@ def tree_name(rev: str, label: object) -> str:
     folder removed and made anew under the same name was a stale handle in the guests, and
     one emptied and refilled in place showed them its old entries."""
     return f"{''.join(c for c in rev if c.isalnum() or c in '._-')[:40]}-{label}"
+
+
+def commit_file(name: str) -> str:
+    """The file beside checkout ``name`` that holds the commit it was made of."""
+    return f".{name}.commit"
 
 
 def tree_of(guest: str, rev: str, label: object) -> str:
@@ -104,15 +112,36 @@ class Revision(Workload):
             tree = own / name
             host.run(["mkdir", "-p", str(own)])
             host.run(["find", str(own), "-mindepth", "1", "-maxdepth", "1", "!", "-name", name,
-                      "-exec", "rm", "-rf", "{}", "+"])  # earlier measurements'  # fmt: skip
+                      "!", "-name", commit_file(name), "-exec", "rm", "-rf", "{}", "+"]
+                     )  # earlier measurements'  # fmt: skip
             if host.exists(tree):  # this measurement resumed: its checkout and build stay
                 continue
+            commit = git_commit(host, repo, rev)  # what the checkout is, if the branch moves
             host.run(["mkdir", "-p", str(tree)])
             with tempfile.NamedTemporaryFile(suffix=".tar") as archive:
-                host.run(["git", "-C", repo, "archive", "--format=tar", "-o", archive.name, rev],
-                         hint=f"Is {repo} a git repository holding {rev}?")  # fmt: skip
+                host.run(["git", "-C", repo, "archive", "--format=tar", "-o", archive.name,
+                          commit or rev], hint=GIT_HINT.format(repo=repo, rev=rev))  # fmt: skip
                 host.run(["tar", "-xf", archive.name, "-C", str(tree)])
             host.run(["chmod", "-R", "a+rwX", str(tree)])  # the guest's user builds in it
+            if commit:
+                host.write_text(own / commit_file(name), f"{commit}\n")
+
+    def source_versions(
+        self, params: Mapping[str, object], host: Host, export_dir: Path
+    ) -> dict[str, dict[str, str]]:
+        """Each guest's revision as the commit its checkout was made of (a resumed run's
+        checkout stays what it was when the branch has moved since), or, without a checkout
+        the lab made, the commit the revision names now."""
+        p = self.resolve(params)
+        found = {}
+        for guest, rev in parse_revs(str(p["revs"])).items():
+            marker = export_dir / TREES / guest / commit_file(tree_name(rev, p["label"]))
+            try:
+                commit = host.read_text(marker).strip() if host.exists(marker) else None
+            except OSError:
+                commit = None
+            found[guest] = git_revision(host, str(p["repo"]), rev, commit)
+        return found
 
     def spec(self, params: Mapping[str, object], guest: GuestInfo) -> Spec:
         p = self.resolve(params)
