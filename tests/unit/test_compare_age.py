@@ -148,6 +148,12 @@ def test_a_plain_pairs_runs_at_two_ages_are_fitted_with_factor_from_runs(
     assert both["estimate"] == pytest.approx(q, rel=1e-9)
     assert both["ci"] == pytest.approx(list(ci), rel=1e-9)
     assert {e["term"] for e in factorial["effects"]} == {"variant", "age", "variant:age"}
+    report = tmp_path / "report"
+    argv = ["report", "--db", str(db), "--out", str(report), "--no-embed"]
+    assert main(argv) != 0  # runs that differ: never pooled
+    capsys.readouterr()
+    assert main([*argv, "--factor-from-runs", "age"]) == 0
+    assert "shp1g/thp is" in (report / "index.html").read_text()
 
 
 def test_factor_from_runs_takes_only_what_runs_record(
