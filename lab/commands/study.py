@@ -111,13 +111,14 @@ def describe_plan(
         f"  verdicts at {study.confidence:g} % confidence, threshold {study.threshold}",
     ]
     estimates, total = step_estimates(study, seconds)
+    aged = "LEVEL" if study.design is not None and study.design.ages else None  # each block's
     for number, (workload, estimate) in enumerate(estimates, 1):
         params = " ".join(f"{k}={param_text(v)}" for k, v in workload.params.items())
         lines += [
             f"  {number}. {workload.name} {params or '(default parameters)'}:"
             f" {workload.describe()}, {workload.schedule};"
             f" {_time_text(workload, estimate)}",
-            f"     lab {shlex.join(run_argv(study, workload, db))}",
+            f"     lab {shlex.join(run_argv(study, workload, db, aged))}",
         ]
         if workload.sweep_plan is not None:
             plan = workload.sweep_plan

@@ -241,6 +241,7 @@ def test_study_check_shows_each_blocks_age_and_its_command() -> None:
     text = "\n".join(describe_plan(got, "lab.db", {}))
     assert "at host age fresh" in text and "at host age f80" in text
     assert "4 blocks" in text  # the estimate: per block, 4 of them
+    assert "--host-age LEVEL" in text  # each block's level, listed above
 
 
 def test_the_stored_design_keeps_its_ages_and_their_order() -> None:
