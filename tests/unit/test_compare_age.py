@@ -219,3 +219,28 @@ def test_pair_blocks_at_two_ages_are_fitted_with_the_pair_as_block(
     assert got["memory:age"]["estimate"] == pytest.approx(-2.5, abs=0.4)  # (0 − 10) / 4
     assert factorial["not_estimable"] == [] and factorial["confounded"] == ["age"]
     assert factorial["df_between"] == 12 - 2 and "age" in got
+
+
+def test_one_run_per_age_gives_the_interaction_and_says_why_not_the_age(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two runs, fresh and f80: age is the runs' difference and nothing is left to tell it
+    from how runs differ, so only variant and variant × age are given."""
+    db = tmp_path / "lab.db"
+    rng = np.random.default_rng(5)
+    with Store.open(db) as store:
+        study = store.ensure_study("aging")
+        for number, age in enumerate(["fresh", "f80"], 1):
+            run = store.ensure_run(study, f"w-{number}", "w", {}, "sync", N,
+                                   [MetricInfo("t", "s", "lower")])  # fmt: skip
+            store.record_environment(run, "host", "local", {"host_aged": FACT[age]})
+            for variant, page in {"thp": "thp", "shp1g": "1g"}.items():
+                guest = store.ensure_guest(study, f"lab-{variant}", variant)
+                values = MEANS[(page, age)] + rng.normal(0, 1.0, N)
+                store.record(run, guest, [IterationRecord(i, 1, True, metrics={"t": float(v)})
+                                          for i, v in enumerate(values, 1)])  # fmt: skip
+    (factorial,) = compare_json(capsys, "--db", str(db), "--factor-from-runs", "age")
+    assert {e["term"] for e in factorial["effects"]} == {"variant", "variant:age"}
+    assert factorial["confounded"] == ["age"] and factorial["df_between"] is None
+    assert main(["compare", "--db", str(db), "--factor-from-runs", "age"]) == 0
+    assert "not estimated: no run to spare beside one per level" in capsys.readouterr().out
