@@ -8,9 +8,12 @@ from pathlib import Path
 
 from lab.core.context import Context
 from lab.core.units import parse_size_kib
+from lab.host.agelevels import age_index
 from lab.host.aging import Aged, Ager, AgingState, Processes, Unaged
 
-__all__ = ["AgeRequest", "Aged", "AgingState", "Unaged", "age", "aging_state", "unage"]
+__all__ = [
+    "AgeRequest", "Aged", "AgingState", "Unaged", "age", "aging_state", "hold_age", "unage",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -40,3 +43,25 @@ def unage(ctx: Context) -> Unaged | None:
 
 def aging_state(ctx: Context) -> AgingState:
     return _ager(ctx).state()
+
+
+def hold_age(ctx: Context, level: str, ager: Ager | None = None) -> Aged | Unaged | None:
+    """The host held at a study's age ``level`` (``fresh`` or ``f80``, lab.host.agelevels):
+    what the lab holds given back for fresh; else held at the level, kept where the lab holds
+    it there already, first given back where it holds another."""
+    ager = ager or _ager(ctx)
+    index = age_index(level)
+    state = ager.state()
+    if state.running and state.level == index:
+        return None
+    undone = ager.undo()
+    if index is None:
+        return undone
+    aged = ager.age(index, keep_free_bytes(ctx, None))
+    if aged.pid is None:  # nothing held: the runs record the level they were asked for
+        ctx.warn(
+            f"the host's unusable free space index is {aged.index:.2f} already, at or above"
+            f" host age {level}: nothing is held, the runs go ahead as at {level} (a fresh"
+            " level of the same study is then not much fresher: see `lab host age --status`)"
+        )
+    return aged

@@ -60,8 +60,14 @@ class Selection:
     run: str | None = None  # one run's key, or a unique prefix of one
     against: str | None = None  # another run to compare ``run`` with, variant by variant
     sweep: str | None = None  # one sweep's key, or a unique prefix of one
+    # factors each run records (age: its host's), added to its samples' cells (lab.app.effects)
+    from_runs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if self.from_runs:
+            from lab.app.effects import check_run_factors  # deferred: the lab's factors
+
+            check_run_factors(self.from_runs)
         if self.run is not None and self.sweep is not None:  # --sweep went unread
             raise UsageError(
                 f"--run {self.run} and --sweep {self.sweep} both say which runs to compare:"
@@ -165,7 +171,7 @@ def select_samples(store: Store, selection: Selection) -> Samples:
     swept: set[tuple[str, str]] = set()  # (study, workload): compared as sweeps instead
     if run is None:
         # a factorial's runs are its blocks: fitted together (lab.app.effects), never pooled
-        blocked = blocked_factorials(store, s.study)
+        blocked = blocked_factorials(store, s.study, s.from_runs)
         refuse_pooling(store, s, blocked)
         swept = {(sw.study, sw.workload) for sw in selected_sweeps(store, s)} | blocked
     with store.reading_values(s.workload, s.metric, s.study, run) as reading:
@@ -248,11 +254,13 @@ def stopped_intervals(
     return found
 
 
-def blocked_factorials(store: Store, study: str | None) -> set[tuple[str, str]]:
+def blocked_factorials(
+    store: Store, study: str | None, from_runs: tuple[str, ...] = ()
+) -> set[tuple[str, str]]:
     """(study, workload) of the factorials that ran in several blocks (runs)."""
     from lab.app.effects import factorial_workloads  # deferred: it loads the lab's factors
 
-    factorial = factorial_workloads(store, study)
+    factorial = factorial_workloads(store, study, from_runs)
     runs: dict[tuple[str, str], int] = {}
     for r in store.runs(study):
         runs[(r.study, r.workload)] = runs.get((r.study, r.workload), 0) + 1
@@ -476,7 +484,7 @@ def selected(ctx: Context, selection: Selection) -> tuple[Samples, list[SweepSam
             and selection.run is None
             and any(
                 selection.workload in (None, workload)
-                for _, workload in blocked_factorials(store, selection.study)
+                for _, workload in blocked_factorials(store, selection.study, selection.from_runs)
             )
         )
     if empty and not blocked:
@@ -514,7 +522,8 @@ def factorials(ctx: Context, request: AnalyseRequest) -> list[FactorialAnswer]:
         return []
     with Store.open(store_path(ctx, s), create=False) as store:
         return factorial_answers(store, s.study, s.workload, s.metric,
-                                 request.confidence / 100, request.effects_correction)  # fmt: skip
+                                 request.confidence / 100, request.effects_correction,
+                                 s.from_runs)  # fmt: skip
 
 
 def analyse_by_host(ctx: Context, request: AnalyseRequest) -> list[BlockedDifference]:

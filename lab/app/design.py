@@ -15,20 +15,30 @@ then fits the factors with the block as a fixed effect (:mod:`lab.app.effects`).
 A ``[design]`` table's ``fraction`` runs a 2^(k−p) fraction of two-level factors instead of
 every cell (:mod:`lab.app.fraction`), and the design then carries its generators and alias sets.
 :func:`design_json` and :func:`design_from_json` are the design as the store keeps it.
+
+The host's age (issue 42) is a factor too, ``age = ["fresh", "f80"]``
+(:mod:`lab.host.agelevels`), but not a domain delta: it is no part of a cell's name, and every
+block runs once per age level (a design of one block, twice), the host aged to it (``lab host
+age``) before the block's ``lab up``. The age levels' order is drawn from the design's seed
+and reversed from one block to the next (ABBA: fresh, f80 | f80, fresh | ...), so that neither
+the hours a study takes nor the blocks' order pass for an effect of age; ``lab compare`` reads
+each run's age back from it and adds it to the cell of each of its samples.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import random
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from lab.app.fraction import parse_fraction
 from lab.core.cells import cell_name
-from lab.core.errors import ConfigError
+from lab.core.errors import ConfigError, UsageError
 from lab.guests.factors import FACTORS, cell_problem
+from lab.host.agelevels import AGE_FACTOR, age_index
 from lab.stats.pairblocks import pair_blocks
 
 MAX_CELLS = 12  # 66 blocks of two: more is a study of its own
@@ -46,15 +56,37 @@ class Design:
     seed: int
     fraction: tuple[str, ...] = ()  # a fraction's generators: "guest-thp = page * prealloc"
     aliases: tuple[str, ...] = ()  # a fraction's defining relation, then its alias sets
+    ages: tuple[str, ...] = ()  # the host age levels each block runs at (none: as it is)
+
+    @property
+    def steps(self) -> tuple[tuple[tuple[str, str], str | None], ...]:
+        """(block, host age level) in the order they run: each block once per age level (a
+        lone block twice), the levels in an order drawn from the seed and reversed every other
+        block (ABBA)."""
+        if not self.ages:
+            return tuple((block, None) for block in self.blocks)
+        order = random.Random(self.seed).sample(self.ages, len(self.ages))
+        # one block runs twice: age's main effect is read from the runs' means, and needs a
+        # run per level to spare (lab.stats.effects, confounded terms)
+        blocks = self.blocks if len(self.blocks) > 1 else self.blocks * 2
+        return tuple((block, age) for i, block in enumerate(blocks)
+                     for age in (order if i % 2 == 0 else order[::-1]))  # fmt: skip
 
     def lines(self) -> list[str]:
         """The design as ``lab study check`` prints it."""
         crossed = " × ".join(f"{f} ({', '.join(levels)})" for f, levels in self.factors)
         out = [f"design: {crossed}: {len(self.cells)} cells in {len(self.blocks)} blocks of 2"
                f" (every pair once, seed {self.seed})"]  # fmt: skip
+        if self.ages:
+            out[0] += (f"; each block at host age {', '.join(self.ages)}: {len(self.steps)}"
+                       " runs per workload")  # fmt: skip
         out += fraction_lines(self)
         out += [f"  left out: {cell}: {why}" for cell, why in self.left_out]
-        out += [f"  block {i}: {a}, {b}" for i, (a, b) in enumerate(self.blocks, 1)]
+        if self.ages:
+            out += [f"  block {i}: {a}, {b} at host age {age}"
+                    for i, ((a, b), age) in enumerate(self.steps, 1)]  # fmt: skip
+        else:
+            out += [f"  block {i}: {a}, {b}" for i, (a, b) in enumerate(self.blocks, 1)]
         return out
 
 
@@ -65,8 +97,15 @@ def parse_design(source: str, table: object, fraction: object = None) -> Design:
     if not isinstance(table, dict) or not table:
         raise ConfigError(f"{source}: [factors] must be a table of factors and their levels",
                           hint=example)  # fmt: skip
+    ages = parse_ages(source, table.get(AGE_FACTOR))
+    domain = {name: levels for name, levels in table.items() if name != AGE_FACTOR}
+    if not domain:
+        raise ConfigError(
+            f"{source}: [factors] crosses the host's age with no factor of the guests",
+            hint='Add one, e.g. page = ["thp", "1g"] (thp against 1 GiB pages, as thp and shp1g)',
+        )
     factors = []
-    for name, levels in table.items():
+    for name, levels in domain.items():
         if name not in FACTORS:
             raise ConfigError(
                 f"{source}: [factors]: unknown factor {name!r} (the lab's: {', '.join(FACTORS)})",
@@ -82,7 +121,7 @@ def parse_design(source: str, table: object, fraction: object = None) -> Design:
             )
         factors.append((name, tuple(levels)))
     if fraction is not None:
-        return fractional_design(source, factors, fraction)
+        return replace(fractional_design(source, factors, fraction), ages=ages)
     cells, left_out = [], []
     for combination in itertools.product(*(levels for _, levels in factors)):
         cell = cell_name(zip([f for f, _ in factors], combination, strict=True))
@@ -102,9 +141,27 @@ def parse_design(source: str, table: object, fraction: object = None) -> Design:
             f"{source}: [factors] makes {len(cells)} cells, more than {MAX_CELLS}",
             hint="Cross fewer factors or levels (a study each)",
         )
-    seed = zlib.crc32(json.dumps(factors).encode())
+    seed = zlib.crc32(json.dumps(factors + ([(AGE_FACTOR, ages)] if ages else [])).encode())
     return Design(tuple(factors), tuple(cells), tuple(left_out),
-                  tuple(pair_blocks(cells, seed=seed)), seed)  # fmt: skip
+                  tuple(pair_blocks(cells, seed=seed)), seed, ages=ages)  # fmt: skip
+
+
+def parse_ages(source: str, levels: object) -> tuple[str, ...]:
+    """The host age levels of ``[factors]``'s ``age`` (none where it has no ``age``)."""
+    if levels is None:
+        return ()
+    if (
+        not isinstance(levels, list) or len(levels) < 2
+        or not all(isinstance(v, str) for v in levels) or len(set(levels)) != len(levels)
+    ):  # fmt: skip
+        raise ConfigError(f"{source}: [factors]: age must list two or more distinct levels",
+                          hint='e.g. age = ["fresh", "f80"]')  # fmt: skip
+    for level in levels:
+        try:
+            age_index(level)
+        except UsageError as err:
+            raise ConfigError(f"{source}: [factors]: {err.message}", hint=err.hint) from None
+    return tuple(levels)
 
 
 def fractional_design(
@@ -156,6 +213,8 @@ def design_json(design: Design) -> dict[str, Any]:
         "left_out": [{"cell": c, "why": why} for c, why in design.left_out],
         "blocks": [list(pair) for pair in design.blocks],
         "seed": design.seed,
+        "ages": list(design.ages),
+        "steps": [{"pair": list(pair), "host_age": age} for pair, age in design.steps],
     }
 
 
@@ -169,4 +228,5 @@ def design_from_json(doc: dict[str, Any]) -> Design:
         seed=int(doc["seed"]),
         fraction=tuple(doc.get("fraction", ())),
         aliases=tuple(doc.get("aliases", ())),
+        ages=tuple(doc.get("ages", ())),
     )

@@ -59,7 +59,7 @@ def report(ctx: Context, request: ReportRequest) -> ReportResult:
             [] if selection.run is not None or selection.sweep is not None
             else factorial_answers(store, study, selection.workload, selection.metric,
                                    request.analysis.confidence / 100,
-                                   request.analysis.effects_correction)
+                                   request.analysis.effects_correction, selection.from_runs)
         )  # fmt: skip
         backing = sweep_backing(store, sweeps)
         guests, runs = store.guests(study), store.runs(study)

@@ -20,6 +20,8 @@ from lab.core.sweeps import Axis
 from lab.guests.labstate import GuestRecord, guest_named
 from lab.guests.sites import guests_of, require_up
 from lab.guests.ssh import GuestShell
+from lab.host.agelevels import age_index, check_host_age, host_index
+from lab.host.aging import aged_fact
 from lab.run.lock import run_lock
 from lab.run.placement import check_swap_plan, check_swap_schedule
 from lab.run.sweep import SweepPlan, plan_sweep
@@ -55,6 +57,7 @@ class RunRequest:
     sweep_order: str = "interleaved"  # or "blocked"
     guest_timeout: float | None = None  # None: the `guest_timeout` of lab.toml
     adopt: bool = False  # take up iterations the guests journalled for a run the store lacks
+    host_age: str | None = None  # the host's age level (fresh, f80): checked, part of the key
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,7 @@ def command_line(request: RunRequest) -> list[str]:
         argv += ["--sweep", f"{axis.key}={','.join(axis.values)}"]
     argv += ["--sweep-order", request.sweep_order] if request.sweep else []
     argv += ["--hosts", request.hosts] if request.hosts else []
+    argv += ["--host-age", request.host_age] if request.host_age else []
     return argv + (["--guests", ",".join(request.guests)] if request.guests else [])
 
 
@@ -127,6 +131,13 @@ def check_request(request: RunRequest, workloads: Mapping[str, Workload] | None 
     parse_threshold(request.threshold)
     workload = get_workload(request.workload, workloads)
     workload.resolve(dict(request.params))
+    if request.host_age is not None:
+        age_index(request.host_age)
+        if request.sweep:
+            raise UsageError(
+                "--host-age runs one run at one host age, not a sweep",
+                hint="Run each value at each age as its own run, or drop --host-age",
+            )
     check_sweep(request, workload)
     return workload
 
@@ -166,6 +177,10 @@ def run_workload(ctx: Context, request: RunRequest) -> RunOutcome:
         if few is not None:
             ctx.warn(few)
     up = require_up(ctx, request.hosts)
+    if request.host_age is not None:
+        check_host_age(
+            request.host_age, aged_fact(Path(ctx.config.state_dir)), host_index(ctx.host.read_text)
+        )
     state = next((st for site, st in up if not site.remote), up[0][1])
     everyone = guests_of(up)
     names = request.guests or tuple(g.name for g in everyone)
@@ -195,6 +210,7 @@ def run_workload(ctx: Context, request: RunRequest) -> RunOutcome:
         resume=f"`{shlex.join(command_line(request))}`",
         adopt=request.adopt,
         reboot_every=request.reboot_every,
+        host_age=request.host_age,
     )
     plans = [replace(plan, params=p) for p in sweep.params] if sweep else [plan]
     labels = sweep.labels() if sweep else [""]

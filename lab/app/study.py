@@ -82,7 +82,8 @@ STUDY_KEYS: Mapping[str, Key] = {
                    "table, or variants", "instead of variants: the lab's factors and levels"
                    " to cross (`lab variants`); every cell libvirt can express runs, two at a"
                    " time, every pair of cells once, and `lab compare` gives each factor's"
-                   " effect"),
+                   ' effect; age = ["fresh", "f80"] runs every block at each host age'
+                   " (docs/studies.md)"),
     "design": Key((dict,), False, 'a fraction of the factors, e.g. [design] fraction ='
                   ' ["guest-thp = page * prealloc"]', "table, none", "with factors of two"
                   " levels: fraction = generators of a 2^(k-p) fraction, each an added factor"
@@ -212,6 +213,12 @@ class Study:
     def pairs(self) -> tuple[tuple[str, str], ...]:
         """The pairs brought up in turn: the design's blocks, or the one pair of variants."""
         return self.design.blocks if self.design is not None else (self.variants,)
+
+    @property
+    def steps(self) -> tuple[tuple[tuple[str, str], str | None], ...]:
+        """(pair, host age level or None) in the order they are brought up: a design's blocks,
+        each once per age level of its age factor (:attr:`Design.steps`), or the one pair."""
+        return self.design.steps if self.design is not None else ((self.variants, None),)
 
 
 def load_study(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,6 +31,7 @@ from lab.core.errors import UsageError
 from lab.core.text import cell
 from lab.guests.labstate import LabState, load_state
 from lab.guests.plan import TwinRequest
+from lab.host.agelevels import FRESH, age_index
 from lab.run.lock import run_lock
 from lab.run.workload import workloads_for
 from lab.store import Store
@@ -52,7 +53,8 @@ def param_text(value: object) -> str:
 
 
 def run_request(study: Study, workload: StudyWorkload, db: str) -> RunRequest:
-    """What one step of the study asks ``run_workload`` for."""
+    """What one step of the study asks ``run_workload`` for (at a host age of the design's:
+    ``dataclasses.replace(..., host_age=level)``)."""
     ruled = workload.until is not None
     return RunRequest(
         workload=workload.name, n=workload.n, schedule=workload.schedule, study=study.name,
@@ -64,7 +66,9 @@ def run_request(study: Study, workload: StudyWorkload, db: str) -> RunRequest:
     )  # fmt: skip
 
 
-def run_argv(study: Study, workload: StudyWorkload, db: str) -> list[str]:
+def run_argv(
+    study: Study, workload: StudyWorkload, db: str, host_age: str | None = None
+) -> list[str]:
     """The ``lab run`` command line (without ``lab``) a user would type for one step."""
     argv = ["run", workload.name, "--n", str(workload.n), "--schedule", workload.schedule,
             "--study", study.name, "--db", db]  # fmt: skip
@@ -83,6 +87,8 @@ def run_argv(study: Study, workload: StudyWorkload, db: str) -> list[str]:
         argv += ["--sweep", f"{axis.key}={','.join(axis.values)}"]
     if workload.sweep:
         argv += ["--sweep-order", workload.sweep_order]
+    if host_age is not None:
+        argv += ["--host-age", host_age]
     return argv
 
 
@@ -204,9 +210,13 @@ class StudyActions:
     run: Callable[[RunRequest], RunOutcome]
     report: Callable[[ReportRequest], ReportResult]
     down: Callable[[], object] | None = None  # between the blocks of a factorial design
+    # the host held at an age level (fresh: given back), before a block of a design with an
+    # age factor is brought up (lab.app.aging.hold_age)
+    age: Callable[[str], object] | None = None
 
 
 def real_actions(ctx: Context) -> StudyActions:
+    from lab.app.aging import hold_age
     from lab.app.down import DownRequest, down  # deferred: libvirt (see the imports)
     from lab.app.up import up
 
@@ -216,6 +226,7 @@ def real_actions(ctx: Context) -> StudyActions:
         run=partial(run_workload, ctx),
         report=partial(report, ctx),
         down=partial(down, ctx, DownRequest()),
+        age=partial(hold_age, ctx),
     )
 
 
@@ -237,20 +248,26 @@ def run_study(
     stops the study before anything is brought up or run.
     """
     actions = actions or real_actions(ctx)
-    runs = [run_request(study, w, db) for w in study.workloads]
+    ages = {age for _, age in study.steps}
     workloads = workloads_for(ctx.config)
-    for request in runs:
-        check_request(request, workloads)
+    for age in ages:
+        for w in study.workloads:
+            check_request(replace(run_request(study, w, db), host_age=age), workloads)
     with Store.open(db) as store:
         record_study(store, study)
     done: list[RunOutcome] = []
-    steps = len(study.pairs) * len(runs) + 1
+    steps = len(study.steps) * len(study.workloads) + 1
     number = 0
-    for block, pair in enumerate(study.pairs, 1):
+    held: str | None = None  # the host age level set by this study so far
+    for block, (pair, age) in enumerate(study.steps, 1):
+        if age is not None and age != held:
+            hold_host_age(ctx, study, age, actions, block)
+            held = age
         bring_up(ctx, study, pair, actions, show, block)
-        for workload, request in zip(study.workloads, runs, strict=True):
+        for workload in study.workloads:
             number += 1
-            argv = run_argv(study, workload, db)
+            request = replace(run_request(study, workload, db), host_age=age)
+            argv = run_argv(study, workload, db, age)
             ctx.err.rule(cell(f"{study.name} {number}/{steps}: lab {shlex.join(argv)}"))
             outcome = actions.run(request)
             show.run(outcome)
@@ -263,6 +280,9 @@ def run_study(
                     highlight=False,
                 )
                 return StudyResult(INTERRUPTED, tuple(done))
+    if held is not None and age_index(held) is not None and actions.age is not None:
+        ctx.err.rule(cell(f"lab host age --undo: {study.name}'s last block ran at {held}"))
+        actions.age(FRESH)  # the host given back: what is run next expects it so
     ctx.err.rule(cell(f"{study.name} {steps}/{steps}: lab {shlex.join(report_argv(study, db))}"))
     written = actions.report(report_request(study, db))
     show.report(written)
@@ -275,7 +295,7 @@ def bring_up(
     """Have ``pair`` up: the lab that is up when it is that pair (checked), else brought up,
     after the pair of another block of the design is brought down."""
     state = actions.lab_state()
-    label = f" (block {block} of {len(study.pairs)})" if study.design is not None else ""
+    label = f" (block {block} of {len(study.steps)})" if study.design is not None else ""
     other = state is not None and sorted(g.variant for g in state.guests) != sorted(pair)
     if other and study.design is not None:
         if actions.down is None:
@@ -292,6 +312,26 @@ def bring_up(
     else:
         check_lab(state, study, pair)
         ctx.note(f"using the lab that is up ({', '.join(g.name for g in state.guests)})")
+
+
+def hold_host_age(ctx: Context, study: Study, age: str, actions: StudyActions, block: int) -> None:
+    """Hold the host at ``age`` (a level of the design's age factor) for the next block: the
+    lab brought down first (the guests' memory is left free while the host is aged), then
+    ``lab host age --level`` (or ``--undo`` for fresh)."""
+    if actions.age is None:
+        raise UsageError("the design has an age factor, and nothing can age the host here",
+                         hint="Run `lab host age` by hand, or drop age from [factors]")  # fmt: skip
+    label = f" (block {block} of {len(study.steps)})"
+    if actions.lab_state() is not None:
+        if actions.down is None:
+            raise UsageError("the host is aged with the lab down, and nothing can bring it"
+                             " down here", hint="Run `lab down`")  # fmt: skip
+        ctx.err.rule(cell(f"lab down{label}: the next block is at host age {age}"))
+        actions.down()
+    index = age_index(age)
+    command = "lab host age --undo" if index is None else f"lab host age --level {index:g}"
+    ctx.err.rule(cell(f"{command}{label}: host age {age}"))
+    actions.age(age)
 
 
 def run_study_holding_the_lab(

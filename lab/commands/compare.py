@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from lab.commands.options import THRESHOLD_HELP, selection
 from lab.commands.storeoptions import (
     add_db_argument,
+    add_factor_from_runs_argument,
     add_run_argument,
     add_study_argument,
     add_sweep_argument,
@@ -56,6 +57,7 @@ def register(subparsers: Any) -> None:
         " hold together at --confidence; default) or none (each on its own, as Jain prints"
         " them)",
     )  # fmt: skip
+    add_factor_from_runs_argument(parser)
     parser.add_argument(
         "--correction", choices=("holm", "bh"), default="holm",
         help="how a sweep's verdicts are corrected for their number: holm (Holm's step-down:"

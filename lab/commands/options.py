@@ -30,4 +30,5 @@ def selection(args: argparse.Namespace) -> Selection:
         warmup=args.warmup, baseline=tuple(args.baseline.split(",")) if args.baseline else (),
         run=args.run_key, against=getattr(args, "against", None),
         sweep=getattr(args, "sweep_key", None),
+        from_runs=tuple(getattr(args, "factor_from_runs", None) or ()),
     )  # fmt: skip

@@ -9,6 +9,7 @@ from lab.commands.options import THRESHOLD_HELP, selection
 from lab.commands.show import print_report
 from lab.commands.storeoptions import (
     add_db_argument,
+    add_factor_from_runs_argument,
     add_run_argument,
     add_study_argument,
     add_sweep_argument,
@@ -59,6 +60,7 @@ def register(subparsers: Any) -> None:
                         help="how a sweep's verdicts are corrected together, as lab compare"
                         " --correction (default: holm)")  # fmt: skip
     add_warmup_argument(parser)
+    add_factor_from_runs_argument(parser)
     add_study_argument(parser)
     add_db_argument(parser)
     parser.set_defaults(run=run)

@@ -80,6 +80,14 @@ def register(subparsers: Any) -> None:
         " A cycle takes about a minute under emulation",
     )
     parser.add_argument(
+        "--host-age",
+        metavar="LEVEL",
+        help="the host age this run is at, as a study's age factor names it: fresh (no `lab"
+        " host age` held) or fNN (held at unusable free space index NN %%, f80 for `lab host"
+        " age --level 0.8`). Refused unless the host is held so; part of the run's key, so a"
+        " run at another age is another run (lab study run passes it for its age factor)",
+    )
+    parser.add_argument(
         "--warmup",
         metavar="K|auto",
         type=warmup_rule(allow_none=False),
@@ -186,4 +194,5 @@ def request(args: argparse.Namespace) -> RunRequest:
         max_failures=args.max_failures, counters=args.counters,
         sweep=tuple(parse_axis(text) for text in args.sweep), sweep_order=args.sweep_order,
         guest_timeout=args.guest_timeout, adopt=args.adopt, reboot_every=args.reboot_every,
+        host_age=args.host_age,
     )  # fmt: skip

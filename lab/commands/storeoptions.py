@@ -58,3 +58,14 @@ def add_warmup_argument(parser: argparse.ArgumentParser) -> None:
         " same iterations leave every arm, so pairs stay aligned (default: what each run"
         " declared with lab run --warmup, else none)",
     )  # fmt: skip
+
+
+def add_factor_from_runs_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--factor-from-runs", action="append", choices=("age",), metavar="FACTOR",
+        help="age: take the host age each run recorded (lab run --host-age, lab host age) as"
+        " a factor of its samples, beside their variants: runs of one pair at several host"
+        " ages are fitted as a factorial (variant × age), whose interaction says how much of"
+        " B's difference from A comes from the host's age. A study whose [factors] has age"
+        " does so by itself",
+    )  # fmt: skip

@@ -111,13 +111,14 @@ def describe_plan(
         f"  verdicts at {study.confidence:g} % confidence, threshold {study.threshold}",
     ]
     estimates, total = step_estimates(study, seconds)
+    aged = "LEVEL" if study.design is not None and study.design.ages else None  # each block's
     for number, (workload, estimate) in enumerate(estimates, 1):
         params = " ".join(f"{k}={param_text(v)}" for k, v in workload.params.items())
         lines += [
             f"  {number}. {workload.name} {params or '(default parameters)'}:"
             f" {workload.describe()}, {workload.schedule};"
             f" {_time_text(workload, estimate)}",
-            f"     lab {shlex.join(run_argv(study, workload, db))}",
+            f"     lab {shlex.join(run_argv(study, workload, db, aged))}",
         ]
         if workload.sweep_plan is not None:
             plan = workload.sweep_plan
@@ -126,7 +127,7 @@ def describe_plan(
     lines += [
         f"  {len(study.workloads) + 1}. lab {shlex.join(report_argv(study, db))}",
         f"  estimated time: {format_duration(total)}"
-        + (f" per block, {len(study.pairs)} blocks" if study.design is not None else "")
+        + (f" per block, {len(study.steps)} blocks" if study.design is not None else "")
         + ("" if total is not None else " (known once the store has timed every workload)"),
     ]
     return [line for line in lines if line]

@@ -11,10 +11,17 @@ from rich.console import Console
 from rich.table import Table
 
 from lab.core.text import cell
+from lab.stats.agelead import age_leads
 
 if TYPE_CHECKING:
     from lab.stats.effects import Effect
     from lab.stats.factorialdata import FactorialAnswer
+
+
+def share_text(shares: dict[str, float], term: str) -> str:
+    """A term's share of the variation; a term fitted from the blocks' means (a factor of the
+    runs, lab.stats.effects) has none among the within-block sums of squares."""
+    return f"{shares[term] * 100:.1f} %" if term in shares else "(between runs)"
 
 
 def ratio_text(effect: Effect, direction: str) -> str:
@@ -69,7 +76,7 @@ def print_effects(console: Console, answers: Sequence[FactorialAnswer]) -> None:
                          else ""),
                     cell(x.term + (f" (= {', '.join(x.aliases)})" if x.aliases else "")),
                     cell(x.level), f"{x.estimate:+.4g} ± {half:.3g}", ratio_text(x, d.direction),
-                    f"{shares.get(x.term, float('nan')) * 100:.1f} %",
+                    share_text(shares, x.term),
                 )  # fmt: skip
             rest = [f"{t} {shares[t] * 100:.1f} %" for t in ("block", "error") if t in shares]
             table.add_row("", "", "", "", "", cell(", ".join(rest)), end_section=True)
@@ -81,6 +88,21 @@ def print_effects(console: Console, answers: Sequence[FactorialAnswer]) -> None:
             " ch. 17), averaged over the other factors; the ratio is high over low, from the"
             f" same fit of log values; {method}"
         ))  # fmt: skip
+        for answer in group:
+            for lead in age_leads(answer.data.factors, answer.data.orders, answer.effects):
+                assert answer.effects is not None
+                console.print(cell(f"* {answer.data.metric}: "
+                                   f"{lead.sentence(answer.effects.confidence)}"))  # fmt: skip
+        for answer in group:
+            e = answer.effects
+            if e is not None and e.confounded:
+                between = (f"from the runs' means ({e.df_between} degrees of freedom)"
+                           if e.df_between is not None else
+                           "not estimated: no run to spare beside one per level")  # fmt: skip
+                console.print(cell(
+                    f"* {answer.data.metric}: {', '.join(e.confounded)} holds one level per run"
+                    f" (block): its interactions are fitted within runs, itself {between}"
+                ))  # fmt: skip
         missing = sorted({n for n in notes if n})
         if missing:
             console.print(cell(f"* not estimable from these cells: {'; '.join(missing)}"))

@@ -26,7 +26,7 @@ from lab.report import sweeps as sweep_table
 from lab.report.ageplot import age_plot
 from lab.report.backingplot import backing_plot
 from lab.report.drawing import Drawn, Later, figure_pool, later
-from lab.report.effects import headline, ratio_text
+from lab.report.effects import headline, ratio_text, share_text
 from lab.report.markup import escape as _e
 from lab.report.markup import section, slug, table_html
 from lab.report.metadata import ReportMeta, metadata_html, when
@@ -34,6 +34,7 @@ from lab.report.plots import figure_pngs, forest, png
 from lab.report.summary import HEADER, family_note, summary_rows
 from lab.report.sweepplot import sweep_plot
 from lab.report.tables import block_tables, blocks, notes
+from lab.stats.agelead import age_leads
 from lab.stats.analysis import ALL, MetricComparison, with_paired
 from lab.stats.paired import synced_workloads
 from lab.stats.sweep import SweepComparison
@@ -264,7 +265,7 @@ def _factorials_html(answers: Sequence[FactorialAnswer], out_dir: Path, embed: b
         rows = "".join(
             f"<tr><td>{_e(x.term)}</td><td>{_e(x.level)}</td><td>{x.estimate:+.4g}</td>"
             f"<td>[{x.ci[0]:.4g}, {x.ci[1]:.4g}]</td><td>{_e(ratio_text(x, d.direction))}</td>"
-            f"<td>{shares.get(x.term, float('nan')) * 100:.1f} %</td></tr>"
+            f"<td>{share_text(shares, x.term)}</td></tr>"
             for x in e.effects
         )  # fmt: skip
         rest = ", ".join(f"{t} {shares[t] * 100:.1f} %" for t in ("block", "error") if t in shares)
@@ -273,6 +274,8 @@ def _factorials_html(answers: Sequence[FactorialAnswer], out_dir: Path, embed: b
             f'<tbody>{rows}</tbody></table><p class="note">{_e(headline(answer))}; the rest'
             f" of the variation: {_e(rest)}</p>"
         )
+        parts += [f'<p class="note">{_e(lead.sentence(e.confidence))}</p>'
+                  for lead in age_leads(d.factors, d.orders, e)]  # fmt: skip
         if d.metric.startswith(("perf.", "backing.")):
             continue
         for kind, draw in (("effects", effects_plot), ("interaction", interaction_plot)):

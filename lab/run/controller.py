@@ -126,6 +126,7 @@ class Controller(SteppedRunners):
             plan.swap_every,
             plan.sweep,
             plan.reboot_every,
+            plan.host_age,
         )
         self.study_id = study_id = store.ensure_study(plan.study, description="lab run")
         self.metrics = list(plan.workload.metrics_for(plan.params))
@@ -174,6 +175,7 @@ class Controller(SteppedRunners):
             schedule=plan.schedule, sites=self.sites, state_of=self.state_of,
             domain_xml=self._domain_xml, with_guest=self.with_guest,
             defined_xml=self._defined_xml, sources=self._source_versions,
+            host_age=plan.host_age,
         )  # fmt: skip
 
     def _source_versions(self) -> dict[str, dict[str, str]]:

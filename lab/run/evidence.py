@@ -126,7 +126,9 @@ class Evidence:
         with_guest: Callable[[Any, Callable[[Any], Any]], Any],  # the controller's
         defined_xml: Callable[[GuestRecord], str | None] | None = None,  # the inactive XML
         sources: Callable[[], Mapping[str, Mapping[str, str]]] | None = None,  # the workload's
+        host_age: str | None = None,  # the host age level the run was asked for (--host-age)
     ) -> None:
+        self.host_age = host_age
         self.defined_xml = defined_xml or domain_xml
         self.ctx, self.store, self.run_id, self.guests = ctx, store, run_id, guests
         self.counters, self.schedule, self.sites = counters, schedule, sites
@@ -169,6 +171,8 @@ class Evidence:
                 image_hash=state.image_hash, **lab_facts(self.ctx.host),
                 host_aged=aged_fact(Path(ctx.config.state_dir)),
             )  # fmt: skip
+            if self.host_age is not None:  # the level checked at the start (lab.host.agelevels)
+                facts["host_age"] = self.host_age
             self.store.record_environment(self.run_id, "host", name, facts)
         self.sources = self._sources()
         for guest in self.guests:

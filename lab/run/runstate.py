@@ -78,6 +78,7 @@ def run_key(
     swap_every: int | None = None,
     sweep: str | None = None,
     reboot_every: int | None = None,
+    host_age: str | None = None,
 ) -> str:
     """The same command on the same lab gives the same key: that is how it resumes. A run
     of a sweep (``lab.run.sweep``) has the sweep's key in its own."""
@@ -90,6 +91,8 @@ def run_key(
         asked.append({"sweep": sweep})
     if reboot_every:  # likewise
         asked.append({"reboot_every": reboot_every})
+    if host_age:  # likewise: a study's block at another host age is another run
+        asked.append({"host_age": host_age})
     text = json.dumps(asked, sort_keys=True)
     return f"{workload}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
 
@@ -114,6 +117,7 @@ class RunPlan:
     guest_timeout: float = 300.0  # seconds a guest may not answer before the run stops
     adopt: bool = False  # take up iterations a guest journalled for a run this store lacks
     reboot_every: int | None = None  # power-cycle the guests every K iterations (lab.run.reboot)
+    host_age: str | None = None  # the host age level asked for (lab.host.agelevels): in the key
     resume: str = "the same `lab run` command"  # what resumes the run, for the messages
 
 

@@ -44,12 +44,23 @@ blocks) already span; a term the data cannot tell from those is ``not_estimable`
 2^(k−p) fraction that keeps the lowest-order term of each alias set; each effect names its
 aliases (what its estimate also contains, from lab.stats.designs's word algebra's twin: equal
 or opposite columns).
+
+**Factors of the blocks** (a split plot: the host's age, one level per run, issue 42). A term
+whose columns the blocks span (every block at one level of it) cannot be estimated within
+blocks: it is ``confounded`` with them. It still stands in the formula (its interactions are
+coded as with it, in sum-to-zero coding, and OLS's pseudo-inverse leaves it unidentified), so
+that its interactions with factors that vary within blocks are fitted from within the blocks
+alone, free of what differs between them. The confounded term itself is estimated from the
+blocks' means of what the within-block terms leave, regressed on its columns, with t intervals
+on the degrees of freedom the blocks leave (``df_between``): what differs between blocks is its
+error. With no block to spare (one block per level), it is not reported.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -61,6 +72,7 @@ import statsmodels.api as sm
 import statsmodels.formula
 import statsmodels.formula.api as smf
 from statsmodels.stats.anova import anova_lm
+from statsmodels.tools.sm_exceptions import SingularMatrixWarning
 
 from lab.core.errors import UsageError
 from lab.stats.descriptive import check_confidence
@@ -109,6 +121,8 @@ class FactorialEffects:
     shares: tuple[Share, ...]  # the fitted terms, then block (if any), then error
     not_estimable: tuple[str, ...]
     method: str = METHOD
+    confounded: tuple[str, ...] = ()  # terms the blocks span: not estimable within them
+    df_between: int | None = None  # their effects' degrees of freedom, from the blocks' means
 
 
 _COLUMN = re.compile(r"C\((f\d+|blk), Sum\(omit=0\)\)\[S\.l(\d+)\]")
@@ -153,29 +167,47 @@ def fit_effects(
         ) from None
     y = np.asarray(values, dtype=float)
     coded = _code(y, factors, levels, blocks)
-    terms, dropped = _estimable(coded, all_terms(coded.factors, max_order))
+    terms, dropped, confounded = _estimable(coded, all_terms(coded.factors, max_order))
     if not terms:
         raise UsageError(
             "every factor is confounded with the blocks (each block holds one level of each)",
             hint="Run several cells in a block (pair blocks), or fit without blocks",
         )
-    fit = _fit(y, coded, terms)
+    fit = _fit(y, coded, [t for t in all_terms(coded.factors, max_order)
+                          if t in terms or t in confounded])  # fmt: skip
     df_error = round(fit.df_resid)  # type: ignore[attr-defined]
     if df_error < 1:
         raise UsageError(
             f"{len(y)} samples leave no degrees of freedom for the error",
             hint="Replicate some cells, or leave the highest interactions out (max_order)",
         )
-    anova = anova_lm(fit, typ=3)
+    with warnings.catch_warnings():  # a confounded term's test is left unread
+        warnings.simplefilter("ignore", SingularMatrixWarning)
+        anova = anova_lm(fit, typ=3)
     rows = [(t, combo) for t in terms for combo in _reported(coded, t)]
     contrast = _contrasts(fit, coded, rows)
-    m = len(rows) if corr is IntervalCorrection.BONFERRONI else 1
+    across = [(t, combo) for t in confounded for combo in _reported(coded, t)]
+    across = across if _block_design(coded, confounded) is not None else []
+    m = len(rows) + len(across) if corr is IntervalCorrection.BONFERRONI else 1
     alpha = (1 - level) / max(m, 1)
     estimates, cis = _intervals(fit, contrast, alpha)
     if np.all(y > 0):
         # the same columns, on log(values): the formula is built once
-        log_fit = sm.OLS(np.log(y), fit.model.exog).fit()  # type: ignore[attr-defined]
+        with warnings.catch_warnings():  # as in _fit
+            warnings.simplefilter("ignore", SingularMatrixWarning)
+            log_fit = sm.OLS(np.log(y), fit.model.exog).fit()  # type: ignore[attr-defined]
         log_est, log_cis = _intervals(log_fit, contrast, alpha)
+    between = _between(y, fit, coded, terms, confounded, across, alpha)
+    df_between = None
+    if between is not None:  # the confounded terms, from the blocks' means
+        rows += across
+        estimates = np.append(estimates, between[0])
+        cis = cis + between[1]
+        df_between = between[2]
+        if np.all(y > 0):
+            logs = _between(np.log(y), log_fit, coded, terms, confounded, across, alpha)
+            assert logs is not None
+            log_est, log_cis = np.append(log_est, logs[0]), log_cis + logs[1]
     aliases = _aliases(coded, terms, dropped)
     effects = []
     for i, (term, combo) in enumerate(rows):
@@ -211,7 +243,58 @@ def fit_effects(
         effects=tuple(effects),
         shares=_shares(anova, terms, coded, sst),
         not_estimable=tuple(term_name(t) for t in dropped),
+        confounded=tuple(term_name(t) for t in confounded),
+        df_between=df_between,
     )
+
+
+def _between(
+    y: np.ndarray, fit: object, coded: _Coded, terms: list[Term], confounded: list[Term],
+    rows: list[tuple[Term, tuple[int, ...]]], alpha: float,
+) -> tuple[np.ndarray, list[tuple[float, float]], int] | None:  # fmt: skip
+    """The confounded terms' effects from the blocks: each block's mean of what the terms
+    fitted within blocks leave (``y`` less their part of ``fit``), regressed on the
+    confounded terms' columns, t intervals on the blocks' own residual degrees of freedom
+    (what differs between blocks is their error); None without a block left over for it."""
+    design = _block_design(coded, confounded)
+    if design is None or not rows:
+        return None
+    x, count = design
+    model = fit.model  # type: ignore[attr-defined]
+    within = [j for j, name in enumerate(model.exog_names) if _term_of(name, coded) in terms]
+    left = y - model.exog[:, within] @ np.asarray(fit.params)[within]  # type: ignore[attr-defined]
+    assert coded.block is not None
+    means = np.array([left[coded.block == b].mean() for b in range(count)])
+    contrast = []
+    for term, combo in rows:
+        at = np.zeros((1, len(coded.factors)), dtype=int)
+        at[0, [coded.factors.index(f) for f in term]] = combo
+        pieces = [_term_columns(coded, at, t)[0] * (t == term) for t in confounded]
+        contrast.append(np.concatenate([[0.0], *pieces]))
+    test = sm.OLS(means, x).fit().t_test(np.array(contrast))
+    bounds = np.atleast_2d(test.conf_int(alpha=alpha))
+    return np.ravel(test.effect), [(float(lo), float(hi)) for lo, hi in bounds], count - x.shape[1]
+
+
+def _block_design(coded: _Coded, confounded: list[Term]) -> tuple[np.ndarray, int] | None:
+    """The confounded terms' columns per block (an intercept first) and the number of
+    blocks, where they leave a degree of freedom; else None."""
+    if not confounded or coded.block is None:
+        return None
+    count = int(coded.block.max()) + 1
+    firsts = np.array([coded.codes[coded.block == b][0] for b in range(count)])
+    x = np.hstack([np.ones((count, 1)), *(_term_columns(coded, firsts, t) for t in confounded)])
+    if count - x.shape[1] < 1 or np.linalg.matrix_rank(x) < x.shape[1]:
+        return None
+    return x, count
+
+
+def _term_of(name: str, coded: _Coded) -> Term | None:
+    """The term a column of the formula belongs to (None: the intercept's, a block's)."""
+    found = [_COLUMN.fullmatch(piece) for piece in name.split(":")]
+    if name == "Intercept" or any(m is None or m.group(1) == "blk" for m in found):
+        return None
+    return tuple(coded.factors[int(m.group(1)[1:])] for m in found if m)
 
 
 def _code(
@@ -285,20 +368,24 @@ def _term_columns(coded: _Coded, codes: np.ndarray, term: Term) -> np.ndarray:
     return out
 
 
-def _estimable(coded: _Coded, candidates: list[Term]) -> tuple[list[Term], list[Term]]:
-    """The candidates whose sub-terms are fitted and whose columns add full rank, in order."""
+def _estimable(coded: _Coded, candidates: list[Term]) -> tuple[list[Term], list[Term], list[Term]]:
+    """The candidates whose sub-terms are fitted (or confounded with the blocks) and whose
+    columns add full rank, in order; those that are not; and those the blocks span alone
+    (confounded: a factor of the blocks, such as a run's host age)."""
     keys = coded.codes if coded.block is None else np.column_stack([coded.codes, coded.block])
     rows = np.unique(keys, axis=0)
     codes = rows[:, : len(coded.factors)]
     span = [np.ones((len(rows), 1))]
     if coded.block is not None:
         span.append(_sum_columns(rows[:, -1], int(coded.block.max()) + 1))
-    rank = np.linalg.matrix_rank(np.hstack(span))
+    blocks = np.hstack(span)
+    block_rank = rank = np.linalg.matrix_rank(blocks)
     kept: list[Term] = []
     dropped: list[Term] = []
+    confounded: list[Term] = []
     for term in candidates:
         subterms = [t for t in all_terms(term) if t != term]
-        if all(t in kept for t in subterms):
+        if all(t in kept or t in confounded for t in subterms):
             columns = _term_columns(coded, codes, term)
             wider = np.linalg.matrix_rank(np.hstack([*span, columns]))
             if wider == rank + columns.shape[1]:
@@ -306,8 +393,13 @@ def _estimable(coded: _Coded, candidates: list[Term]) -> tuple[list[Term], list[
                 rank = wider
                 kept.append(term)
                 continue
+            if coded.block is not None and (
+                np.linalg.matrix_rank(np.hstack([blocks, columns])) == block_rank
+            ):
+                confounded.append(term)
+                continue
         dropped.append(term)
-    return kept, dropped
+    return kept, dropped, confounded
 
 
 def _formula_piece(coded: _Coded, term: Term) -> str:
@@ -333,7 +425,9 @@ def _fit(y: np.ndarray, coded: _Coded, terms: list[Term]) -> object:
             f"statsmodels is set to the {engine} formula engine",
             hint="Unset SM_FORMULA_ENGINE (the effects' formulas are written for patsy)",
         )
-    return smf.ols("y ~ " + " + ".join(pieces or ["1"]), frame).fit()
+    with warnings.catch_warnings():  # a term confounded with the blocks: rank-deficient
+        warnings.simplefilter("ignore", SingularMatrixWarning)
+        return smf.ols("y ~ " + " + ".join(pieces or ["1"]), frame).fit()
 
 
 def _column_value(name: str, term: Term, coded: _Coded, combo: tuple[int, ...]) -> float:
@@ -386,7 +480,9 @@ def _intercept(fit: object) -> np.ndarray:
 def _intervals(
     fit: object, contrast: np.ndarray, alpha: float
 ) -> tuple[np.ndarray, list[tuple[float, float]]]:
-    test = fit.t_test(contrast)  # type: ignore[attr-defined]
+    with warnings.catch_warnings():  # estimable contrasts of a rank-deficient fit (_fit)
+        warnings.simplefilter("ignore", SingularMatrixWarning)
+        test = fit.t_test(contrast)  # type: ignore[attr-defined]
     bounds = np.atleast_2d(test.conf_int(alpha=alpha))
     return np.ravel(test.effect), [(float(lo), float(hi)) for lo, hi in bounds]
 

@@ -13,6 +13,8 @@ import numpy as np
 
 from lab.core.cells import cell_levels
 from lab.core.errors import LabError
+from lab.stats.agelead import age_leads
+from lab.stats.agelead import to_json as lead_json
 from lab.stats.series import Series
 
 if TYPE_CHECKING:
@@ -111,6 +113,8 @@ class FactorialAnswer:
                              "aliases": list(x.aliases)} for x in e.effects],
                 "shares": [{"term": s.term, "df": s.df, "share": s.share} for s in e.shares],
                 "not_estimable": list(e.not_estimable),
+                "confounded": list(e.confounded), "df_between": e.df_between,
+                "age_leads": [lead_json(x) for x in age_leads(d.factors, d.orders, e)],
             }  # fmt: skip
         return found
 

@@ -189,7 +189,9 @@ def _model(layout: Layout) -> _Model:
             )
     block_index = np.array(block_ids) if len(layout.blocks) > 1 else None
     coded = _Coded(names, levels, codes, block_index)
-    terms, dropped = _estimable(coded, all_terms(names))
+    # a term confounded with the blocks (a factor of the runs) is not sized within them
+    terms, dropped, confounded = _estimable(coded, all_terms(names))
+    dropped = dropped + confounded
     if not terms:
         raise UsageError(
             "every factor is confounded with the blocks (each block holds one level of each)",
