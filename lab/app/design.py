@@ -12,8 +12,12 @@ that is the design's own (the same file gives the same plan, so a study resumes 
 stopped). Each block is one pair brought up and every workload run on it; ``lab compare``
 then fits the factors with the block as a fixed effect (:mod:`lab.app.effects`).
 
-A ``[design]`` table's ``fraction`` runs a 2^(k−p) fraction of two-level factors instead of
-every cell (:mod:`lab.app.fraction`), and the design then carries its generators and alias sets.
+A ``[design]`` table's ``blocks = "mirror"`` runs each cell beside its mirror instead, every
+factor at its other level (:func:`lab.stats.pairblocks.mirror_blocks`): a 2^k in 2^(k−1)
+blocks, two for a 2 × 2 where every pair takes six, at the price of the even-order
+interactions, which are then the blocks' and not estimated. Its ``fraction`` runs a 2^(k−p)
+fraction of two-level factors instead of every cell (:mod:`lab.app.fraction`), and the design
+then carries its generators and alias sets.
 :func:`design_json` and :func:`design_from_json` are the design as the store keeps it.
 
 The host's age (issue 42) is a factor too, ``age = ["fresh", "f80"]``
@@ -39,9 +43,10 @@ from lab.core.cells import cell_name
 from lab.core.errors import ConfigError, UsageError
 from lab.guests.factors import FACTORS, cell_problem
 from lab.host.agelevels import AGE_FACTOR, age_index
-from lab.stats.pairblocks import pair_blocks
+from lab.stats.pairblocks import mirror_blocks, pair_blocks
 
 MAX_CELLS = 12  # 66 blocks of two: more is a study of its own
+PAIRS, MIRROR = "pairs", "mirror"  # [design] blocks: every pair of cells once, or mirror pairs
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,7 @@ class Design:
     fraction: tuple[str, ...] = ()  # a fraction's generators: "guest-thp = page * prealloc"
     aliases: tuple[str, ...] = ()  # a fraction's defining relation, then its alias sets
     ages: tuple[str, ...] = ()  # the host age levels each block runs at (none: as it is)
+    blocking: str = PAIRS  # how the cells were put in blocks: PAIRS or MIRROR
 
     @property
     def steps(self) -> tuple[tuple[tuple[str, str], str | None], ...]:
@@ -72,11 +78,23 @@ class Design:
         return tuple((block, age) for i, block in enumerate(blocks)
                      for age in (order if i % 2 == 0 else order[::-1]))  # fmt: skip
 
+    @property
+    def confounded(self) -> tuple[str, ...]:
+        """The interactions mirror blocks confound with the blocks: every even-order one."""
+        if self.blocking != MIRROR:
+            return ()
+        names = [f for f, _ in self.factors]
+        return tuple(":".join(word) for order in range(2, len(names) + 1, 2)
+                     for word in itertools.combinations(names, order))  # fmt: skip
+
     def lines(self) -> list[str]:
         """The design as ``lab study check`` prints it."""
         crossed = " × ".join(f"{f} ({', '.join(levels)})" for f, levels in self.factors)
+        how = "every pair once" if self.blocking == PAIRS else "each cell beside its mirror"
         out = [f"design: {crossed}: {len(self.cells)} cells in {len(self.blocks)} blocks of 2"
-               f" (every pair once, seed {self.seed})"]  # fmt: skip
+               f" ({how}, seed {self.seed})"]  # fmt: skip
+        if self.blocking == MIRROR:
+            out.append(f"  confounded with the blocks, not estimated: {', '.join(self.confounded)}")
         if self.ages:
             out[0] += (f"; each block at host age {', '.join(self.ages)}: {len(self.steps)}"
                        " runs per workload")  # fmt: skip
@@ -120,7 +138,12 @@ def parse_design(source: str, table: object, fraction: object = None) -> Design:
                 hint=f"e.g. {name} = {json.dumps(list(FACTORS[name].levels)[:2])}",
             )
         factors.append((name, tuple(levels)))
+    blocking, fraction = parse_blocking(source, fraction)
     if fraction is not None:
+        if blocking == MIRROR:
+            raise ConfigError(f"{source}: [design] blocks = \"mirror\" takes the full design,"
+                              " not a fraction",
+                              hint="Drop one of blocks and fraction")  # fmt: skip
         return replace(fractional_design(source, factors, fraction), ages=ages)
     cells, left_out = [], []
     for combination in itertools.product(*(levels for _, levels in factors)):
@@ -142,8 +165,60 @@ def parse_design(source: str, table: object, fraction: object = None) -> Design:
             hint="Cross fewer factors or levels (a study each)",
         )
     seed = zlib.crc32(json.dumps(factors + ([(AGE_FACTOR, ages)] if ages else [])).encode())
-    return Design(tuple(factors), tuple(cells), tuple(left_out),
-                  tuple(pair_blocks(cells, seed=seed)), seed, ages=ages)  # fmt: skip
+    if blocking == MIRROR:
+        blocks = mirror_cells(source, factors, left_out, seed)
+    else:
+        blocks = tuple(pair_blocks(cells, seed=seed))
+    return Design(tuple(factors), tuple(cells), tuple(left_out), blocks, seed, ages=ages,
+                  blocking=blocking)  # fmt: skip
+
+
+def parse_blocking(source: str, table: object) -> tuple[str, object]:
+    """``[design]``'s ``blocks`` (PAIRS when not given) and the rest of the table, None when
+    nothing else is in it (else a fraction's, for :func:`fractional_design` to check)."""
+    if not isinstance(table, dict) or "blocks" not in table:
+        return PAIRS, table
+    rest = {k: v for k, v in table.items() if k != "blocks"}
+    blocking = table["blocks"]
+    if blocking not in (PAIRS, MIRROR):
+        raise ConfigError(
+            f'{source}: [design] blocks must be "pairs" (every pair of cells once) or'
+            f' "mirror" (each cell beside its mirror), not {blocking!r}',
+            hint='e.g. [design] blocks = "mirror" for a 2 x 2 in two blocks',
+        )
+    return str(blocking), (rest or None)
+
+
+def mirror_cells(
+    source: str,
+    factors: list[tuple[str, tuple[str, ...]]],
+    left_out: list[tuple[str, str]],
+    seed: int,
+) -> tuple[tuple[str, str], ...]:
+    """The mirror blocks of a full 2^k design, as cell names; refused with the reason when a
+    factor has more than two levels or a cell cannot run (its mirror would run alone)."""
+    wide = [f"{f} ({len(levels)} levels)" for f, levels in factors if len(levels) != 2]
+    if wide:
+        raise ConfigError(f"{source}: [design] blocks = \"mirror\" needs every factor at two"
+                          f" levels; {', '.join(wide)} has more",
+                          hint='Cross two levels of each, or drop blocks = "mirror"')  # fmt: skip
+    if left_out:
+        cell, why = left_out[0]
+        raise ConfigError(
+            f'{source}: [design] blocks = "mirror" needs every cell, and {cell} cannot run: {why}',
+            hint='Cross levels that libvirt can express together, or drop blocks = "mirror"'
+            " (every pair of the cells that can run)",
+        )
+    try:
+        blocks = mirror_blocks(dict((f, (levels[0], levels[1])) for f, levels in factors),
+                               seed=seed)  # fmt: skip
+    except UsageError as err:
+        raise ConfigError(f"{source}: [design]: {err.message}", hint=err.hint) from None
+    names = [f for f, _ in factors]
+    return tuple(
+        (cell_name((f, a[f]) for f in names), cell_name((f, b[f]) for f in names))
+        for a, b in blocks
+    )
 
 
 def parse_ages(source: str, levels: object) -> tuple[str, ...]:
@@ -214,6 +289,8 @@ def design_json(design: Design) -> dict[str, Any]:
         "blocks": [list(pair) for pair in design.blocks],
         "seed": design.seed,
         "ages": list(design.ages),
+        "blocking": design.blocking,
+        "confounded_with_blocks": list(design.confounded),
         "steps": [{"pair": list(pair), "host_age": age} for pair, age in design.steps],
     }
 
@@ -229,4 +306,5 @@ def design_from_json(doc: dict[str, Any]) -> Design:
         fraction=tuple(doc.get("fraction", ())),
         aliases=tuple(doc.get("aliases", ())),
         ages=tuple(doc.get("ages", ())),
+        blocking=str(doc.get("blocking", PAIRS)),
     )

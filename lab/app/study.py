@@ -84,11 +84,13 @@ STUDY_KEYS: Mapping[str, Key] = {
                    " time, every pair of cells once, and `lab compare` gives each factor's"
                    ' effect; age = ["fresh", "f80"] runs every block at each host age'
                    " (docs/studies.md)"),
-    "design": Key((dict,), False, 'a fraction of the factors, e.g. [design] fraction ='
-                  ' ["guest-thp = page * prealloc"]', "table, none", "with factors of two"
-                  " levels: fraction = generators of a 2^(k-p) fraction, each an added factor"
-                  " = the product of others joined by '*' (a '-' before it: the other half);"
-                  " only its cells run, and `lab study check` prints what it confounds"),
+    "design": Key((dict,), False, 'how the factors run, e.g. [design] blocks = "mirror", or'
+                  ' fraction = ["guest-thp = page * prealloc"]', "table, none", "with factors of"
+                  " two levels: blocks = \"mirror\" runs each cell beside its mirror (2^(k-1)"
+                  " blocks; even-order interactions confounded with them), or fraction ="
+                  " generators of a 2^(k-p) fraction, each an added factor = the product of"
+                  " others joined by '*' (a '-' before it: the other half); only its cells run,"
+                  " and `lab study check` prints what it confounds"),
     "vcpus": Key((int,), True, "vCPUs per guest", "integer, required", "vCPUs per guest"),
     "memory": Key((str,), True, 'memory per guest, e.g. "12G"', "string, required",
                   'memory per guest, e.g. "12G"'),
@@ -257,7 +259,8 @@ def parse_study(
             hint='e.g. variants = ["thp", "shp1g"], or [factors] with page = ["thp", "1g"]',
         )
     if "design" in data and "factors" not in data:
-        raise ConfigError(f"{source}: [design] needs [factors]: it takes a fraction of them",
+        raise ConfigError(f"{source}: [design] needs [factors]: it blocks them or takes a"
+                          " fraction of them",
                           hint='e.g. [factors] with page = ["thp", "2m"]')  # fmt: skip
     if "factors" in data:
         design = parse_design(source, data["factors"], data.get("design"))
