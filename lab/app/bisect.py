@@ -92,28 +92,49 @@ def stored_steps(path: Path) -> list[Step]:
     return [latest[i] for i in sorted(latest)]
 
 
+class Measurements:
+    """Each measurement's twins and label. The twins swap at every tenth pair of a commit (each
+    commit's pairs balanced between them). The label is the bisection's ``ident`` and the
+    pairs measured before it, of every commit (``stored`` steps' included): a measurement is a
+    run, and a run's checkouts are named by revision and label, so GOOD's checkout, measured
+    beside every commit, is never made under a name an earlier measurement's removal left
+    stale in the guests (a label counting one commit's pairs reused GOOD's first name for each
+    new commit, and the guests' NFS client saw the removed folder: empty). A resumed bisection
+    counts the same, so it resumes an interrupted run, never a finished one."""
+
+    def __init__(self, stored: Sequence[Step] = (), ident: str = "b") -> None:
+        self.ident = ident
+        self.of_commit: dict[str, int] = {}
+        for step in stored:
+            self.of_commit[step.commit] = self.of_commit.get(step.commit, 0) + step.n
+        self.total = sum(self.of_commit.values())
+
+    def next(self, commit: str, n: int, guests: tuple[str, str]) -> tuple[str, str, str, int]:
+        """(the twin that runs ``commit``, the one that runs GOOD, the label, pairs of the
+        commit measured before)."""
+        done = self.of_commit.get(commit, 0)
+        label = f"{self.ident}-{self.total}"
+        self.of_commit[commit] = done + n
+        self.total += n
+        first, second = guests if (done // 10) % 2 == 0 else guests[::-1]
+        return first, second, label, done
+
+
 def measurer(
     ctx: Context, request: BisectRequest, good: str, guests: tuple[str, str],
     said: Callable[[str], None], stored: Sequence[Step] = (), ident: str = "b",
 ) -> Callable[[str, int], Pairs]:  # fmt: skip
-    """``measure(commit, n)``: n pairs (commit's wall time, GOOD's) from a synchronised run.
-    Each run is labelled by its commit and the pairs of that commit measured before it
-    (``stored`` steps' included) under the bisection's ``ident``, so a resumed bisection
-    never resumes an earlier run (its samples would come back as new pairs) nor another
-    bisection's, and the twins swap at every tenth pair."""
-    before: dict[str, int] = {}
-    for step in stored:
-        before[step.commit] = before.get(step.commit, 0) + step.n
+    """``measure(commit, n)``: n pairs (commit's wall time, GOOD's) from a synchronised run,
+    twins and label from :class:`Measurements`."""
+    plan = Measurements(stored, ident)
 
     def measure(commit: str, n: int) -> Pairs:
-        done = before.get(commit, 0)
-        before[commit] = done + n
-        first, second = guests if (done // 10) % 2 == 0 else guests[::-1]
+        first, second, label, done = plan.next(commit, n, guests)
         said(f"{commit[:12]}: {n} pairs after {done}, {first} runs it and {second} GOOD")
         run = RunRequest(
             workload=WORKLOAD, n=n, schedule="sync", study=request.study, db=str(request.db),
             params=(("repo", str(request.repo)), ("revs", f"{first}={commit},{second}={good}"),
-                    ("argv", request.argv), ("build", request.build), ("label", f"{ident}-{done}")),
+                    ("argv", request.argv), ("build", request.build), ("label", label)),
         )  # fmt: skip
         outcome = run_workload(ctx, run)
         if outcome.interrupted:

@@ -10,13 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from lab.app.bisect import BisectRequest, commits_between, steps_path, stored_steps
+from lab.app.bisect import (
+    BisectRequest,
+    Measurements,
+    commits_between,
+    steps_path,
+    stored_steps,
+)
 from lab.core.config import Config
 from lab.core.context import Context
 from lab.core.errors import UsageError
 from lab.core.hostexec import RecordingHost
 from lab.run.workload import GuestInfo
-from lab.run.workloads.revision import WORKLOAD, parse_revs, tree_of
+from lab.run.workloads.revision import WORKLOAD, parse_revs, tree_name, tree_of
 from lab.stats.bisection import Step
 
 GUEST = GuestInfo("lab-thp", 1, 2**20, "198.18.0.1", 5201, "198.18.0.1:/lab", "/home/lab/run")
@@ -98,3 +104,30 @@ def test_the_latest_record_of_each_step_is_resumed_from(tmp_path: Path) -> None:
     probe = Step(1, "m1", "probe", 0.01, ((1.0, 1.0),) * 10)
     path.write_text("".join(json.dumps(s.to_dict()) + "\n" for s in (early, late, probe)))
     assert stored_steps(path) == [late, probe]
+
+
+def test_no_checkout_name_comes_back_within_a_bisection_and_a_resume_counts_on() -> None:
+    # seen on the real pair: GOOD's checkout beside the gap step's first measurement and
+    # beside the first candidate's had one name; the second was made after the first was
+    # removed, and the guest's NFS client saw the removed folder, empty
+    guests = ("lab-thp", "lab-shp1g")
+    plan = Measurements(ident="b1")
+    names, made = set(), []
+    for commit, n in [("bad", 10), ("bad", 10), ("bad", 10), ("c2", 10), ("c2", 10), ("c1", 10)]:
+        first, second, label, done = plan.next(commit, n, guests)
+        made.append((commit, done, first, label))
+        for guest, rev in ((first, commit), (second, "good")):
+            name = f"{guest}/{tree_name(rev, label)}"
+            assert name not in names, name
+            names.add(name)
+    # each commit's pairs swap between the twins every tenth pair
+    assert [f for c, _, f, _ in made if c == "bad"] == ["lab-thp", "lab-shp1g", "lab-thp"]
+    assert [f for c, _, f, _ in made if c == "c2"] == ["lab-thp", "lab-shp1g"]
+    assert [d for c, d, _, _ in made if c == "bad"] == [0, 10, 20]
+    # resumed from the stored steps after c2: c1's measurement gets the label it had
+    stored = [
+        Step(0, "bad", "gap", 0.01, tuple((1.0, 1.0) for _ in range(30))),
+        Step(1, "c2", "probe", 0.01, tuple((1.0, 1.0) for _ in range(20))),
+    ]
+    again = Measurements(stored, ident="b1")
+    assert again.next("c1", 10, guests)[2] == made[-1][3] == "b1-50"
