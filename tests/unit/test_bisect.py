@@ -56,6 +56,12 @@ def test_each_guest_gets_its_own_checkout_built_and_timed_in_it(tmp_path: Path) 
         "cd /mnt/lab-nfs/checkouts/lab-thp/aaa-0\nmake -j2"
     )
     assert "mount -t nfs4" in spec.setup_argv[2]
+    # the guest never makes the checkout: a folder it cannot see is an error, not an empty tree
+    check = next(line for line in spec.setup_argv[2].splitlines() if "aaa-0 ]" in line)
+    assert "mkdir" not in spec.setup_argv[2].split("\n", 3)[-1]
+    done = subprocess.run(["sh", "-c", check.replace("/mnt/lab-nfs", str(tmp_path / "none"))],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 1 and "is not on the NFS export" in done.stderr
 
 
 @pytest.mark.parametrize("revs", ["", "lab-thp", "lab-thp=a,lab-thp=b", "=a"])

@@ -26,9 +26,12 @@ def build_dir(guest: GuestInfo, tree: str) -> str:
     return f"{NFS_MOUNT}/build/{guest.name}/{tree}"
 
 
-def setup_argv(guest: GuestInfo, build: str, configure: list[str] | None = None) -> list[str]:
+def setup_argv(
+    guest: GuestInfo, build: str, configure: list[str] | None = None, make: bool = True
+) -> list[str]:
     """Untimed, once per runner start: mount the export (again after a reboot), make the
-    build tree, and configure it unless an earlier start already did (config.status)."""
+    build tree (``make``; else require it: the host made it), and configure it unless an
+    earlier start already did (config.status)."""
     mount = NFS_MOUNT
     lines = [
         "set -e",
@@ -36,8 +39,10 @@ def setup_argv(guest: GuestInfo, build: str, configure: list[str] | None = None)
         f"$sudo mkdir -p {mount}",
         f"mountpoint -q {mount} || $sudo mount -t nfs4 -o {NFS_OPTIONS}"
         f" {shlex.quote(guest.nfs_export)} {mount}",
-        f"mkdir -p {shlex.quote(build)}",
-    ]
+        f"mkdir -p {shlex.quote(build)}" if make else
+        f"[ -d {shlex.quote(build)} ] || {{ echo 'lab: {build} is not on the NFS export: the host"
+        " made it, so the guest sees an older listing' >&2; exit 1; }",
+    ]  # fmt: skip
     if configure:
         lines += [f"cd {shlex.quote(build)}", f"[ -f config.status ] || {shlex.join(configure)}"]
     return ["sh", "-c", "\n".join(lines)]

@@ -149,7 +149,7 @@ class Revision(Workload):
         if guest.name not in revs:
             raise UsageError(f"revs names no revision for {guest.name}", hint=EXAMPLE)
         tree = tree_of(guest.name, revs[guest.name], p["label"])
-        setup = setup_argv(guest, tree)
+        setup = setup_argv(guest, tree, make=False)  # made by host_prepare: never empty
         build = str(p["build"] or "").strip()
         if build:
             setup = ["sh", "-c", f"{setup[2]}\ncd {shlex.quote(tree)}\n{build}"]
