@@ -41,6 +41,7 @@ class BisectRequest:
     study: str = "bisect"
     alpha: float = 0.05
     cap: int = 300
+    batch: int = 10  # pairs per measurement: a step's first look, and each further one
 
 
 @dataclass(frozen=True)
@@ -93,17 +94,18 @@ def stored_steps(path: Path) -> list[Step]:
 
 
 class Measurements:
-    """Each measurement's twins and label. The twins swap at every tenth pair of a commit (each
-    commit's pairs balanced between them). The label is the bisection's ``ident`` and the
-    pairs measured before it, of every commit (``stored`` steps' included): a measurement is a
-    run, and a run's checkouts are named by revision and label, so GOOD's checkout, measured
-    beside every commit, is never made under a name an earlier measurement's removal left
-    stale in the guests (a label counting one commit's pairs reused GOOD's first name for each
-    new commit, and the guests' NFS client saw the removed folder: empty). A resumed bisection
-    counts the same, so it resumes an interrupted run, never a finished one."""
+    """Each measurement's twins and label. The twins swap at each measurement of a commit
+    (every ``batch`` pairs: each commit's pairs balanced between them). The label is the
+    bisection's ``ident`` and the pairs measured before it, of every commit (``stored`` steps'
+    included): a measurement is a run, and a run's checkouts are named by revision and label,
+    so GOOD's checkout, measured beside every commit, is never made under a name an earlier
+    measurement's removal left stale in the guests (a label counting one commit's pairs
+    reused GOOD's first name for each new commit, and the guests' NFS client saw the removed
+    folder: empty). A resumed bisection counts the same, so it resumes an interrupted run,
+    never a finished one."""
 
-    def __init__(self, stored: Sequence[Step] = (), ident: str = "b") -> None:
-        self.ident = ident
+    def __init__(self, stored: Sequence[Step] = (), ident: str = "b", batch: int = 10) -> None:
+        self.ident, self.batch = ident, batch
         self.of_commit: dict[str, int] = {}
         for step in stored:
             self.of_commit[step.commit] = self.of_commit.get(step.commit, 0) + step.n
@@ -116,7 +118,7 @@ class Measurements:
         label = f"{self.ident}-{self.total}"
         self.of_commit[commit] = done + n
         self.total += n
-        first, second = guests if (done // 10) % 2 == 0 else guests[::-1]
+        first, second = guests if (done // self.batch) % 2 == 0 else guests[::-1]
         return first, second, label, done
 
 
@@ -126,7 +128,7 @@ def measurer(
 ) -> Callable[[str, int], Pairs]:  # fmt: skip
     """``measure(commit, n)``: n pairs (commit's wall time, GOOD's) from a synchronised run,
     twins and label from :class:`Measurements`."""
-    plan = Measurements(stored, ident)
+    plan = Measurements(stored, ident, request.batch)
 
     def measure(commit: str, n: int) -> Pairs:
         first, second, label, done = plan.next(commit, n, guests)
@@ -170,7 +172,8 @@ def lab_bisect(ctx: Context, request: BisectRequest, said: Callable[[str], None]
         with path.open("a") as out:
             out.write(json.dumps(step.to_dict()) + "\n")
 
-    settings = BisectSettings(alpha=request.alpha, cap=request.cap)
+    settings = BisectSettings(alpha=request.alpha, cap=request.cap, first=request.batch,
+                              batch=request.batch)  # fmt: skip
     ident = path.stem.removeprefix("bisect-")
     measure = measurer(ctx, request, commits[0], guests, said, steps, ident)
     result = bisect(commits, measure, settings,

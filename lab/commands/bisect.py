@@ -29,7 +29,7 @@ def register(subparsers: Any) -> None:
         " measurement, reading the log ratio candidate/GOOD of each pair. BAD against GOOD"
         " first sets the gap; a candidate is bad when it is slower than GOOD by at least half"
         " the gap, good when within it, unknown while its anytime-valid interval straddles"
-        " half the gap (10 more pairs, up to --cap, then skipped). Each step spends"
+        " half the gap (--batch more pairs, up to --cap, then skipped). Each step spends"
         " alpha/(⌈log2(N−1)⌉+2), so the chance of naming a wrong commit is at most --alpha."
         " Every run is stored; every step in bisect-ID.jsonl beside the store, so the same"
         " command resumes. Exit 125 when skipped commits leave the first bad one open.",
@@ -46,6 +46,12 @@ def register(subparsers: Any) -> None:
         help="the chance of naming a wrong commit, at most (default: 0.05)",
     )  # fmt: skip
     parser.add_argument("--cap", type=int, default=300, help="pairs at most per step (300)")
+    parser.add_argument(
+        "--batch", type=int, default=10, metavar="N",
+        help="pairs per measurement, a step's first and each further look (default: 10); each"
+        " measurement is a run, whose start costs seconds in the guests, so where a step"
+        " needs many pairs a larger batch is faster, at the price of coarser looks",
+    )  # fmt: skip
     parser.add_argument("--study", default="bisect", help="the study its runs are stored in")
     parser.add_argument("--format", choices=("table", "json"), default="table")
     add_db_argument(parser)
@@ -66,7 +72,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     request = BisectRequest(
         repo=Path(args.repo), good=args.good, bad=args.bad, argv=shlex.join(argv),
         db=store_path(ctx, args.db), build=args.build, study=args.study, alpha=args.alpha,
-        cap=args.cap,
+        cap=args.cap, batch=args.batch,
     )  # fmt: skip
     found = lab_bisect(ctx, request, ctx.note)
     result = found.result

@@ -137,3 +137,9 @@ def test_no_checkout_name_comes_back_within_a_bisection_and_a_resume_counts_on()
     ]
     again = Measurements(stored, ident="b1")
     assert again.next("c1", 10, guests)[2] == made[-1][3] == "b1-50"
+
+
+def test_with_a_larger_batch_the_twins_swap_at_every_measurement() -> None:
+    plan = Measurements(ident="b2", batch=20)
+    firsts = [plan.next("c", 20, ("lab-thp", "lab-shp1g"))[0] for _ in range(4)]
+    assert firsts == ["lab-thp", "lab-shp1g", "lab-thp", "lab-shp1g"]
