@@ -119,7 +119,9 @@ def test_a_guest_reset_mid_iteration_is_recorded_failed_and_repeated(
 KILLS = 8  # at random moments of the run: of its start, of a step, of a store commit
 
 
-def test_sigkills_of_the_controller_at_random_moments_lose_nothing(pair: Pair, tmp_path: Path) -> None:
+def test_sigkills_of_the_controller_at_random_moments_lose_nothing(
+    pair: Pair, tmp_path: Path
+) -> None:
     db = tmp_path / "lab.db"
     # Iterations of 2 s by the clock: on any machine the kills land while samples arrive.
     # Under sync, where each kill also cuts the channels of the stepped runners mid-step.
