@@ -1,7 +1,7 @@
 """Variants beyond the host's memory backing, on one real pair of cells (issue 41: levels of
 factors composed, tests/unit/test_factors.py shows each builds the XML of the plug-in it
-spells): page-thp.guest-thp-never (the guest-thp-never variant) and page-thp.prealloc-on
-(thp-prealloc).
+spells): guest-thp-never.prealloc-off (the guest-thp-never variant) and
+guest-thp-always.prealloc-on (thp-prealloc, its guest's THP on "always" declared).
 
 After the session's pair is down (conftest's ORDER), `lab up` brings this pair up (one
 bring-up for both) and verifies each the way its levels declare:
@@ -32,7 +32,9 @@ pytestmark = pytest.mark.integration
 SIZING = ("--vcpus", "1", "--memory", "1G", "--reserve-host-cpus", "0")
 THP_ENABLED = "/sys/kernel/mm/transparent_hugepage/enabled"
 GUEST_KIB = 1024**2
-NEVER, PREALLOC = "page-thp.guest-thp-never", "page-thp.prealloc-on"
+# one block of guest-thp × prealloc in mirror blocks (each cell beside its opposite): the
+# factorial study at the end runs it on this pair and brings the other block up
+NEVER, PREALLOC = "guest-thp-never.prealloc-off", "guest-thp-always.prealloc-on"
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +73,8 @@ def test_thp_is_off_in_the_guest_that_declares_it_and_only_there(variants_pair: 
 
 
 def test_lab_diff_shows_the_kernel_command_line_as_the_one_delta(variants_pair: Lab) -> None:
-    changes = json.loads(variants_pair("diff", "page-thp", NEVER, "--json", *SIZING).stdout)
+    # against the cell of the same preallocation: its guest's THP the one level apart
+    changes = json.loads(variants_pair("diff", "prealloc-off", NEVER, "--json", *SIZING).stdout)
     delta = [c for c in changes if c["kind"] != "identity"]
     assert [(c["kind"], c["path"], c["by"]) for c in delta] == [
         ("variant", "/domain/os/cmdline/text()", NEVER)
@@ -123,3 +126,54 @@ def test_libvirt_refuses_the_cell_the_lab_refuses(variants_pair: Lab, tmp_path: 
     )
     assert native.returncode != 0
     assert "hugepages are not allowed with memory allocation ondemand" in native.stderr
+
+
+FACTORIAL = """name = "guest-thp-by-prealloc"
+vcpus = 1
+memory = "1G"
+reserve_host_cpus = 0
+
+[factors]
+guest-thp = ["always", "never"]
+prealloc = ["off", "on"]
+
+[design]
+blocks = "mirror"
+
+[[workload]]
+name = "sysbench-memory"
+params = { time = 1, total_size = "64M", block_size = "1M" }
+n = 4
+schedule = "sync"
+"""
+
+
+def test_a_factorial_study_runs_its_blocks_and_compare_gives_each_factor(
+    variants_pair: Lab, tmp_path: Path
+) -> None:
+    # issue 41 in CI: a 2 × 2 in mirror blocks is two bring-ups, and this pair is one of them
+    study, db = tmp_path / "factorial.toml", str(tmp_path / "factorial.db")
+    study.write_text(FACTORIAL)
+    plan = json.loads(variants_pair("study", "check", str(study), "--json").stdout)["design"]
+    assert plan["blocking"] == "mirror" and plan["confounded_with_blocks"] == ["guest-thp:prealloc"]
+    assert sorted(plan["blocks"][0]) == sorted([NEVER, PREALLOC])  # the lab that is up first
+    done = variants_pair("study", "run", str(study), "--db", db, timeout=1800)
+    assert "using the lab that is up" in done.stderr and "block 2 of 2" in done.stderr
+    (host,) = json.loads(variants_pair("status", "--json").stdout)["hosts"]
+    assert sorted(g["name"] for g in host["guests"]) == sorted(
+        f"lab-{c}" for c in plan["blocks"][1]
+    )  # the second block is up now, verified as its levels declare
+    assert host["verified"] is True
+
+    found = json.loads(variants_pair("compare", "--db", db, "--format", "json").stdout)
+    (answer,) = [x for x in found if "effects" in x and x["metric"] == "throughput_mib_s"]
+    assert answer["cells"] and len(answer["cells"]) == 4 and answer["blocks"] == 2
+    effects = {e["term"]: e for e in answer["effects"]}
+    assert set(effects) == {"guest-thp", "prealloc"}  # the interaction is the blocks'
+    assert answer["confounded"] == ["guest-thp:prealloc"]
+    for effect in effects.values():
+        low, high = effect["ratio_ci"]
+        assert 0 < low <= effect["ratio"] <= high
+    stored = json.loads(variants_pair("study", "show", "guest-thp-by-prealloc", "--db", db,
+                                      "--json").stdout)["design"]  # fmt: skip
+    assert stored["blocks"] == plan["blocks"] and stored["blocking"] == "mirror"
