@@ -13,10 +13,10 @@ faulted in before any of it is freed: the allocator serves the smallest free blo
 holes freed early would be handed straight back to the next faults and filled. The holes
 are then punched a 64 MiB chunk at a time until the index, counting the chunks not yet
 punched as free 2 MiB blocks, reaches the level; those chunks are given back whole. The
-pages kept are locked as they are (mlock2 MLOCK_ONFAULT) so no swap frees them. They stay
-movable: compaction may still migrate them to rebuild 2 MiB blocks, at the cost an aged host
-makes a THP fault pay. Bounded: never more than ``--budget`` bytes mapped at once, and never
-below ``--floor`` bytes of MemAvailable; it never touches the huge page pools.
+pages kept are locked as they are (mlock2 MLOCK_ONFAULT) so no swap frees them, and
+``lab host age`` keeps compaction off them once the level is held (lab.host.aging:
+``vm.compact_unevictable_allowed`` 0). Bounded: never more than ``--budget`` bytes mapped at
+once, and never below ``--floor`` bytes of MemAvailable; it never touches the huge page pools.
 
 While it punches and gives memory back it caps the per-CPU page lists
 (``vm.percpu_pagelist_high_fraction`` at its largest, so each list holds a few batches): the

@@ -453,3 +453,27 @@ def test_a_fragmenter_that_fails_between_two_looks_gives_its_reason(tmp_path: Pa
     processes.start, processes.running = start_working, running  # type: ignore[method-assign]
     with pytest.raises(LabError, match="could not age the host: no room left"):
         a.age(0.8, keep_free=0)
+
+
+def test_the_holes_are_kept_from_compaction_while_aged_and_given_back_on_undo(
+    tmp_path: Path,
+) -> None:
+    # on the real pair, THP faults compacted the fragmenter's mlocked pages away: the thp
+    # twin's huge page share on a host aged to 0.8 was the fresh host's
+    a = ager(tmp_path)
+    assert isinstance(a.host, RecordingHost)
+    sysctl = "/proc/sys/vm/compact_unevictable_allowed"
+    a.host.files[sysctl] = "1\n"
+    a.age(0.8, keep_free=0)
+    assert a.host.read_text(sysctl) == "0\n"
+    (detail,) = recorded(tmp_path)
+    assert detail["unevictable_before"] == "1"  # kept with the change, so undo survives a restart
+    a.undo()
+    assert a.host.read_text(sysctl) == "1\n"
+
+
+def test_a_host_without_the_setting_is_aged_all_the_same(tmp_path: Path) -> None:
+    a = ager(tmp_path)  # no compact_unevictable_allowed: a kernel without compaction
+    aged = a.age(0.8, keep_free=0)
+    assert aged.pid is not None and "unevictable_before" not in recorded(tmp_path)[0]
+    assert a.undo() is not None
