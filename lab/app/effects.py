@@ -6,7 +6,10 @@ factors (``lab up --pair page-1g.prealloc-on,...``) or an import's ``factor.NAME
 is a factorial: its samples are fitted together (:mod:`lab.stats.effects`), each factor's
 level per sample read from its variant's name. Where the cells ran in blocks (a pair of
 cells at a time on a 2-CPU host, each pair a run), the run is the block, a fixed effect of
-the model, so that what differs between the blocks' times does not pass for an effect.
+the model, so that what differs between the blocks' times does not pass for an effect. A run
+made with ``--reboot-every`` is a block per boot: the twins are power-cycled together, so the
+k-th boot of each is one block, and what a boot changes (where the guest's memory landed)
+drops out as a run's offset does.
 
 **Factors of the runs** (issue 42). The host's age is set per run, not per guest: a study
 whose ``[factors]`` has ``age`` runs each block once per age level, and each run records the
@@ -26,12 +29,14 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
+import numpy as np
+
 from lab.core.cells import CELL_SEPARATOR, LEVEL_SEPARATOR, cell_levels
 from lab.core.errors import UsageError
 from lab.guests.factors import FACTORS
 from lab.host.agelevels import AGE_FACTOR, AGE_LEVELS, age_index, level_of_fact
 from lab.stats.factorialdata import FactorialAnswer, answer, common_factors, factorial_data
-from lab.stats.series import Series
+from lab.stats.series import Series, series_key
 from lab.store import RunRecord, Store
 from lab.store.order import variant_order
 
@@ -142,6 +147,25 @@ def factorial_workloads(
     return found
 
 
+def by_boot(
+    run: str, series: Series, origins: tuple[np.ndarray, np.ndarray] | None
+) -> list[tuple[str, Series]]:
+    """``series`` as (block, its samples) of run ``run``: one block, the run, unless it was
+    rebooted (several boot ids), then a block per boot, named by the boot's ordinal (the
+    twins reboot together under --reboot-every, so their k-th boots are one block)."""
+    if origins is None:
+        return [(run, series)]
+    boots = origins[1]
+    order = list(dict.fromkeys(boots.tolist()))
+    if len(order) < 2 or boots.size != series.values.size:
+        return [(run, series)]
+    return [
+        (f"{run}#boot{k}", replace(series, values=series.values[boots == boot],
+                                   iterations=series.iterations[boots == boot]))
+        for k, boot in enumerate(order, 1)
+    ]  # fmt: skip
+
+
 def factorial_answers(
     store: Store, study: str | None, workload: str | None, metric: str | None,
     confidence: float, correction: str = "bonferroni", from_runs: tuple[str, ...] = (),
@@ -158,11 +182,13 @@ def factorial_answers(
         runs = leveled.get((st, wl)) or [(r, {}) for r in store.runs(st) if r.workload == wl]
         for run, levels in runs:
             found = store.values(wl, metric, st, run.key)
-            if levels:
-                found = [replace(s, variant=with_run_levels(s.variant, levels) or s.variant)
-                         for s in found]  # fmt: skip
+            boots = store.sample_boots(wl, metric, st, run.key)
             for s in found:
-                by_metric.setdefault(s.metric, {}).setdefault(run.key, []).append(s)
+                for block, part in by_boot(run.key, s, boots.get(series_key(s))):
+                    if levels:
+                        part = replace(part, variant=with_run_levels(s.variant, levels)
+                                       or s.variant)  # fmt: skip
+                    by_metric.setdefault(s.metric, {}).setdefault(block, []).append(part)
         for blocks in by_metric.values():
             data = factorial_data(blocks, declared)
             if data is not None:
