@@ -58,6 +58,7 @@ class RunRequest:
     guest_timeout: float | None = None  # None: the `guest_timeout` of lab.toml
     adopt: bool = False  # take up iterations the guests journalled for a run the store lacks
     host_age: str | None = None  # the host's age level (fresh, f80): checked, part of the key
+    replicate: int = 1  # the k-th run of the same settings: part of the key when above 1
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,7 @@ def command_line(request: RunRequest) -> list[str]:
     argv += ["--sweep-order", request.sweep_order] if request.sweep else []
     argv += ["--hosts", request.hosts] if request.hosts else []
     argv += ["--host-age", request.host_age] if request.host_age else []
+    argv += ["--replicate", str(request.replicate)] if request.replicate > 1 else []
     return argv + (["--guests", ",".join(request.guests)] if request.guests else [])
 
 
@@ -129,6 +131,9 @@ def check_request(request: RunRequest, workloads: Mapping[str, Workload] | None 
     if request.swap_every is not None:
         check_swap_schedule(request.schedule, request.swap_every)
     parse_threshold(request.threshold)
+    if request.replicate < 1:
+        raise UsageError(f"--replicate {request.replicate}: replicates count from 1",
+                         hint="Leave it out for a run's first replicate")  # fmt: skip
     workload = get_workload(request.workload, workloads)
     workload.resolve(dict(request.params))
     if request.host_age is not None:
@@ -211,6 +216,7 @@ def run_workload(ctx: Context, request: RunRequest) -> RunOutcome:
         adopt=request.adopt,
         reboot_every=request.reboot_every,
         host_age=request.host_age,
+        replicate=request.replicate,
     )
     plans = [replace(plan, params=p) for p in sweep.params] if sweep else [plan]
     labels = sweep.labels() if sweep else [""]

@@ -67,8 +67,9 @@ def run_request(study: Study, workload: StudyWorkload, db: str) -> RunRequest:
 
 
 def run_argv(
-    study: Study, workload: StudyWorkload, db: str, host_age: str | None = None
-) -> list[str]:
+    study: Study, workload: StudyWorkload, db: str, host_age: str | None = None,
+    replicate: int = 1,
+) -> list[str]:  # fmt: skip
     """The ``lab run`` command line (without ``lab``) a user would type for one step."""
     argv = ["run", workload.name, "--n", str(workload.n), "--schedule", workload.schedule,
             "--study", study.name, "--db", db]  # fmt: skip
@@ -89,6 +90,8 @@ def run_argv(
         argv += ["--sweep-order", workload.sweep_order]
     if host_age is not None:
         argv += ["--host-age", host_age]
+    if replicate > 1:
+        argv += ["--replicate", str(replicate)]
     return argv
 
 
@@ -259,15 +262,24 @@ def run_study(
     steps = len(study.steps) * len(study.workloads) + 1
     number = 0
     held: str | None = None  # the host age level set by this study so far
+    seen: dict[tuple[tuple[str, str], str | None], int] = {}  # step -> its runs so far
     for block, (pair, age) in enumerate(study.steps, 1):
+        replicate = seen[(pair, age)] = seen.get((pair, age), 0) + 1
+        if replicate > 1 and study.steps[block - 2] == (pair, age):
+            # a replicate right after its first: a run of its own (its key), on a new boot
+            # and, aged, a host aged anew, or it would only repeat the block before it
+            held = None
+            if age is not None and age_index(age) is not None and actions.age is not None:
+                actions.age(FRESH)
         if age is not None and age != held:
             hold_host_age(ctx, study, age, actions, block)
             held = age
         bring_up(ctx, study, pair, actions, show, block)
         for workload in study.workloads:
             number += 1
-            request = replace(run_request(study, workload, db), host_age=age)
-            argv = run_argv(study, workload, db, age)
+            request = replace(run_request(study, workload, db), host_age=age,
+                              replicate=replicate)  # fmt: skip
+            argv = run_argv(study, workload, db, age, replicate)
             ctx.err.rule(cell(f"{study.name} {number}/{steps}: lab {shlex.join(argv)}"))
             outcome = actions.run(request)
             show.run(outcome)

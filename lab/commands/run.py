@@ -88,6 +88,12 @@ def register(subparsers: Any) -> None:
         " run at another age is another run (lab study run passes it for its age factor)",
     )
     parser.add_argument(
+        "--replicate", type=int, default=1, metavar="K",
+        help="the K-th run of the same settings: another run, not a resume of the first (lab"
+        " study run passes it for a block its design repeats, e.g. one pair at each host age"
+        " twice); default 1",
+    )  # fmt: skip
+    parser.add_argument(
         "--warmup",
         metavar="K|auto",
         type=warmup_rule(allow_none=False),
@@ -195,4 +201,5 @@ def request(args: argparse.Namespace) -> RunRequest:
         sweep=tuple(parse_axis(text) for text in args.sweep), sweep_order=args.sweep_order,
         guest_timeout=args.guest_timeout, adopt=args.adopt, reboot_every=args.reboot_every,
         host_age=args.host_age,
+        replicate=args.replicate,
     )  # fmt: skip

@@ -127,6 +127,7 @@ class Controller(SteppedRunners):
             plan.sweep,
             plan.reboot_every,
             plan.host_age,
+            plan.replicate,
         )
         self.study_id = study_id = store.ensure_study(plan.study, description="lab run")
         self.metrics = list(plan.workload.metrics_for(plan.params))

@@ -79,6 +79,7 @@ def run_key(
     sweep: str | None = None,
     reboot_every: int | None = None,
     host_age: str | None = None,
+    replicate: int = 1,
 ) -> str:
     """The same command on the same lab gives the same key: that is how it resumes. A run
     of a sweep (``lab.run.sweep``) has the sweep's key in its own."""
@@ -93,6 +94,8 @@ def run_key(
         asked.append({"reboot_every": reboot_every})
     if host_age:  # likewise: a study's block at another host age is another run
         asked.append({"host_age": host_age})
+    if replicate > 1:  # likewise: a study's block repeated (its replicate) is another run
+        asked.append({"replicate": replicate})
     text = json.dumps(asked, sort_keys=True)
     return f"{workload}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
 
@@ -118,6 +121,7 @@ class RunPlan:
     adopt: bool = False  # take up iterations a guest journalled for a run this store lacks
     reboot_every: int | None = None  # power-cycle the guests every K iterations (lab.run.reboot)
     host_age: str | None = None  # the host age level asked for (lab.host.agelevels): in the key
+    replicate: int = 1  # the k-th run of the same settings (a study's repeated block): in the key
     resume: str = "the same `lab run` command"  # what resumes the run, for the messages
 
 

@@ -255,3 +255,36 @@ def test_the_stored_design_keeps_its_ages_and_their_order() -> None:
     assert again.ages == got.design.ages and again.steps == got.design.steps
     old = {k: v for k, v in doc.items() if k not in ("ages", "steps")}  # stored before ages
     assert design_from_json(old).ages == ()
+
+
+def test_a_repeated_block_is_a_run_of_its_own_on_a_new_boot_and_a_host_aged_anew(
+    tmp_path: Path,
+) -> None:
+    # seen on the real pair: one block at two ages runs fresh, f70, f70, fresh, and the
+    # repeats resumed the runs before them (one key), so the study had two runs, not four
+    got = parse_study(HEAD + '[factors]\npage = ["thp", "1g"]\nage = ["fresh", "f80"]\n' + RUNS)
+    lab = AgingLab(state=None)
+    assert start(context(tmp_path), got, str(tmp_path / "lab.db"), lab) == 0
+    ages = [a for _, a in got.steps]
+    assert ages[1] == ages[2] and ages[0] == ages[3]  # ABBA of one block
+    assert [(r.host_age, r.replicate) for r in lab.runs] == [
+        (ages[0], 1), (ages[1], 1), (ages[1], 2), (ages[0], 2)
+    ]  # fmt: skip
+    runs = [i for i, line in enumerate(lab.log) if line == "run null"]
+    between = lab.log[runs[1] + 1 : runs[2]]  # the repeat right after its first
+    assert between[-1].startswith("up ") and "down" in between  # a new boot
+    if ages[1] == "f80":
+        assert between.index("age fresh") < between.index("age f80")  # aged anew
+    keys = {run_key("s", "null", {}, ["a", "b"], 5, "sync", host_age=r.host_age,
+                    replicate=r.replicate) for r in lab.runs}  # fmt: skip
+    assert len(keys) == 4
+
+
+def test_a_replicate_below_1_is_refused_and_the_command_line_says_the_replicate() -> None:
+    with pytest.raises(UsageError, match="replicates count from 1"):
+        check_request(RunRequest(workload="null", n=3, replicate=0))
+    got = parse_study(HEAD + '[factors]\npage = ["thp", "1g"]\nage = ["fresh", "f80"]\n' + RUNS)
+    (workload,) = got.workloads
+    assert run_argv(got, workload, "lab.db", "f80", 2)[-4:] == [
+        "--host-age", "f80", "--replicate", "2"
+    ]  # fmt: skip
