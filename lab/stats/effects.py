@@ -72,7 +72,7 @@ import statsmodels.api as sm
 import statsmodels.formula
 import statsmodels.formula.api as smf
 from statsmodels.stats.anova import anova_lm
-from statsmodels.tools.sm_exceptions import SingularMatrixWarning
+from statsmodels.tools.sm_exceptions import SingularMatrixWarning, ValueWarning
 
 from lab.core.errors import UsageError
 from lab.stats.descriptive import check_confidence
@@ -181,8 +181,10 @@ def fit_effects(
             f"{len(y)} samples leave no degrees of freedom for the error",
             hint="Replicate some cells, or leave the highest interactions out (max_order)",
         )
-    with warnings.catch_warnings():  # a confounded term's test is left unread
-        warnings.simplefilter("ignore", SingularMatrixWarning)
+    with warnings.catch_warnings():  # a confounded term's test is left unread: its Wald
+        warnings.simplefilter("ignore", SingularMatrixWarning)  # test has rank 0 (F = 0/0)
+        warnings.simplefilter("ignore", ValueWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
         anova = anova_lm(fit, typ=3)
     rows = [(t, combo) for t in terms for combo in _reported(coded, t)]
     contrast = _contrasts(fit, coded, rows)

@@ -334,3 +334,20 @@ def test_intervals_cover_in_a_small_simulation() -> None:
     assert 0.85 <= single / 300 <= 0.95
     assert family_bonf / 100 >= 0.84
     assert family_none < family_bonf
+
+
+def test_a_metric_that_never_moves_is_fitted_without_a_warning_reaching_the_user() -> None:
+    # seen on the real pair: lab report of page × age over two runs printed statsmodels'
+    # ValueWarning and "invalid value encountered in divide" for a metric that is 0 in every
+    # sample (the 1 GiB twin's anonymous huge pages): a rank-0 Wald test, F = 0/0
+    import warnings
+
+    page = ["thp", "1g"] * 16
+    age = ["fresh"] * 16 + ["f70"] * 16
+    blocks = ["r0"] * 16 + ["r1"] * 16
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit = fit_effects([0.0] * 32, {"page": page, "age": age}, blocks=blocks,
+                          levels={"page": ["thp", "1g"], "age": ["fresh", "f70"]})  # fmt: skip
+    assert fit.confounded == ("age",)
+    assert all(e.estimate == 0 and e.ci == (0, 0) for e in fit.effects)
