@@ -103,12 +103,19 @@ class Processes:
         return self.host.spawn(argv, log).pid
 
     def running(self, pid: int) -> bool:
-        """True while ``pid`` is a fragmenter (not a pid reused since, nor a zombie)."""
+        """True while ``pid`` is a fragmenter (not a pid reused since, nor a zombie).
+
+        Its command line reads empty at moments while it unmaps or locks gigabytes (the
+        kernel reads it from the process's memory): seen on the real pair, where the lab
+        then took a fragmenter holding its level for one that had ended, and left it
+        running unrecorded. Empty, with the process not gone, it is still the fragmenter."""
+        if self.gone(pid):
+            return False
         try:
             cmdline = self.host.read_text(self.proc / str(pid) / "cmdline")
         except OSError:
             return False
-        return MODULE in cmdline.split("\0")
+        return not cmdline or MODULE in cmdline.split("\0")
 
     def gone(self, pid: int) -> bool:
         """True once ``pid`` has exited for good: its memory is back only then (its command

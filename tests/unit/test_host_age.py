@@ -477,3 +477,17 @@ def test_a_host_without_the_setting_is_aged_all_the_same(tmp_path: Path) -> None
     aged = a.age(0.8, keep_free=0)
     assert aged.pid is not None and "unevictable_before" not in recorded(tmp_path)[0]
     assert a.undo() is not None
+
+
+def test_a_fragmenter_whose_command_line_reads_empty_is_still_running(tmp_path: Path) -> None:
+    # seen on the real pair: read while the fragmenter unmapped gigabytes, its cmdline was
+    # empty; the lab took it for ended ("ended before it reached the level") and, stopping
+    # only what runs, left it holding 8 GiB with nothing recorded
+    proc = tmp_path / "proc"
+    (proc / "77").mkdir(parents=True)
+    (proc / "77" / "cmdline").write_text("")
+    (proc / "77" / "stat").write_text("77 (python3) S 1 77 77 0 -1")
+    processes = Processes(Host(), proc)
+    assert processes.running(77)
+    (proc / "77" / "stat").write_text("77 (python3) Z 1 77 77 0 -1")
+    assert not processes.running(77)  # a zombie: ended
