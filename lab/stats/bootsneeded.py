@@ -20,6 +20,7 @@ import numpy as np
 from scipy import stats
 
 from lab.stats.difference import ratio_of_means_ci
+from lab.stats.monotone import smallest_holding
 from lab.stats.series import Direction
 from lab.stats.verdict import Outcome, Threshold, decide
 
@@ -94,15 +95,4 @@ def boots_needed(
     def done(more: int) -> bool:
         return settles(arm_a, arm_b, more, direction, threshold, confidence)
 
-    if not done(MAX_MORE):
-        return None
-    low, high = 0, 1  # done(low) is false (the verdict was inconclusive), done(high) sought
-    while not done(high):
-        low, high = high, min(MAX_MORE, 2 * high)
-    while high - low > 1:
-        middle = (low + high) // 2
-        if done(middle):
-            high = middle
-        else:
-            low = middle
-    return high
+    return smallest_holding(done, start=1, floor=1, cap=MAX_MORE)  # done(0) is false

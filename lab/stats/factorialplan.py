@@ -58,6 +58,7 @@ from lab.stats.designs import Term, all_terms, term_name
 # compare's own coding and estimability, not a copy of them: the plan must count the same
 # family and read the same contrasts as the fit it plans for
 from lab.stats.effects import _Coded, _estimable, _reported, _sum_columns, _term_columns
+from lab.stats.monotone import smallest_holding
 
 FORMULA = (
     "n samples per cell per block: the smallest n at which P = nct.sf(c/√f, ν, δ/√f) reaches"
@@ -248,23 +249,13 @@ def contrast_power(
 
 def _smallest_n(reaches: Callable[[int], bool]) -> int:
     """The smallest n ≥ 2 at which ``reaches`` holds (it only ever turns true)."""
-    if reaches(2):
-        return 2
-    low, high = 2, 4
-    while not reaches(high):
-        if high >= MAX_N:
-            raise UsageError(
-                f"the effect needs more than {MAX_N:,} samples per cell per block",
-                hint="Plan for a larger --effect, a lower --confidence or --power",
-            )
-        low, high = high, min(MAX_N, 2 * high)
-    while high - low > 1:
-        middle = (low + high) // 2
-        if reaches(middle):
-            high = middle
-        else:
-            low = middle
-    return high
+    found = smallest_holding(reaches, start=2, floor=2, cap=MAX_N)
+    if found is None:
+        raise UsageError(
+            f"the effect needs more than {MAX_N:,} samples per cell per block",
+            hint="Plan for a larger --effect, a lower --confidence or --power",
+        )
+    return found
 
 
 def effect_ratio(effect: float) -> float:

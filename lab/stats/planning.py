@@ -43,6 +43,7 @@ from scipy import integrate, stats
 
 from lab.core.errors import UsageError
 from lab.stats.descriptive import check_confidence, margin_of_error
+from lab.stats.monotone import smallest_holding
 from lab.stats.rulepower import Scenario, verdict_shares
 from lab.stats.series import Direction
 from lab.stats.verdict import Threshold
@@ -169,30 +170,13 @@ def verdict_power(
 def _smallest_n(reaches: Callable[[int], bool], start: float) -> int:
     """The smallest n ≥ 2 at which ``reaches(n)`` holds (it must only ever turn true),
     galloping from ``start`` (the normal approximation, usually a few samples off)."""
-    guess = min(MAX_N, max(2, math.ceil(start)))
-    step = 1
-    if reaches(guess):
-        high = guess
-        while high > 2 and reaches(max(2, high - step)):
-            high, step = max(2, high - step), 2 * step
-        low = max(1, high - step)  # reaches(low) is false, or low < 2
-    else:
-        low = guess
-        while not reaches(min(MAX_N, low + step)):
-            if low + step >= MAX_N:
-                raise UsageError(
-                    f"the verdict needs more than {MAX_N:,} samples per variant",
-                    hint="Plan for a larger effect, a lower --confidence or --power",
-                )
-            low, step = low + step, 2 * step
-        high = min(MAX_N, low + step)
-    while high - low > 1:
-        middle = (low + high) // 2
-        if middle >= 2 and reaches(middle):
-            high = middle
-        else:
-            low = middle
-    return high
+    found = smallest_holding(reaches, start=math.ceil(start), floor=2, cap=MAX_N)
+    if found is None:
+        raise UsageError(
+            f"the verdict needs more than {MAX_N:,} samples per variant",
+            hint="Plan for a larger effect, a lower --confidence or --power",
+        )
+    return found
 
 
 def _unreachable(
