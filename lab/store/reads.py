@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -231,14 +231,7 @@ class Reads:
             " ORDER BY s.metric, s.guest_id, s.iteration",
             (run_id,),
         ).fetchall()
-        by_guest: dict[tuple[int, str], dict[str, tuple[np.ndarray, np.ndarray]]] = {}
-        for (guest_id, guest, metric), part in itertools.groupby(rows, key=lambda r: r[:3]):
-            pairs = np.array([r[3:] for r in part], dtype=np.float64)
-            by_guest.setdefault((guest_id, guest), {})[metric] = (
-                pairs[:, 0].astype(np.int64),
-                pairs[:, 1].copy(),
-            )
-        return {guest: by_guest[(guest_id, guest)] for guest_id, guest in sorted(by_guest)}
+        return _evidence_by_guest(rows)
 
     def metric_series(self, run_id: int, metrics: Iterable[str]) -> EvidenceSeries:
         """Per guest (in the order they were stored) and each of ``metrics`` a run recorded,
@@ -253,14 +246,7 @@ class Reads:
             " ORDER BY s.metric, s.guest_id, s.iteration",
             (run_id, *names),
         ).fetchall() if names else []  # fmt: skip
-        by_guest: dict[tuple[int, str], dict[str, tuple[np.ndarray, np.ndarray]]] = {}
-        for (guest_id, guest, metric), part in itertools.groupby(rows, key=lambda r: r[:3]):
-            pairs = np.array([r[3:] for r in part], dtype=np.float64)
-            by_guest.setdefault((guest_id, guest), {})[metric] = (
-                pairs[:, 0].astype(np.int64),
-                pairs[:, 1].copy(),
-            )
-        return {guest: by_guest[(guest_id, guest)] for guest_id, guest in sorted(by_guest)}
+        return _evidence_by_guest(rows)
 
     def placement_labels(
         self, workload: str | None = None, metric: str | None = None, study: str | None = None,
@@ -550,3 +536,17 @@ def _arrays(frame: bytes | memoryview) -> tuple[np.ndarray, np.ndarray]:
     pairs = np.frombuffer(frame, dtype=np.float64, count=2 * samples, offset=HEADER.size)
     pairs = pairs.reshape(-1, 2)
     return pairs[:, 0].astype(np.int64), pairs[:, 1].copy()
+
+
+def _evidence_by_guest(rows: Sequence[Any]) -> EvidenceSeries:
+    """Rows (guest id, guest, metric, iteration, value), ordered by metric, guest and
+    iteration, as each guest's (in the order they were stored) (iterations, values) per
+    metric."""
+    by_guest: dict[tuple[int, str], dict[str, tuple[np.ndarray, np.ndarray]]] = {}
+    for (guest_id, guest, metric), part in itertools.groupby(rows, key=lambda r: r[:3]):
+        pairs = np.array([r[3:] for r in part], dtype=np.float64)
+        by_guest.setdefault((guest_id, guest), {})[metric] = (
+            pairs[:, 0].astype(np.int64),
+            pairs[:, 1].copy(),
+        )
+    return {guest: by_guest[(guest_id, guest)] for guest_id, guest in sorted(by_guest)}
