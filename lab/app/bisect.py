@@ -20,8 +20,9 @@ from pathlib import Path
 
 from lab.app.run import RunRequest, run_workload
 from lab.core.context import Context
-from lab.core.errors import UsageError
+from lab.core.errors import LabError, UsageError
 from lab.guests.labstate import load_state
+from lab.run.sources import git_commit
 from lab.stats.bisection import BisectResult, BisectSettings, Pairs, Step, bisect
 from lab.store import Store
 
@@ -57,11 +58,11 @@ def commits_between(ctx: Context, repo: Path, good: str, bad: str) -> tuple[str,
     """GOOD, then every commit on the ancestry path from GOOD to BAD, oldest first."""
 
     def rev(text: str) -> str:
-        done = ctx.host.run(["git", "-C", str(repo), "rev-parse", "--verify", f"{text}^{{commit}}"],
-                            check=False)  # fmt: skip
-        if done.returncode != 0:
-            raise UsageError(f"{repo}: no commit {text!r}", hint="Name GOOD and BAD as git does")
-        return done.stdout.strip()
+        try:
+            return git_commit(ctx.host, repo, text)
+        except LabError:
+            raise UsageError(f"{repo}: no commit {text!r}",
+                             hint="Name GOOD and BAD as git does") from None  # fmt: skip
 
     first, last = rev(good), rev(bad)
     listed = ctx.host.run(["git", "-C", str(repo), "rev-list", "--reverse", "--ancestry-path",
