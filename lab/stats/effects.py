@@ -64,7 +64,6 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from itertools import product
 
 import numpy as np
 import pandas as pd
@@ -75,6 +74,7 @@ from statsmodels.stats.anova import anova_lm
 from statsmodels.tools.sm_exceptions import SingularMatrixWarning, ValueWarning
 
 from lab.core.errors import UsageError
+from lab.stats.coding import Coded, code_samples, estimable_terms, reported_levels, term_columns
 from lab.stats.descriptive import check_confidence
 from lab.stats.designs import Term, all_terms, term_name
 
@@ -128,19 +128,6 @@ class FactorialEffects:
 _COLUMN = re.compile(r"C\((f\d+|blk), Sum\(omit=0\)\)\[S\.l(\d+)\]")
 
 
-@dataclass(frozen=True)
-class _Coded:
-    """The samples with each factor (and block) as level indices, and the levels' names."""
-
-    factors: tuple[str, ...]
-    levels: tuple[tuple[str, ...], ...]
-    codes: np.ndarray  # samples × factors, level index
-    block: np.ndarray | None  # block index per sample
-
-    def sizes(self, term: Term) -> list[int]:
-        return [len(self.levels[self.factors.index(f)]) for f in term]
-
-
 def fit_effects(
     values: Sequence[float] | np.ndarray,
     factors: Mapping[str, Sequence[str]],
@@ -166,8 +153,8 @@ def fit_effects(
             hint="Use 'bonferroni' (all effects at once) or 'none' (each on its own)",
         ) from None
     y = np.asarray(values, dtype=float)
-    coded = _code(y, factors, levels, blocks)
-    terms, dropped, confounded = _estimable(coded, all_terms(coded.factors, max_order))
+    coded = code_samples(y, factors, levels, blocks)
+    terms, dropped, confounded = estimable_terms(coded, all_terms(coded.factors, max_order))
     if not terms:
         raise UsageError(
             "every factor is confounded with the blocks (each block holds one level of each)",
@@ -186,9 +173,9 @@ def fit_effects(
         warnings.simplefilter("ignore", ValueWarning)
         warnings.simplefilter("ignore", RuntimeWarning)
         anova = anova_lm(fit, typ=3)
-    rows = [(t, combo) for t in terms for combo in _reported(coded, t)]
+    rows = [(t, combo) for t in terms for combo in reported_levels(coded, t)]
     contrast = _contrasts(fit, coded, rows)
-    across = [(t, combo) for t in confounded for combo in _reported(coded, t)]
+    across = [(t, combo) for t in confounded for combo in reported_levels(coded, t)]
     across = across if _block_design(coded, confounded) is not None else []
     m = len(rows) + len(across) if corr is IntervalCorrection.BONFERRONI else 1
     alpha = (1 - level) / max(m, 1)
@@ -251,7 +238,7 @@ def fit_effects(
 
 
 def _between(
-    y: np.ndarray, fit: object, coded: _Coded, terms: list[Term], confounded: list[Term],
+    y: np.ndarray, fit: object, coded: Coded, terms: list[Term], confounded: list[Term],
     rows: list[tuple[Term, tuple[int, ...]]], alpha: float,
 ) -> tuple[np.ndarray, list[tuple[float, float]], int] | None:  # fmt: skip
     """The confounded terms' effects from the blocks: each block's mean of what the terms
@@ -271,27 +258,27 @@ def _between(
     for term, combo in rows:
         at = np.zeros((1, len(coded.factors)), dtype=int)
         at[0, [coded.factors.index(f) for f in term]] = combo
-        pieces = [_term_columns(coded, at, t)[0] * (t == term) for t in confounded]
+        pieces = [term_columns(coded, at, t)[0] * (t == term) for t in confounded]
         contrast.append(np.concatenate([[0.0], *pieces]))
     test = sm.OLS(means, x).fit().t_test(np.array(contrast))
     bounds = np.atleast_2d(test.conf_int(alpha=alpha))
     return np.ravel(test.effect), [(float(lo), float(hi)) for lo, hi in bounds], count - x.shape[1]
 
 
-def _block_design(coded: _Coded, confounded: list[Term]) -> tuple[np.ndarray, int] | None:
+def _block_design(coded: Coded, confounded: list[Term]) -> tuple[np.ndarray, int] | None:
     """The confounded terms' columns per block (an intercept first) and the number of
     blocks, where they leave a degree of freedom; else None."""
     if not confounded or coded.block is None:
         return None
     count = int(coded.block.max()) + 1
     firsts = np.array([coded.codes[coded.block == b][0] for b in range(count)])
-    x = np.hstack([np.ones((count, 1)), *(_term_columns(coded, firsts, t) for t in confounded)])
+    x = np.hstack([np.ones((count, 1)), *(term_columns(coded, firsts, t) for t in confounded)])
     if count - x.shape[1] < 1 or np.linalg.matrix_rank(x) < x.shape[1]:
         return None
     return x, count
 
 
-def _term_of(name: str, coded: _Coded) -> Term | None:
+def _term_of(name: str, coded: Coded) -> Term | None:
     """The term a column of the formula belongs to (None: the intercept's, a block's)."""
     found = [_COLUMN.fullmatch(piece) for piece in name.split(":")]
     if name == "Intercept" or any(m is None or m.group(1) == "blk" for m in found):
@@ -299,116 +286,11 @@ def _term_of(name: str, coded: _Coded) -> Term | None:
     return tuple(coded.factors[int(m.group(1)[1:])] for m in found if m)
 
 
-def _code(
-    y: np.ndarray,
-    factors: Mapping[str, Sequence[str]],
-    levels: Mapping[str, Sequence[str]] | None,
-    blocks: Sequence[str] | None,
-) -> _Coded:
-    if y.ndim != 1 or not np.all(np.isfinite(y)):
-        raise UsageError("the values are not one finite number per sample", hint="Drop NaNs")
-    if not factors:
-        raise UsageError("no factors to fit", hint="Give each sample its level of each factor")
-    names, columns, codes = tuple(factors), [], []
-    for name in names:
-        labels = np.asarray([str(v) for v in factors[name]])
-        if len(labels) != len(y):
-            raise UsageError(
-                f"factor {name!r} has {len(labels)} levels for {len(y)} values",
-                hint="Give one level of each factor per sample",
-            )
-        seen = set(labels.tolist())
-        order = [str(v) for v in (levels or {}).get(name, _default_order(seen))]
-        if seen - set(order):
-            raise UsageError(
-                f"factor {name!r} has levels {', '.join(sorted(seen - set(order)))} not listed",
-                hint=f"List every level of {name!r}, low first",
-            )
-        order = [v for v in order if v in seen]
-        if len(order) < 2:
-            raise UsageError(
-                f"factor {name!r} takes only the level {order[0]!r} in these samples",
-                hint="Leave it out of the fit, or add samples at its other levels",
-            )
-        columns.append(tuple(order))
-        index = {v: i for i, v in enumerate(order)}
-        codes.append(np.array([index[v] for v in labels.tolist()]))
-    block = None
-    if blocks is not None:
-        if len(blocks) != len(y):
-            raise UsageError(
-                f"{len(blocks)} block labels for {len(y)} values", hint="Give one per sample"
-            )
-        first = {b: i for i, b in enumerate(dict.fromkeys(map(str, blocks)))}
-        block = np.array([first[str(b)] for b in blocks]) if len(first) > 1 else None
-    return _Coded(names, tuple(columns), np.column_stack(codes), block)
-
-
-def _default_order(seen: set[str]) -> list[str]:
-    """Sorted, but for the pairs whose sort puts the high level first."""
-    for low, high in (("-", "+"), ("low", "high")):
-        if seen == {low, high}:
-            return [low, high]
-    return sorted(seen)
-
-
-def _sum_columns(codes: np.ndarray, size: int) -> np.ndarray:
-    """Sum-to-zero columns of one factor: level j > 0 is 1 in column j − 1, level 0 is −1."""
-    out = np.zeros((len(codes), size - 1))
-    for j in range(1, size):
-        out[:, j - 1] = codes == j
-    out[codes == 0, :] = -1.0
-    return out
-
-
-def _term_columns(coded: _Coded, codes: np.ndarray, term: Term) -> np.ndarray:
-    out = np.ones((len(codes), 1))
-    for f in term:
-        i = coded.factors.index(f)
-        x = _sum_columns(codes[:, i], len(coded.levels[i]))
-        out = np.einsum("ni,nj->nij", out, x).reshape(len(codes), -1)
-    return out
-
-
-def _estimable(coded: _Coded, candidates: list[Term]) -> tuple[list[Term], list[Term], list[Term]]:
-    """The candidates whose sub-terms are fitted (or confounded with the blocks) and whose
-    columns add full rank, in order; those that are not; and those the blocks span alone
-    (confounded: a factor of the blocks, such as a run's host age)."""
-    keys = coded.codes if coded.block is None else np.column_stack([coded.codes, coded.block])
-    rows = np.unique(keys, axis=0)
-    codes = rows[:, : len(coded.factors)]
-    span = [np.ones((len(rows), 1))]
-    if coded.block is not None:
-        span.append(_sum_columns(rows[:, -1], int(coded.block.max()) + 1))
-    blocks = np.hstack(span)
-    block_rank = rank = np.linalg.matrix_rank(blocks)
-    kept: list[Term] = []
-    dropped: list[Term] = []
-    confounded: list[Term] = []
-    for term in candidates:
-        subterms = [t for t in all_terms(term) if t != term]
-        if all(t in kept or t in confounded for t in subterms):
-            columns = _term_columns(coded, codes, term)
-            wider = np.linalg.matrix_rank(np.hstack([*span, columns]))
-            if wider == rank + columns.shape[1]:
-                span.append(columns)
-                rank = wider
-                kept.append(term)
-                continue
-            if coded.block is not None and (
-                np.linalg.matrix_rank(np.hstack([blocks, columns])) == block_rank
-            ):
-                confounded.append(term)
-                continue
-        dropped.append(term)
-    return kept, dropped, confounded
-
-
-def _formula_piece(coded: _Coded, term: Term) -> str:
+def _formula_piece(coded: Coded, term: Term) -> str:
     return ":".join(f"C(f{coded.factors.index(f)}, Sum(omit=0))" for f in term)
 
 
-def _fit(y: np.ndarray, coded: _Coded, terms: list[Term]) -> object:
+def _fit(y: np.ndarray, coded: Coded, terms: list[Term]) -> object:
     frame = pd.DataFrame({"y": y})
     for i, names in enumerate(coded.levels):
         frame[f"f{i}"] = pd.Categorical.from_codes(
@@ -432,7 +314,7 @@ def _fit(y: np.ndarray, coded: _Coded, terms: list[Term]) -> object:
         return smf.ols("y ~ " + " + ".join(pieces or ["1"]), frame).fit()
 
 
-def _column_value(name: str, term: Term, coded: _Coded, combo: tuple[int, ...]) -> float:
+def _column_value(name: str, term: Term, coded: Coded, combo: tuple[int, ...]) -> float:
     """Column ``name``'s value at the term's level combination (0 for another term's)."""
     pieces = name.split(":")
     parsed = [_COLUMN.fullmatch(p) for p in pieces]
@@ -448,13 +330,13 @@ def _column_value(name: str, term: Term, coded: _Coded, combo: tuple[int, ...]) 
     return value
 
 
-def _contrasts(fit: object, coded: _Coded, rows: list[tuple[Term, tuple[int, ...]]]) -> np.ndarray:
+def _contrasts(fit: object, coded: Coded, rows: list[tuple[Term, tuple[int, ...]]]) -> np.ndarray:
     names = list(fit.model.exog_names)  # type: ignore[attr-defined]
     _check_coding(fit, coded)
     return np.array([[_column_value(n, t, coded, combo) for n in names] for t, combo in rows])
 
 
-def _check_coding(fit: object, coded: _Coded) -> None:
+def _check_coding(fit: object, coded: Coded) -> None:
     """The formula's columns are the sum-to-zero ones the contrasts assume (an internal check:
     a formula engine that coded them otherwise would make every estimate wrong)."""
     model = fit.model  # type: ignore[attr-defined]
@@ -489,23 +371,17 @@ def _intervals(
     return np.ravel(test.effect), [(float(lo), float(hi)) for lo, hi in bounds]
 
 
-def _reported(coded: _Coded, term: Term) -> list[tuple[int, ...]]:
-    """The level combinations a term is reported at: a two-level factor's high level only,
-    every level of a factor with more."""
-    return list(product(*([1] if n == 2 else range(n) for n in coded.sizes(term))))
-
-
-def _aliases(coded: _Coded, terms: list[Term], dropped: list[Term]) -> dict[Term, tuple[str, ...]]:
+def _aliases(coded: Coded, terms: list[Term], dropped: list[Term]) -> dict[Term, tuple[str, ...]]:
     """For two-level terms: the dropped terms whose columns over the cells equal (or negate)
     a fitted term's."""
     cells = np.unique(coded.codes, axis=0)
     two = [t for t in terms if all(n == 2 for n in coded.sizes(t))]
-    column = {t: _term_columns(coded, cells, t)[:, 0] for t in two}
+    column = {t: term_columns(coded, cells, t)[:, 0] for t in two}
     out: dict[Term, list[str]] = {}
     for d in dropped:
         if any(n != 2 for n in coded.sizes(d)):
             continue
-        x = _term_columns(coded, cells, d)[:, 0]
+        x = term_columns(coded, cells, d)[:, 0]
         for t in two:
             if np.array_equal(x, column[t]) or np.array_equal(x, -column[t]):
                 sign = "" if np.array_equal(x, column[t]) else "-"
@@ -513,7 +389,7 @@ def _aliases(coded: _Coded, terms: list[Term], dropped: list[Term]) -> dict[Term
     return {t: tuple(v) for t, v in out.items()}
 
 
-def _shares(anova: pd.DataFrame, terms: list[Term], coded: _Coded, sst: float) -> tuple[Share, ...]:
+def _shares(anova: pd.DataFrame, terms: list[Term], coded: Coded, sst: float) -> tuple[Share, ...]:
     out = []
     named = [(_formula_piece(coded, t), term_name(t)) for t in terms]
     if coded.block is not None:

@@ -52,12 +52,12 @@ from scipy import stats
 
 from lab.core.cells import cell_levels
 from lab.core.errors import UsageError
-from lab.stats.descriptive import check_confidence
-from lab.stats.designs import Term, all_terms, term_name
 
 # compare's own coding and estimability, not a copy of them: the plan must count the same
 # family and read the same contrasts as the fit it plans for
-from lab.stats.effects import _Coded, _estimable, _reported, _sum_columns, _term_columns
+from lab.stats.coding import Coded, estimable_terms, reported_levels, sum_columns, term_columns
+from lab.stats.descriptive import check_confidence
+from lab.stats.designs import Term, all_terms, term_name
 from lab.stats.monotone import smallest_holding
 
 FORMULA = (
@@ -189,9 +189,9 @@ def _model(layout: Layout) -> _Model:
                 hint="Cross two or more levels of every factor",
             )
     block_index = np.array(block_ids) if len(layout.blocks) > 1 else None
-    coded = _Coded(names, levels, codes, block_index)
+    coded = Coded(names, levels, codes, block_index)
     # a term confounded with the blocks (a factor of the runs) is not sized within them
-    terms, dropped, confounded = _estimable(coded, all_terms(names))
+    terms, dropped, confounded = estimable_terms(coded, all_terms(names))
     dropped = dropped + confounded
     if not terms:
         raise UsageError(
@@ -200,11 +200,11 @@ def _model(layout: Layout) -> _Model:
         )
     parts = [np.ones((len(codes), 1))]
     if block_index is not None:
-        parts.append(_sum_columns(block_index, len(layout.blocks)))
+        parts.append(sum_columns(block_index, len(layout.blocks)))
     spans: dict[Term, tuple[int, int]] = {}
     width = sum(p.shape[1] for p in parts)
     for term in terms:
-        columns = _term_columns(coded, codes, term)
+        columns = term_columns(coded, codes, term)
         spans[term] = (width, width + columns.shape[1])
         width += columns.shape[1]
         parts.append(columns)
@@ -217,12 +217,12 @@ def _model(layout: Layout) -> _Model:
     for term in terms:
         start, stop = spans[term]
         reported: list[tuple[str, float]] = []
-        for combo in _reported(coded, term):
+        for combo in reported_levels(coded, term):
             c = np.zeros(x.shape[1])
             row = np.zeros((1, len(names)), dtype=int)  # the term's levels; the rest unread
             for f, j in zip(term, combo, strict=True):
                 row[0, names.index(f)] = j
-            c[start:stop] = _term_columns(coded, row, term)[0]
+            c[start:stop] = term_columns(coded, row, term)[0]
             label = ":".join(levels[names.index(f)][j] for f, j in zip(term, combo, strict=True))
             reported.append((label, float(c @ inverse @ c)))
         contrasts[term] = reported
