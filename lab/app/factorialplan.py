@@ -17,21 +17,24 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from lab.app.analyse import Selection, store_path
+from lab.app.catalogue import variants, workloads
 from lab.app.design import Design, parse_design
+from lab.app.effects import DECLARED, factorial_workloads
+from lab.app.study import Study, load_study
+from lab.app.studyrun import estimate_seconds, stored_seconds
 from lab.core.context import Context
 from lab.core.errors import UsageError
 from lab.stats import factorialplan
+from lab.stats.diagnostics import lag1_autocorrelation
+from lab.stats.factorialdata import factorial_data
+from lab.stats.factorialplan import FactorialPlan, layout_of, plan_factorial, sd_from_cv
+from lab.stats.series import Series
 from lab.stats.verdict import parse_percent
 from lab.store import Store
-
-if TYPE_CHECKING:
-    from lab.app.study import Study
-    from lab.stats.factorialplan import FactorialPlan
 
 FACTORS_EXAMPLE = "--factors 'page=thp,1g prealloc=off,on'"
 FORMULA = factorialplan.FORMULA  # named here for the command, which reaches no lower
@@ -127,7 +130,6 @@ def effect_ratio(text: str | None) -> float:
 
 def log_sd(request: FactorialPlanRequest) -> tuple[float, str]:
     """The residual sd on the log scale from ``--sd`` or ``--cv``, and what it came from."""
-    from lab.stats.factorialplan import sd_from_cv
 
     if request.cv is not None:
         text = request.cv.strip()
@@ -159,8 +161,6 @@ def load_design(ctx: Context, request: FactorialPlanRequest) -> tuple[Design, St
         return parse_design("--factors", parse_factors(request.factors)), None
     if request.study_file is None:
         raise UsageError("a factorial plan needs a design", hint=f"e.g. {FACTORS_EXAMPLE}")
-    from lab.app.catalogue import variants, workloads
-    from lab.app.study import load_study
 
     study = load_study(request.study_file, workloads(ctx), variants(ctx))
     if study.design is None:
@@ -175,7 +175,6 @@ def load_design(ctx: Context, request: FactorialPlanRequest) -> tuple[Design, St
 def plan_factorial_study(ctx: Context, request: FactorialPlanRequest) -> FactorialPlanResult:
     """``lab plan --study FILE`` (a factorial) or ``--factors``: a plan per sd (the one given,
     or each workload · metric of the pilot)."""
-    from lab.stats.factorialplan import layout_of, plan_factorial
 
     design, study = load_design(ctx, request)
     layout = layout_of(design.factors, design.blocks)
@@ -216,7 +215,6 @@ def timings(
         t = request.iteration_time
         return (Timing("", "sync", t, "--iteration-time" if t else "unknown",
                        None if t is None else blocks * t),)  # fmt: skip
-    from lab.app.studyrun import estimate_seconds, stored_seconds
 
     stored = stored_seconds(Path(store_path(ctx, request.selection)), study)
     found = []
@@ -236,11 +234,7 @@ def pilot_sds(
 ) -> list[tuple[str, float, float, int]]:
     """Each factorial workload · metric of the pilot in the store: its name, the residual sd of
     compare's fit on log values, the largest lag-1 r of a cell in a run, and the residual df."""
-    from lab.app.effects import DECLARED, factorial_workloads
-    from lab.stats.diagnostics import lag1_autocorrelation
-    from lab.stats.effects import fit_effects
-    from lab.stats.factorialdata import factorial_data
-    from lab.stats.series import Series
+    from lab.stats.effects import fit_effects  # deferred: statsmodels, for a pilot only
 
     selection = request.selection
     name = study.name if study is not None else selection.study
