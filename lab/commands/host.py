@@ -94,13 +94,15 @@ def register(subparsers: Any) -> None:
         help="fragment free memory to a level (THP's worst case), hold it, give it back",
         description="Fragment this machine's free memory so that the share of it that cannot"
         " serve a 2 MiB block (the order-9 unusable free space index of /proc/buddyinfo, all"
-        " zones) is LEVEL, and hold it so: a small process keeps half of every 2 MiB block it"
-        " touched until `lab host age --undo` stops it (its pid is kept in"
-        " STATE_DIR/host-aging.json). The huge page pools are never touched; at its peak"
-        " max(2 GiB, 10 %% of MemTotal) of MemAvailable and --keep-free stay available.",
+        " zones) is LEVEL, and hold it so: a small process takes free 2 MiB blocks whole (as"
+        " transparent huge pages) and keeps one 4 KiB page of each, so the rest stays free but"
+        " in holes, until `lab host age --undo` stops it (its pid is kept in"
+        " STATE_DIR/host-aging.json). Level 1 breaks every free block: the worst case a THP"
+        " twin meets. The huge page pools are never touched; at its peak max(2 GiB, 10 % of"
+        " MemTotal) of MemAvailable and --keep-free stay available.",
     )
     what = age.add_mutually_exclusive_group(required=True)
-    what.add_argument("--level", type=float, metavar="F", help="the index to reach, 0 to 0.95")
+    what.add_argument("--level", type=float, metavar="F", help="the index to reach, 0 to 1")
     what.add_argument("--undo", action="store_true", help="give back all the memory held")
     what.add_argument("--status", action="store_true", help="print the index now, and the holder")
     age.add_argument(

@@ -3,7 +3,7 @@ level of a factor ``age`` in cell names (issue 42).
 
 A cell's level holds no dot and no dash (:mod:`lab.core.cells`), so an order-9 unusable free
 space index of 0.8 is spelled ``f80``: ``f`` and the index in percent, a whole number from 1
-to 95 (``lab host age``'s range). ``fresh`` is the host as ``lab host age --undo`` leaves it:
+to 100 (``lab host age``'s range). ``fresh`` is the host as ``lab host age --undo`` leaves it:
 nothing held by the lab's fragmenter (not a host without fragmentation of its own). A run
 records the level its host was held at as its ``host_aged`` fact (``0.8``, or ``no``);
 :func:`level_of_fact` reads it back as a level name.

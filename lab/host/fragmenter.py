@@ -6,25 +6,31 @@ by :mod:`lab.host.aging`; it writes its progress and result to ``PATH`` (JSON) a
 index is reached, sleeps holding its memory: freeing it would let the buddy allocator merge
 the 2 MiB blocks again.
 
-The method is mmtests' thpscale's: fault anonymous memory in, then free every other 4 KiB
-page (MADV_DONTNEED), so each 2 MiB block it touched keeps half its pages in use and its
-free half is in holes no buddy can merge into an order-9 block. All of a round's memory is
-faulted in before any of it is freed: the allocator serves the smallest free blocks first, so
-holes freed early would be handed straight back to the next faults and filled. The holes
-are then punched a 64 MiB chunk at a time until the index, counting the chunks not yet
-punched as free 2 MiB blocks, reaches the level; those chunks are given back whole. The
-pages kept are locked as they are (mlock2 MLOCK_ONFAULT) so no swap frees them, and
-``lab host age`` keeps compaction off them once the level is held (lab.host.aging:
+The method takes whole free 2 MiB blocks and keeps one 4 KiB page of each. It faults
+anonymous memory in as transparent huge pages (``MADV_HUGEPAGE``): each is one physical 2 MiB
+block, so a fault never fills the holes of the blocks taken before (an order-9 allocation
+cannot use them). It then frees all of each block but its first page (``MADV_DONTNEED``) and
+has the kernel split the huge pages (its deferred-split shrinker, run by ``drop_caches`` 2):
+the block's other 511 pages go back free, and no buddy can merge them into an order-9 block
+while the page kept is in use. mmtests' thpscale keeps half of every block instead, so it must
+fault in as much memory as it fragments; this keeps 1/512 of it (32 MiB for 16 GiB), faults in
+one batch (BATCH_BYTES) at a time, and reaches any index up to 1: every free block broken,
+with the guests' memory still free (in holes).
+
+The pages kept are locked (mlock2 MLOCK_ONFAULT, so no swap frees them), their mappings barred
+from huge pages again (``MADV_NOHUGEPAGE``: khugepaged would collapse a lone page into a new
+block), and ``lab host age`` keeps compaction off them once the level is held (lab.host.aging:
 ``vm.compact_unevictable_allowed`` 0). Bounded: never more than ``--budget`` bytes mapped at
 once, and never below ``--floor`` bytes of MemAvailable; it never touches the huge page pools.
+A host whose transparent huge pages are off (``never``) cannot be aged this way, and THP
+twins get no huge pages on it at any age: the fragmenter says so and stops.
 
-While it punches and gives memory back it caps the per-CPU page lists
+While it frees and gives memory back it caps the per-CPU page lists
 (``vm.percpu_pagelist_high_fraction`` at its largest, so each list holds a few batches): the
 holes go straight to the buddy lists.
 Left to tune themselves the lists grow to GiBs under a burst of frees and give the holes back
-at a few MiB a second, which on a 16 GiB host was 110 s of waiting for the index to settle
-(145 s against 51 s for level 0.8). The sysctl's value is put back after each such step, and
-on SIGTERM.
+at a few MiB a second, which on a 16 GiB host was 110 s of waiting for the index to settle.
+The sysctl's value is put back after each such step, and on SIGTERM.
 
 Standard library only, so it starts fast; it imports nothing of the lab but the parsers.
 """
@@ -35,6 +41,7 @@ import argparse
 import contextlib
 import ctypes
 import json
+import math
 import os
 import signal
 import sys
@@ -51,19 +58,24 @@ from lab.host.telemetry import (
     per_cpu_pages,
 )
 
-CHUNK_BYTES = 64 << 20
-MAX_ROUNDS = 4
-FIRST_SCALE = 1.1  # a round faults this much more than the estimate: the rest is given back
+BLOCK_BYTES = 2 << 20  # an order-9 block: one transparent huge page
+BATCH_BYTES = 512 << 20  # blocks taken and broken at a time: the peak beyond what is held
 REACHED = 0.01  # a settled index this close below the level counts as reached
-OVERSHOOT = 0.03  # a settled index further above the level gives chunks back
+OVERSHOOT = 0.03  # a settled index further above the level gives blocks back
+MAX_BATCHES = 4096  # 2 TiB of blocks: a bound on the loop, not a limit met in use
 SETTLE_SECONDS = 300.0
 SETTLED_SLACK_PAGES = 16384  # 64 MiB over the per-CPU lists' floor
 PROT_READ, PROT_WRITE = 1, 2
 MAP_PRIVATE, MAP_ANONYMOUS = 0x02, 0x20
-MADV_DONTNEED, MADV_NOHUGEPAGE = 4, 15
+MADV_DONTNEED, MADV_HUGEPAGE, MADV_NOHUGEPAGE = 4, 14, 15
 MLOCK_ONFAULT = 1
 PCP_SYSCTL = "sys/vm/percpu_pagelist_high_fraction"
 PCP_CAPPED = "100000"  # zone pages / this, a CPU's list: the kernel's floor, 4 batches
+# Writing 2 runs the kernel's shrinkers, the deferred split of partly unmapped huge pages
+# among them (the only way to ask for it without debugfs; it drops the dentry and inode
+# caches too).
+SHRINK_SYSCTL = "sys/vm/drop_caches"
+THP_ENABLED = "kernel/mm/transparent_hugepage/enabled"  # under /sys
 
 
 @dataclass
@@ -82,7 +94,8 @@ class Progress:
 
 
 class Memory:
-    """Anonymous mappings through libc: mapped, faulted in, punched and locked in place."""
+    """Anonymous mappings through libc: whole 2 MiB blocks taken as transparent huge pages,
+    broken down to their first page, and given back."""
 
     def __init__(self) -> None:
         self.libc = ctypes.CDLL(None, use_errno=True)
@@ -100,29 +113,66 @@ class Memory:
         self.mlock2 = getattr(self.libc, "mlock2", None)
         if self.mlock2 is not None:
             self.mlock2.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        self.pagemap = os.open("/proc/self/pagemap", os.O_RDONLY)
 
-    def fault(self, size: int) -> int:
-        """A new private mapping of ``size`` bytes, every page written (so not the zero page)."""
+    def present(self, addr: int) -> bool:
+        """Whether the page at ``addr`` is in memory (pagemap's bit 63; no privilege needed)."""
+        entry = os.pread(self.pagemap, 8, addr // PAGE_BYTES * 8)
+        return bool(int.from_bytes(entry, "little") >> 63)
+
+    def take(self, count: int) -> list[int]:
+        """Up to ``count`` whole 2 MiB blocks, each faulted in as one transparent huge page;
+        fewer when a fault got a 4 KiB page instead (the kernel found no free block, after
+        compacting): that one and the rest of the mapping are given back."""
+        size = (count + 1) * BLOCK_BYTES
         addr = self.libc.mmap(
             None, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0
         )
         if addr in (None, ctypes.c_void_p(-1).value):
             raise OSError(ctypes.get_errno(), "mmap failed")
-        # 4 KiB pages only: a transparent huge page would take a whole 2 MiB block at once.
-        self.libc.madvise(addr, size, MADV_NOHUGEPAGE)
-        ctypes.memset(addr, 0x5A, size)
-        return int(addr)
+        base = -(-addr // BLOCK_BYTES) * BLOCK_BYTES  # a huge page needs an aligned address
+        if self.libc.madvise(base, count * BLOCK_BYTES, MADV_HUGEPAGE) != 0:
+            self.libc.munmap(addr, size)
+            raise OSError(ctypes.get_errno(), "madvise(MADV_HUGEPAGE) failed")
+        blocks: list[int] = []
+        for block in range(base, base + count * BLOCK_BYTES, BLOCK_BYTES):
+            ctypes.memset(block, 0x5A, 1)  # one byte faults the whole huge page in
+            if not self.present(block + PAGE_BYTES):
+                break  # a 4 KiB page: no free 2 MiB block was left
+            blocks.append(block)
+        end = base + len(blocks) * BLOCK_BYTES
+        if base > addr:
+            self.libc.munmap(addr, base - addr)
+        self.libc.munmap(end, addr + size - end)
+        return blocks
 
-    def punch(self, addr: int, size: int) -> None:
-        """Free every other page of the mapping; lock the pages kept."""
-        for offset in range(PAGE_BYTES, size, 2 * PAGE_BYTES):
-            if self.libc.madvise(addr + offset, PAGE_BYTES, MADV_DONTNEED) != 0:
+    def break_down(self, blocks: list[int]) -> None:
+        """Unmap all of each block but its first page, bar the mappings from huge pages and
+        lock the pages kept. The huge pages stay whole (partly mapped) until the kernel
+        splits them: :meth:`Fragmenter.split`."""
+        for block in blocks:
+            rest = block + PAGE_BYTES
+            if self.libc.madvise(rest, BLOCK_BYTES - PAGE_BYTES, MADV_DONTNEED) != 0:
                 raise OSError(ctypes.get_errno(), "madvise(MADV_DONTNEED) failed")
-        if self.mlock2 is not None:
-            self.mlock2(addr, size, MLOCK_ONFAULT)  # best effort: only swap could undo it
+        for start, size in runs(blocks):
+            self.libc.madvise(start, size, MADV_NOHUGEPAGE)
+            if self.mlock2 is not None:  # best effort: only swap could undo it
+                self.mlock2(start, size, MLOCK_ONFAULT)
 
-    def release(self, addr: int, size: int) -> None:
-        self.libc.munmap(addr, size)
+    def release(self, block: int) -> None:
+        self.libc.munmap(block, BLOCK_BYTES)
+
+
+def runs(blocks: list[int]) -> list[tuple[int, int]]:
+    """Adjacent blocks as (start, size) ranges: one madvise or mlock2 call each, so a batch
+    stays one mapping in the kernel's books, not one per block."""
+    out: list[tuple[int, int]] = []
+    for block in sorted(blocks):
+        if out and out[-1][0] + out[-1][1] == block:
+            out[-1] = (out[-1][0], out[-1][1] + BLOCK_BYTES)
+        else:
+            out.append((block, BLOCK_BYTES))
+    return out
 
 
 def mem_available(meminfo: str) -> int:
@@ -132,12 +182,17 @@ def mem_available(meminfo: str) -> int:
     raise ValueError("no MemAvailable in meminfo")
 
 
-def round_bytes(free: int, level: float) -> int:
-    """What one round faults in so that, with every other page freed, the index reaches
-    ``level``: the faults fill the small free blocks first and break 2 MiB blocks for the
-    rest, so afterwards the unusable free memory is half of it, A/2, of a free total of
-    T - A/2; A/2 >= level * (T - A/2) gives A = 2 * level * T / (1 + level)."""
-    return int(2 * level * free / (1 + level))
+def blocks_needed(free: int, unusable: int, level: float) -> int:
+    """Blocks to take for the index to reach ``level``: each turns a free 2 MiB block (B)
+    into B - P of holes and keeps a page P, so after k of them the index is
+    (U + k (B - P)) / (F - k P); at ``level`` that is k = (L F - U) / (B - P + L P)."""
+    need = (level * free - unusable) / (BLOCK_BYTES - PAGE_BYTES + level * PAGE_BYTES)
+    return max(0, math.ceil(need))
+
+
+def thp_off(enabled: str) -> bool:
+    """Whether the host's transparent huge pages are off, from their ``enabled`` setting."""
+    return "[never]" in enabled
 
 
 def mem_free(meminfo: str) -> int:
@@ -152,7 +207,7 @@ class Fragmenter:
         self.args = args
         self.memory = memory
         self.proc = Path(args.proc)
-        self.held: list[int] = []  # punched mappings, each CHUNK_BYTES
+        self.held: list[int] = []  # blocks broken down, each keeping its first page
         self.progress = Progress(level=args.level)
         self.started = time.monotonic()
         self.pcp_before: str | None = None  # the per-CPU lists' setting while they are capped
@@ -209,7 +264,7 @@ class Fragmenter:
         p = self.progress
         p.state = state or p.state
         p.error = error
-        p.held_bytes = len(self.held) * CHUNK_BYTES // 2
+        p.held_bytes = len(self.held) * PAGE_BYTES
         p.seconds = round(time.monotonic() - self.started, 3)
         p.index = round(self.space().unusable_index if index is None else index, 4)
         status = Path(self.args.status)
@@ -223,109 +278,85 @@ class Fragmenter:
         return (space.unusable_bytes + pcp) / max(1, space.free_bytes + pcp)
 
     def run(self) -> float:
-        """Attempts until the index reaches the level; the settled index reached.
-
-        Each attempt is one round from the host's own state: a round that falls short is
-        given back whole before a larger one is tried, since a second round on top of it
-        would first fill its holes (the allocator serves the smallest blocks first)."""
+        """Batches of blocks taken and broken down until the index reaches the level; the
+        settled index reached. Where the kernel has no free 2 MiB block left to give, the
+        index reached is the host's highest, and it holds that. Level 1 takes blocks until
+        then: within REACHED of it, 1 % of a 20 GiB host's free memory is 200 MiB of THP."""
+        enabled = Path(self.args.sys) / THP_ENABLED
+        if thp_off(enabled.read_text()):
+            raise RuntimeError(
+                f"transparent huge pages are off on this host ([never] in {enabled}): the"
+                " fragmenter takes its blocks as huge pages, and a THP twin gets none at any age"
+            )
         level = self.args.level
+        every = level >= 1.0  # every free block: until the kernel has none left to give
         index = self.effective_index()
-        scale = FIRST_SCALE
-        while index < level - REACHED:
-            if self.progress.rounds >= MAX_ROUNDS:
+        for _ in range(MAX_BATCHES):
+            if index >= level - REACHED and not every:
+                break
+            space, pcp = self.space(), self.pcp_bytes()
+            want = blocks_needed(space.free_bytes + pcp, space.unusable_bytes + pcp, level)
+            count = min(max(1, want), BATCH_BYTES // BLOCK_BYTES, self.room_blocks())
+            if count <= 0:
                 raise RuntimeError(
-                    f"index {index:.3f} still below {level} after {MAX_ROUNDS} rounds"
+                    "no room left to take more memory (budget or MemAvailable floor) at index"
+                    f" {index:.3f}"
                 )
+            blocks = self.memory.take(count)
+            peak = len(self.held) * PAGE_BYTES + len(blocks) * BLOCK_BYTES
+            self.progress.peak_bytes = max(self.progress.peak_bytes, peak)
             self.progress.rounds += 1
-            capped = self.one_round(level, scale)
+            with self.lists_capped():
+                self.memory.break_down(blocks)
+                self.held.extend(blocks)
+                self.split()
             index = self.effective_index()
             self.report(index=index)
-            if index >= level - REACHED:
-                break
-            if capped:
-                raise RuntimeError(
-                    f"no room left to fault more memory in (budget or MemAvailable floor) at"
-                    f" index {index:.3f}"
-                )
-            self.give_back_all()
-            # What was faulted in reached index e: the free total was T = A/2 (1 + 1/e);
-            # the level needs 2 L T / (1 + L), which is A L (1 + e) / (e (1 + L)).
-            e = max(index, 0.05)
-            scale *= FIRST_SCALE * level * (1 + e) / (e * (1 + level))
-            index = self.effective_index()
+            if len(blocks) < count:
+                break  # the kernel has no free 2 MiB block left: the host's highest index
         index = self.settled().unusable_index
+        if index < level - REACHED:
+            raise RuntimeError(
+                f"index {index:.3f} is the highest this host reaches (no free 2 MiB block is"
+                f" left to take), below {level}"
+            )
         self.report(index=index)
-        for _ in range(MAX_ROUNDS):
+        for _ in range(8):
             if index <= level + OVERSHOOT or not self.held:
                 break
             index = self.give_back(index, level)
             self.report(index=index)
         return index
 
-    def give_back_all(self) -> None:
-        with self.lists_capped():
-            while self.held:
-                self.memory.release(self.held.pop(), CHUNK_BYTES)
+    def room_blocks(self) -> int:
+        """Blocks one batch may take within the budget and above the MemAvailable floor."""
+        budget = self.args.budget - len(self.held) * PAGE_BYTES
+        available = mem_available(self.meminfo()) - self.args.floor
+        return max(0, min(budget, available)) // BLOCK_BYTES
+
+    def split(self) -> None:
+        """Have the kernel split the partly unmapped huge pages, so the pages unmapped are
+        free (until then the whole 2 MiB stays in use): the shrinkers' run that
+        ``drop_caches`` 2 asks for includes the deferred split's."""
+        try:
+            (self.proc / SHRINK_SYSCTL).write_text("2\n")
+        except OSError as err:
+            raise RuntimeError(
+                f"cannot ask the kernel to split huge pages ({self.proc / SHRINK_SYSCTL}:"
+                f" {err.strerror}); run as root"
+            ) from err
 
     def give_back(self, index: float, level: float) -> float:
-        """Free whole punched chunks, newest first, to bring an index that overshot back
-        down: each frees its kept half, whose blocks merge with their holes again (a chunk
-        moves the index by about its size over the free total). The settled index."""
+        """Free whole blocks' kept pages, newest first, to bring an index that overshot back
+        down: each block merges whole again (moving the index by about its size over the
+        free total). The settled index."""
         space = self.space()
         total = space.free_bytes + self.pcp_bytes()
-        count = max(1, int((index - level - REACHED) * total / CHUNK_BYTES))
+        count = max(1, int((index - level - REACHED) * total / BLOCK_BYTES))
         with self.lists_capped():
             for _ in range(min(count, len(self.held))):
-                self.memory.release(self.held.pop(), CHUNK_BYTES)
+                self.memory.release(self.held.pop())
         return self.settled().unusable_index
-
-    def one_round(self, level: float, scale: float) -> bool:
-        """Fault ``scale`` times the estimate in, then punch chunks until the level is
-        reached; whether the budget or the MemAvailable floor cut the faulting short."""
-        held_bytes = len(self.held) * CHUNK_BYTES // 2
-        space = self.space()
-        # MemFree: on a host whose memory is initialised on demand it is more than the
-        # buddy lists hold, and the faults bring the rest in.
-        free = max(space.free_bytes + self.pcp_bytes(), mem_free(self.meminfo()))
-        want = int(round_bytes(free, level) * scale) + 2 * CHUNK_BYTES
-        room = self.args.budget - held_bytes
-        count = min(want, room) // CHUNK_BYTES
-        capped = want > room
-        fresh: list[int] = []
-        try:
-            for _ in range(count):
-                if mem_available(self.meminfo()) - CHUNK_BYTES < self.args.floor:
-                    capped = True
-                    break  # the margin and the guests' memory stay free
-                fresh.append(self.memory.fault(CHUNK_BYTES))
-                peak = held_bytes + len(fresh) * CHUNK_BYTES
-                self.progress.peak_bytes = max(self.progress.peak_bytes, peak)
-            if not fresh:
-                raise RuntimeError(
-                    "no room left to fault memory in (budget or MemAvailable floor reached) at"
-                    f" index {space.unusable_index:.3f}"
-                )
-            with self.lists_capped():
-                self.punch_until(level, fresh)
-        finally:
-            with self.lists_capped():
-                for addr in fresh:
-                    self.memory.release(addr, CHUNK_BYTES)
-        return capped
-
-    def punch_until(self, level: float, fresh: list[int]) -> None:
-        """Punch the chunks in ``fresh`` (taken off it as they are) until the index reaches
-        the level; the chunks left are for the caller to give back whole."""
-        while fresh:
-            addr = fresh.pop(0)
-            self.memory.punch(addr, CHUNK_BYTES)
-            self.held.append(addr)
-            # Pages on the per-CPU lists reach the buddy lists as holes; the chunks still
-            # whole go back as free 2 MiB blocks: the index counting both.
-            space, pcp = self.space(), self.pcp_bytes()
-            total = space.free_bytes + pcp + len(fresh) * CHUNK_BYTES
-            if total and (space.unusable_bytes + pcp) / total >= level:
-                break
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -335,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--floor", type=int, required=True, help="MemAvailable kept, bytes")
     parser.add_argument("--status", required=True)
     parser.add_argument("--proc", default="/proc")
+    parser.add_argument("--sys", default="/sys")
     parser.add_argument("--exit", action="store_true", help="exit once reached (tests)")
     args = parser.parse_args(argv)
     fragmenter = Fragmenter(args, Memory())

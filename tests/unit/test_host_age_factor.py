@@ -33,16 +33,16 @@ from tests.unit.test_study_run import FakeLab, context, lab_state, start
 
 
 @pytest.mark.parametrize(("level", "index"), [("fresh", None), ("f80", 0.8), ("f5", 0.05),
-                                              ("f95", 0.95), ("f1", 0.01)])  # fmt: skip
+                                              ("f100", 1.0), ("f1", 0.01)])  # fmt: skip
 def test_level_names_spell_the_index_in_percent(level: str, index: float | None) -> None:
     assert age_index(level) == index
     assert age_level(index) == level
     assert level in AGE_LEVELS
 
 
-@pytest.mark.parametrize("level", ["f0", "f96", "0.8", "f-80", "aged", "F80", "f8.0", ""])
+@pytest.mark.parametrize("level", ["f0", "f101", "0.8", "f-80", "aged", "F80", "f8.0", ""])
 def test_other_level_names_are_refused_with_the_syntax(level: str) -> None:
-    with pytest.raises(UsageError, match=re.escape("fresh or f1..f95")):
+    with pytest.raises(UsageError, match=re.escape("fresh or f1..f100")):
         age_index(level)
 
 
@@ -71,7 +71,7 @@ def test_the_age_is_part_of_a_runs_key_only_when_given() -> None:
 
 
 def test_a_run_request_with_a_bad_age_or_a_sweep_is_refused() -> None:
-    with pytest.raises(UsageError, match=re.escape("f1..f95")):
+    with pytest.raises(UsageError, match=re.escape("f1..f100")):
         check_request(RunRequest("null", 5, host_age="old"))
     from lab.core.sweeps import parse_axis
 
@@ -125,8 +125,8 @@ def test_the_order_of_age_levels_is_drawn_from_the_seed() -> None:
     [
         ('age = ["fresh", "f80"]', "with no factor of the guests"),
         ('page = ["thp", "1g"]\nage = ["fresh"]', "age must list two or more distinct"),
-        ('page = ["thp", "1g"]\nage = ["fresh", "0.8"]', "not fresh or f1..f95"),
-        ('page = ["thp", "1g"]\nage = ["fresh", "f99"]', "not fresh or f1..f95"),
+        ('page = ["thp", "1g"]\nage = ["fresh", "0.8"]', "not fresh or f1..f100"),
+        ('page = ["thp", "1g"]\nage = ["fresh", "f101"]', "not fresh or f1..f100"),
     ],
 )
 def test_a_bad_age_factor_is_refused(factors: str, expected: str) -> None:
