@@ -193,8 +193,9 @@ def run_age(args: argparse.Namespace, ctx: Context) -> int:
         how = "stopped" if undone.was_running else "had ended already"
         ctx.note(
             f"host age undone: fragmenter pid {undone.pid} {how}, {_gib(undone.held_bytes)} given"
-            f" back; order-9 unusable free space index now {state.index:.3f} (what else ran"
-            " while the host was aged may hold some of its holes still)"
+            f" back and memory compacted; order-9 unusable free space index now"
+            f" {state.index:.3f} (unmovable pages allocated while the host was aged, the"
+            " kernel's own, may hold some of its holes still)"
         )
         return 0
     if args.status:
