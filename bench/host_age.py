@@ -1,6 +1,6 @@
 """`lab host age` on this host, checked from /proc by code of its own (issue 42).
 
-For each level (0.5 and 0.8 by default): the order-9 unusable free space index read from
+For each level (0.5, 0.8 and 1 by default): the order-9 unusable free space index read from
 /proc/buddyinfo before, `lab host age --level L` run as the CLI, the index it reached, the
 time it took, the memory its fragmenter holds (its VmRSS), then `lab host age --undo` and the
 index once the per-CPU page lists have drained, and the 1 GiB huge page pool before and
@@ -12,7 +12,7 @@ on error and Ctrl-C too. It refuses to run while QEMU processes run (the lead's 
 the machine undisturbed) unless --with-guests is given (--wait-quiet S waits for them to
 end), and stops and undoes at once if one starts meanwhile.
 
-    python bench/host_age.py [--levels 0.5,0.8] [--keep-free 2G] [--with-guests]
+    python bench/host_age.py [--levels 0.5,0.8,1] [--keep-free 2G] [--with-guests]
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def one_level(
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--levels", default="0.5,0.8")
+    parser.add_argument("--levels", default="0.5,0.8,1")
     parser.add_argument("--keep-free", default="2G", help="for the guests (lab host age's)")
     parser.add_argument("--with-guests", action="store_true", help="run even while QEMU runs")
     parser.add_argument(
