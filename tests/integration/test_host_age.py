@@ -65,14 +65,14 @@ PCP = Path("/proc/sys/vm/percpu_pagelist_high_fraction")
 
 def drained_index() -> float:
     """:func:`unusable_index` with the per-CPU page lists drained into the buddy lists (capped
-    for two seconds, then set back). Left to tune themselves they hold up to 11,361 pages a
+    for 1.5 s, then set back). Left to tune themselves they hold up to 11,361 pages a
     CPU here, freed by processes that started while the host was aged (the lab command's
     own, this test's probe): one fragment of as many blocks, each kept from merging until
     the lists give it back. Counted so, the index after undo read 0.71-0.84."""
     before = PCP.read_text()
     PCP.write_text("100000\n")
     try:
-        time.sleep(2)  # the kernel trims the lists to their new high once a second
+        time.sleep(1.5)  # the kernel trims the lists to their new high once a second
         return unusable_index()
     finally:
         PCP.write_text(before)
