@@ -25,6 +25,7 @@ from lab.app.report import ReportRequest, ReportResult, report
 from lab.app.run import RunOutcome, RunRequest, check_request, run_workload
 from lab.app.show import Show
 from lab.app.study import Study, StudyWorkload
+from lab.app.studydone import block_done
 from lab.core import units
 from lab.core.context import Context
 from lab.core.errors import UsageError
@@ -216,6 +217,16 @@ class StudyActions:
     # the host held at an age level (fresh: given back), before a block of a design with an
     # age factor is brought up (lab.app.aging.hold_age)
     age: Callable[[str], object] | None = None
+    # whether the store holds every run of a block done (lab.app.studydone), so that it is
+    # not brought up again; None: every block runs (and its runs resume)
+    done: Callable[[tuple[str, str], list[RunRequest]], bool] | None = None
+
+
+def block_done_in_store(ctx: Context, pair: tuple[str, str], requests: list[RunRequest]) -> bool:
+    """:func:`lab.app.studydone.block_done` for the block whose runs ``requests`` ask for."""
+    workloads = workloads_for(ctx.config)
+    asked = [(request, check_request(request, workloads)) for request in requests]
+    return block_done(requests[0].db or "", pair, asked)
 
 
 def real_actions(ctx: Context) -> StudyActions:
@@ -230,6 +241,7 @@ def real_actions(ctx: Context) -> StudyActions:
         report=partial(report, ctx),
         down=partial(down, ctx, DownRequest()),
         age=partial(hold_age, ctx),
+        done=partial(block_done_in_store, ctx),
     )
 
 
@@ -265,6 +277,15 @@ def run_study(
     seen: dict[tuple[tuple[str, str], str | None], int] = {}  # step -> its runs so far
     for block, (pair, age) in enumerate(study.steps, 1):
         replicate = seen[(pair, age)] = seen.get((pair, age), 0) + 1
+        requests = [replace(run_request(study, w, db), host_age=age, replicate=replicate)
+                    for w in study.workloads]  # fmt: skip
+        if actions.done is not None and actions.done(pair, requests):
+            number += len(requests)
+            where = f"block {block} of {len(study.steps)}" if study.design else "the pair"
+            at = f" at host age {age}" if age is not None else ""
+            ctx.note(f"{where} ({', '.join(pair)}{at}): every run is done in {db}; not brought"
+                     " up again")  # fmt: skip
+            continue
         if replicate > 1 and study.steps[block - 2] == (pair, age):
             # a replicate right after its first: a run of its own (its key), on a new boot
             # and, aged, a host aged anew, or it would only repeat the block before it
@@ -275,10 +296,8 @@ def run_study(
             hold_host_age(ctx, study, age, actions, block)
             held = age
         bring_up(ctx, study, pair, actions, show, block)
-        for workload in study.workloads:
+        for workload, request in zip(study.workloads, requests, strict=True):
             number += 1
-            request = replace(run_request(study, workload, db), host_age=age,
-                              replicate=replicate)  # fmt: skip
             argv = run_argv(study, workload, db, age, replicate)
             ctx.err.rule(cell(f"{study.name} {number}/{steps}: lab {shlex.join(argv)}"))
             outcome = actions.run(request)

@@ -58,7 +58,8 @@ def register(subparsers: Any) -> None:
         description="Bring the twins up if no lab is up, store the study file and its sha256"
         " with the results, run every workload in order with `lab run`, then write the report"
         " into a folder beside the store named after the study. Run the same command again"
-        " to continue a study that stopped; a changed study file is refused (give it a new"
+        " to continue a study that stopped: a block whose runs are all done in the store is"
+        " not brought up (nor the host aged) again; a changed study file is refused (give it a new"
         " name). A lab that is up with other variants or another size is refused: run"
         " `lab down` first.",
     )

@@ -99,8 +99,11 @@ def test_the_demo_study_runs_every_workload_stores_its_file_and_writes_the_repor
     assert {v for _, v in hugetlb["lab-shp1g"]} == {1024 * 1024}
     assert {v for _, v in hugetlb["lab-thp"]} == {0}
 
-    # Running it again resumes: every run is complete, so nothing is added.
-    pair.lab("study", "run", str(DEMO), "--db", str(db), timeout=1800)
+    # Running it again resumes: every run is complete, so nothing is added, and the pair is
+    # not brought up again for it (the keys the study looks for are the controller's own).
+    again = pair.lab("study", "run", str(DEMO), "--db", str(db), timeout=1800)
+    said = " ".join(again.stderr.split())  # as wrapped to the terminal's width
+    assert "every run is done in" in said and "not brought up again" in said, said[-2000:]
     for workload in study.workloads:
         got = samples(db, workload.name, FIRST_METRIC[workload.name])
         assert {name: len(v) for name, v in got.items()} == {
