@@ -296,7 +296,12 @@ class Fragmenter:
                 break
             space, pcp = self.space(), self.pcp_bytes()
             want = blocks_needed(space.free_bytes + pcp, space.unusable_bytes + pcp, level)
-            count = min(max(1, want), BATCH_BYTES // BLOCK_BYTES, self.room_blocks())
+            if want == 0:
+                # No free block left (level 1), or the level is met counting the per-CPU
+                # lists. Not one more fault: with none free, a THP fault reclaims page cache
+                # and compacts to make one, and level 1 would empty the host's caches.
+                break
+            count = min(want, BATCH_BYTES // BLOCK_BYTES, self.room_blocks())
             if count <= 0:
                 raise RuntimeError(
                     "no room left to take more memory (budget or MemAvailable floor) at index"

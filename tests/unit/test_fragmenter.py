@@ -137,6 +137,30 @@ def test_a_host_out_of_blocks_holds_its_highest_index_when_that_is_the_level(
     assert buddy.big == 4 * BLOCK_BYTES and index > 0.99
 
 
+class Reclaiming(ToyBuddy):
+    """A host with page cache to reclaim: once no block is free, a THP fault still gets one,
+    made by evicting the cache (what defrag does for a MADV_HUGEPAGE fault)."""
+
+    def __init__(self, proc: Path, big: int, small: int, cache: int) -> None:
+        super().__init__(proc, big, small)
+        self.cache, self.evicted = cache, 0
+
+    def take(self, count: int) -> list[int]:
+        if self.big == 0 and self.cache:
+            self.evicted += BLOCK_BYTES
+            self.cache -= BLOCK_BYTES
+            self.big += BLOCK_BYTES
+        return super().take(count)
+
+
+def test_level_1_takes_the_free_blocks_and_evicts_no_cache_for_more(tmp_path: Path) -> None:
+    stand_in(tmp_path)
+    buddy = Reclaiming(tmp_path / "proc", 2 * GIB, GIB // 8, cache=4 * GIB)
+    index = Fragmenter(arguments(tmp_path, 1.0), buddy).run()
+    assert buddy.big == 0 and index == 1.0
+    assert buddy.evicted == 0  # not one fault past the last free block
+
+
 def test_a_level_the_host_cannot_reach_fails_with_its_highest_index(tmp_path: Path) -> None:
     buddy = toy(tmp_path, big=2 * GIB, small=GIB // 8, limit=200)
     with pytest.raises(RuntimeError, match=r"index 0\.\d+ is the highest this host reaches"):
