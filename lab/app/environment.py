@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from lab.app.analyse import Selection, store_path
 from lab.app.runs import declared_by_variants, find_run, find_sweep
 from lab.core.context import Context
-from lab.run.backing import describe, problem
+from lab.run.backing import aged_note, describe, problem
 from lab.run.environment import (
     BOOT_FACTS,
     Difference,
@@ -62,8 +62,12 @@ def environment_report(ctx: Context, selection: Selection) -> EnvironmentReport:
                     continue
                 said = describe(name, facts)
                 notes += [f"run {run.key}: memory of {said}"] if said else []
-                wrong = problem(name, facts.get("variant", "?"), facts)
+                host = now.get(("host", facts.get("host", "local")), {})
+                variant = facts.get("variant", "?")
+                wrong = problem(name, variant, facts, host)
                 problems += [f"run {run.key}: {wrong}"] if wrong else []
+                age = aged_note(name, variant, facts, host)
+                notes += [f"run {run.key}: {age}"] if age else []
             notes += [f"run {run.key}: {line}" for line in per_iteration(store.evidence(run.id))]
             told, odd = qemu_told(now, declared_by_variants(ctx.config, now)[1])
             notes += [f"run {run.key}: {line}" for line in told]

@@ -92,9 +92,22 @@ def describe(name: str, facts: Mapping[str, str]) -> str | None:
     )
 
 
-def problem(name: str, variant: str, facts: Mapping[str, str]) -> str | None:
+def aged(host_facts: Mapping[str, str]) -> str | None:
+    """How the host was aged where a run's host facts say so ("held at level 1.0 by `lab host
+    age`, index 0.999"); None for a host not aged by the lab (``host_aged`` "no" or absent)."""
+    level = host_facts.get("host_aged", "no")
+    if level == "no":
+        return None
+    index = host_facts.get("thp_unusable_index")
+    return f"held at level {level} by `lab host age`" + (f", index {index}" if index else "")
+
+
+def problem(
+    name: str, variant: str, facts: Mapping[str, str], host_facts: Mapping[str, str] | None = None
+) -> str | None:
     """The variant that did not take effect: hugetlb declared and none in use, or no huge
-    pages at all behind a twin that relies on transparent ones."""
+    pages at all behind a twin that relies on transparent ones, on a host not aged (aged,
+    that is what the age does to a THP twin: :func:`aged_note`)."""
     anon, hugetlb = kib_fact(facts, ANON_HUGE), kib_fact(facts, HUGETLB)
     declared = facts.get(DECLARED)
     if anon is None or hugetlb is None:
@@ -105,8 +118,23 @@ def problem(name: str, variant: str, facts: Mapping[str, str]) -> str | None:
             " variant did not take effect"
         )
     if declared == DEFAULT_DECLARED and anon == 0 and hugetlb == 0:
+        if aged(host_facts or {}) is not None:
+            return None  # the age took effect, not the variant that failed
         return (
             f"{name} ({variant}): no huge pages at all backed its memory (AnonHugePages 0): its"
             " RAM was in 4 KiB pages, so it is not a THP twin (check the host's THP mode)"
         )
     return None
+
+
+def aged_note(name: str, variant: str, facts: Mapping[str, str],
+              host_facts: Mapping[str, str]) -> str | None:  # fmt: skip
+    """Said instead of :func:`problem` of a THP twin with no huge page on an aged host."""
+    how = aged(host_facts)
+    anon, hugetlb = kib_fact(facts, ANON_HUGE), kib_fact(facts, HUGETLB)
+    if how is None or facts.get(DECLARED) != DEFAULT_DECLARED or anon != 0 or hugetlb != 0:
+        return None
+    return (
+        f"{name} ({variant}): no huge pages backed its memory (AnonHugePages 0) on a host {how}:"
+        " no 2 MiB block was left for THP, which is what the host's age does to a THP twin"
+    )

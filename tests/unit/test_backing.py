@@ -13,6 +13,7 @@ from lab.run.backing import (
     DEFAULT_DECLARED,
     HUGETLB,
     HUGETLB_DECLARED,
+    aged_note,
     backing_facts,
     describe,
     problem,
@@ -69,6 +70,25 @@ def test_a_variant_that_did_not_take_effect_is_named() -> None:
     read = host({"/run/libvirt/qemu/t.pid": "8", "/proc/8/smaps": plain.replace(
         "AnonHugePages:  0", "AnonHugePages:  2048")})  # fmt: skip
     assert problem("t", "thp", backing_facts(read, "t", THP_XML)) is None
+
+
+def test_a_thp_twin_without_huge_pages_on_an_aged_host_is_the_age_not_a_failed_variant() -> None:
+    # seen in the real age study: at index 0.999 the thp twin had AnonHugePages 0, and compare
+    # warned it was "not a THP twin (check the host's THP mode)"
+    plain = "Rss:  1000 kB\nAnonHugePages:  0 kB\n"
+    facts = backing_facts(host({"/run/libvirt/qemu/t.pid": "8", "/proc/8/smaps": plain}), "t",
+                          THP_XML)  # fmt: skip
+    aged = {"host_aged": "1.0", "thp_unusable_index": "0.999"}
+    assert problem("t", "thp", facts, aged) is None
+    note = aged_note("t", "thp", facts, aged)
+    assert note is not None and "held at level 1.0 by `lab host age`, index 0.999" in note
+    fresh = {"host_aged": "no", "thp_unusable_index": "0.05"}
+    assert "4 KiB pages" in (problem("t", "thp", facts, fresh) or "")
+    assert aged_note("t", "thp", facts, fresh) is None
+    shp = SMAPS.replace("Shared_Hugetlb:  1048576 kB", "Shared_Hugetlb:        0 kB")
+    facts = backing_facts(host({"/run/libvirt/qemu/g.pid": "7", "/proc/7/smaps": shp}), "g",
+                          SHP_XML)  # fmt: skip
+    assert "did not take effect" in (problem("g", "shp1g", facts, aged) or "")  # age or not
 
 
 def test_a_guest_whose_process_cannot_be_read_says_so_and_no_more() -> None:
