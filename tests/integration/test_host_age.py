@@ -93,9 +93,10 @@ def test_age_reaches_the_level_a_run_records_it_and_undo_gives_it_back(
         aged = unusable_index()
         assert aged >= 0.97, aged
         thp_aged = thp_mib()
-        # no 2 MiB block left for a THP fault, free or made by reclaim (0 of its 64 MiB
-        # here; the fresh host gives all of them)
-        assert thp_aged <= 8, thp_aged
+        # no 2 MiB block left for a THP fault, free or made by reclaim: 0-10 MiB of its 64
+        # here (blocks freed after the fragmenter stopped, the command's own exit among
+        # them, serve a few faults), where the fresh host gives all 64
+        assert thp_aged <= 16, thp_aged
         assert pool() == pool_before  # the 1 GiB pages are never touched
         status = lab("host", "age", "--status").stdout
         assert "aged to level 1 by fragmenter pid" in status and "running" in status
