@@ -19,9 +19,10 @@ with the guests' memory still free (in holes).
 
 The pages kept are locked (mlock2 MLOCK_ONFAULT, so no swap frees them), their mappings barred
 from huge pages again (``MADV_NOHUGEPAGE``: khugepaged would collapse a lone page into a new
-block), and ``lab host age`` keeps compaction off them once the level is held (lab.host.aging:
-``vm.compact_unevictable_allowed`` 0). Bounded: never more than ``--budget`` bytes mapped at
-once, and never below ``--floor`` bytes of MemAvailable; it never touches the huge page pools.
+block), and ``lab host age`` keeps compaction off them from before the first is taken
+(lab.host.aging: ``vm.compact_unevictable_allowed`` 0). Bounded: never more than
+``--budget`` bytes mapped at once, and never below ``--floor`` bytes of MemAvailable; it never
+touches the huge page pools.
 A host whose transparent huge pages are off (``never``) cannot be aged this way, and THP
 twins get no huge pages on it at any age: the fragmenter says so and stops.
 
@@ -60,8 +61,10 @@ from lab.host.telemetry import (
 
 BLOCK_BYTES = 2 << 20  # an order-9 block: one transparent huge page
 BATCH_BYTES = 512 << 20  # blocks taken and broken at a time: the peak beyond what is held
+BATCH_BLOCKS = BATCH_BYTES // BLOCK_BYTES
 REACHED = 0.01  # a settled index this close below the level counts as reached
 OVERSHOOT = 0.03  # a settled index further above the level gives blocks back
+GIVE_BACKS = 8  # rounds of blocks given back to an index that overshot, at most
 MAX_BATCHES = 4096  # 2 TiB of blocks: a bound on the loop, not a limit met in use
 SETTLE_SECONDS = 300.0
 SETTLED_SLACK_PAGES = 16384  # 64 MiB over the per-CPU lists' floor
@@ -195,13 +198,6 @@ def thp_off(enabled: str) -> bool:
     return "[never]" in enabled
 
 
-def mem_free(meminfo: str) -> int:
-    for line in meminfo.splitlines():
-        if line.startswith("MemFree:"):
-            return int(line.split()[1]) * 1024
-    raise ValueError("no MemFree in meminfo")
-
-
 class Fragmenter:
     def __init__(self, args: argparse.Namespace, memory: Memory) -> None:
         self.args = args
@@ -304,8 +300,7 @@ class Fragmenter:
             # clean page cache and compacts to make one, and the guests' faults would too
             # (a study's thp twin got 222 MiB of huge pages on a host stopped at the last
             # free block, after undo had compacted its cache into whole blocks).
-            count = min(BATCH_BYTES // BLOCK_BYTES if every else want, self.room_blocks())
-            count = min(count, BATCH_BYTES // BLOCK_BYTES)
+            count = min(BATCH_BLOCKS, self.room_blocks(), BATCH_BLOCKS if every else want)
             if count <= 0:
                 raise RuntimeError(
                     "no room left to take more memory (budget or MemAvailable floor) at index"
@@ -330,7 +325,7 @@ class Fragmenter:
                 f" left to take), below {level}"
             )
         self.report(index=index)
-        for _ in range(8):
+        for _ in range(GIVE_BACKS):
             if index <= level + OVERSHOOT or not self.held:
                 break
             index = self.give_back(index, level)
