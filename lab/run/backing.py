@@ -117,7 +117,7 @@ def problem(
             f"{name} ({variant}) declares hugetlb pages but its QEMU process holds none: the"
             " variant did not take effect"
         )
-    if declared == DEFAULT_DECLARED and anon == 0 and hugetlb == 0:
+    if no_huge_pages(facts):
         if aged(host_facts or {}) is not None:
             return None  # the age took effect, not the variant that failed
         return (
@@ -127,12 +127,17 @@ def problem(
     return None
 
 
+def no_huge_pages(facts: Mapping[str, str]) -> bool:
+    """A twin that relies on transparent huge pages, with none (nor hugetlb) behind its RAM."""
+    anon, hugetlb = kib_fact(facts, ANON_HUGE), kib_fact(facts, HUGETLB)
+    return facts.get(DECLARED) == DEFAULT_DECLARED and anon == 0 and hugetlb == 0
+
+
 def aged_note(name: str, variant: str, facts: Mapping[str, str],
               host_facts: Mapping[str, str]) -> str | None:  # fmt: skip
     """Said instead of :func:`problem` of a THP twin with no huge page on an aged host."""
     how = aged(host_facts)
-    anon, hugetlb = kib_fact(facts, ANON_HUGE), kib_fact(facts, HUGETLB)
-    if how is None or facts.get(DECLARED) != DEFAULT_DECLARED or anon != 0 or hugetlb != 0:
+    if how is None or not no_huge_pages(facts):
         return None
     return (
         f"{name} ({variant}): no huge pages backed its memory (AnonHugePages 0) on a host {how}:"
