@@ -45,6 +45,11 @@ class RunSummary:
             return "complete"
         return "stopped early" if self.stopped else "incomplete"
 
+    @property
+    def finished(self) -> bool:
+        """Nothing left to run: every iteration done, or its rule stopped it."""
+        return self.state != "incomplete"
+
     def to_json(self) -> dict[str, Any]:
         """As ``lab runs --json`` prints it: its moments in ISO 8601 (``iso_timestamp``)."""
         guests = [

@@ -5,8 +5,9 @@ nothing left to do.
 A block's runs are found by the key ``lab run`` would give them (:func:`lab.run.runstate.run_key`:
 the study, the workload and its resolved parameters, the pair's guest names, n, the schedule
 and the rest of the request, the host age and the replicate), and a run is done when
-``lab runs`` would call it complete or stopped early by its rule. A workload with a sweep
-(one run per value) is never taken for done here: the block runs, and its runs resume.
+``lab runs`` would call it complete or stopped early by its rule (``RunSummary.finished``).
+A workload with a sweep (one run per value) is never taken for done here: the block runs, and
+its runs resume.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ from lab.guests.twins import guest_names
 from lab.run.runstate import run_key
 from lab.run.workload import Workload
 from lab.store import Store
-
-DONE_STATES = ("complete", "stopped early")
 
 
 def request_key(request: RunRequest, workload: Workload, pair: tuple[str, str]) -> str:
@@ -42,7 +41,7 @@ def block_done(db: str, pair: tuple[str, str], requests: list[tuple[RunRequest, 
     study = {request.study for request, _ in requests}
     try:
         with Store.open(Path(db), create=False) as store:
-            found = {s.key: s.state for name in study for s in summaries(store, name)}
+            finished = {s.key for name in study for s in summaries(store, name) if s.finished}
     except (LabError, OSError):
         return False
-    return all(found.get(key) in DONE_STATES for key in keys)
+    return keys <= finished

@@ -34,7 +34,7 @@ from lab.guests.labstate import LabState, load_state
 from lab.guests.plan import TwinRequest
 from lab.host.agelevels import FRESH, age_index
 from lab.run.lock import run_lock
-from lab.run.workload import workloads_for
+from lab.run.workload import get_workload, workloads_for
 from lab.store import Store
 
 if TYPE_CHECKING:
@@ -224,8 +224,8 @@ class StudyActions:
 
 def block_done_in_store(ctx: Context, pair: tuple[str, str], requests: list[RunRequest]) -> bool:
     """:func:`lab.app.studydone.block_done` for the block whose runs ``requests`` ask for."""
-    workloads = workloads_for(ctx.config)
-    asked = [(request, check_request(request, workloads)) for request in requests]
+    workloads = workloads_for(ctx.config)  # checked once, before the study's first block
+    asked = [(request, get_workload(request.workload, workloads)) for request in requests]
     return block_done(requests[0].db or "", pair, asked)
 
 
