@@ -124,6 +124,8 @@ def main() -> int:
     parser.add_argument("--dose", type=int, default=20, help="reads per look in the dosed runs")
     parser.add_argument("--seed", type=int, default=42)
     args = parser.parse_args()
+    if args.dose < 2:  # 0 and 1 are the runs without and with the telemetry themselves
+        parser.error(f"--dose must be 2 or more, not {args.dose}")
     state = json.loads(Path("/var/lib/lab/lab.json").read_text())
     guests = [g["name"] for g in state["guests"]]
 
